@@ -1,0 +1,350 @@
+// Contexts: primary contexts, created contexts, the per-thread context stack, peer access.
+#include "driver/context.h"
+
+#include <mutex>
+#include <vector>
+
+#include "driver/driver.h"
+
+namespace mcsim::driver {
+
+namespace {
+
+struct Primary {
+  CUctx_st ctx;
+  int refs = 0;
+  unsigned flags = 0;
+};
+
+struct Contexts {
+  std::mutex mu;
+  std::set<CUctx_st*> registry;   // every context ever made; lookups only, never iterated for output
+  std::vector<Primary*> primaries;  // one per device, made at first use
+  unsigned long long nextId = 1;
+};
+
+Contexts& contexts() {
+  static Contexts* c = new Contexts();
+  return *c;
+}
+
+thread_local std::vector<CUctx_st*> tlsStack;
+
+Primary& primaryFor(int device) {
+  Contexts& c = contexts();
+  if (c.primaries.empty()) {
+    for (int d = 0; d < state().deviceCount; ++d) {
+      auto* p = new Primary();
+      p->ctx.device = d;
+      p->ctx.primary = true;
+      p->ctx.id = c.nextId++;
+      c.registry.insert(&p->ctx);
+      c.primaries.push_back(p);
+    }
+  }
+  return *c.primaries[static_cast<size_t>(device)];
+}
+
+bool usableLocked(CUctx_st* ctx) {
+  if (ctx->primary) return primaryFor(ctx->device).refs > 0;
+  return ctx->alive;
+}
+
+constexpr unsigned kCtxFlagsAllowed = CU_CTX_FLAGS_MASK;
+
+bool validSchedFlags(unsigned flags) {
+  const unsigned sched = flags & CU_CTX_SCHED_MASK;
+  return (flags & ~kCtxFlagsAllowed) == 0 &&
+         (sched == CU_CTX_SCHED_AUTO || sched == CU_CTX_SCHED_SPIN || sched == CU_CTX_SCHED_YIELD ||
+          sched == CU_CTX_SCHED_BLOCKING_SYNC);
+}
+
+}  // namespace
+
+void addContextsToDigest(model::Digest& d) {
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  for (const Primary* p : contexts().primaries) d.add(static_cast<uint64_t>(p->refs)).add(p->flags);
+  d.add(contexts().nextId);
+  d.add(tlsStack.size());
+  for (const CUctx_st* c : tlsStack) d.add(c->id);
+}
+
+bool knownContext(CUcontext ctx) {
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  return contexts().registry.count(ctx) != 0;
+}
+
+bool usableContext(CUcontext ctx) {
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  return contexts().registry.count(ctx) != 0 && usableLocked(ctx);
+}
+
+CUresult currentContext(CUctx_st** ctx) {
+  if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  CUctx_st* top = tlsStack.back();
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  if (!usableLocked(top)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *ctx = top;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace mcsim::driver
+
+using namespace mcsim::driver;
+
+extern "C" {
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  Primary& p = primaryFor(dev);
+  if (p.refs++ == 0) p.ctx.flags = p.flags;
+  *pctx = &p.ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  CUctx_st* released = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    Primary& p = primaryFor(dev);
+    if (p.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (--p.refs == 0) released = &p.ctx;
+  }
+  if (released != nullptr) releaseContextResources(released);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  CUctx_st* ctx = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    Primary& p = primaryFor(dev);
+    p.refs = 0;
+    p.flags = 0;
+    p.ctx.peers.clear();
+    ctx = &p.ctx;
+  }
+  releaseContextResources(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  MCSIM_REQUIRE_INIT();
+  if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  Primary& p = primaryFor(dev);
+  *flags = p.flags;
+  *active = p.refs > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  MCSIM_REQUIRE_INIT();
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  Primary& p = primaryFor(dev);
+  p.flags = flags;
+  p.ctx.flags = flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags,
+                                CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  // Execution affinity and CIG parameters describe hardware partitioning mcsim does not model.
+  if (params != nullptr && (params->execAffinityParams != nullptr || params->cigParams != nullptr)) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  auto* ctx = new CUctx_st();
+  ctx->device = dev;
+  ctx->flags = flags;
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    ctx->id = contexts().nextId++;
+    contexts().registry.insert(ctx);
+  }
+  tlsStack.push_back(ctx);
+  *pctx = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
+  MCSIM_REQUIRE_INIT();
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    if (contexts().registry.count(ctx) == 0 || ctx->primary || !ctx->alive) {
+      return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    ctx->alive = false;
+  }
+  if (!tlsStack.empty() && tlsStack.back() == ctx) tlsStack.pop_back();
+  releaseContextResources(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  MCSIM_REQUIRE_INIT();
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = tlsStack.empty() ? nullptr : tlsStack.back();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  MCSIM_REQUIRE_INIT();
+  if (ctx == nullptr) {
+    if (!tlsStack.empty()) tlsStack.pop_back();
+    return CUDA_SUCCESS;
+  }
+  if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (tlsStack.empty()) tlsStack.push_back(ctx);
+  else tlsStack.back() = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
+  MCSIM_REQUIRE_INIT();
+  if (ctx == nullptr || !knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  tlsStack.push_back(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
+  MCSIM_REQUIRE_INIT();
+  if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx != nullptr) *pctx = tlsStack.back();
+  tlsStack.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  MCSIM_REQUIRE_INIT();
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  MCSIM_REQUIRE_INIT();
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  // Every operation mcsim accepts has completed by the time its call returns.
+  return CUDA_SUCCESS;
+}
+
+// CUDA 13.0 forms that name the context; NULL means the calling thread's current one.
+CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  MCSIM_REQUIRE_INIT();
+  if (ctx == nullptr) return cuCtxGetDevice(device);
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
+  MCSIM_REQUIRE_INIT();
+  if (ctx == nullptr) return cuCtxSynchronize();
+  if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
+  MCSIM_REQUIRE_INIT();
+  if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  *flags = ctx->flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetFlags(unsigned int flags) {
+  MCSIM_REQUIRE_INIT();
+  if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  ctx->flags = flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  MCSIM_REQUIRE_INIT();
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx == nullptr) {
+    CUctx_st* cur = nullptr;
+    MCSIM_TRY(currentContext(&cur));
+  } else if (!usableContext(ctx)) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  *version = 3020;  // every context made through the v2+ entry points reports the v2 API
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
+  MCSIM_REQUIRE_INIT();
+  if (ctxId == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* c = ctx;
+  if (c == nullptr) MCSIM_TRY(currentContext(&c));
+  else if (!usableContext(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  *ctxId = c->id;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  if (peerContext == nullptr || !usableContext(peerContext)) return CUDA_ERROR_INVALID_HANDLE;
+  if (peerContext->device == ctx->device) return CUDA_ERROR_INVALID_DEVICE;
+  if (state().node->preset().nvlink.linksPerGpu == 0) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  if (!ctx->peers.insert(peerContext->device).second) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
+  MCSIM_REQUIRE_INIT();
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  if (peerContext == nullptr || !knownContext(peerContext)) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  if (ctx->peers.erase(peerContext->device) == 0) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"
+
+// Older ABI variants of context creation (CUDA 3.2 and 11.4) that cuGetProcAddress hands to
+// programs asking for those versions (NCCL asks for cuCtxCreate at 11040).
+extern "C" {
+
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return cuCtxCreate_v4(pctx, nullptr, flags, dev);
+}
+CUresult CUDAAPI cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                                unsigned int flags, CUdevice dev) {
+  if (numParams < 0 || (numParams > 0 && paramsArray == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (numParams > 0) return CUDA_ERROR_NOT_SUPPORTED;  // execution affinity is not modelled
+  return cuCtxCreate_v4(pctx, nullptr, flags, dev);
+}
+
+}  // extern "C"

@@ -1,0 +1,38 @@
+// Contexts as the driver keeps them. Context objects are never freed: a destroyed context stays
+// in the registry marked dead, so a stale CUcontext from the application is recognised rather
+// than dereferenced after free.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <set>
+
+#include "model/digest.h"
+
+struct CUctx_st {
+  int device = 0;
+  unsigned flags = 0;
+  bool primary = false;
+  bool alive = true;             // created contexts: until cuCtxDestroy
+  unsigned long long id = 0;     // cuCtxGetId
+  std::set<int> peers;           // devices whose memory this context may access
+};
+
+namespace mcsim::driver {
+
+// The calling thread's current context if it is usable: CUDA_ERROR_INVALID_CONTEXT when there is
+// none, CUDA_ERROR_CONTEXT_IS_DESTROYED when it was destroyed (or its primary was released).
+CUresult currentContext(CUctx_st** ctx);
+// Whether `ctx` is a context this driver made (alive or not).
+bool knownContext(CUcontext ctx);
+// Whether a known context can be used now.
+bool usableContext(CUcontext ctx);
+
+// For mcsim::api: primary-context counts, live contexts and this thread's stack.
+void addContextsToDigest(model::Digest& d);
+
+// Frees what a context owns when it goes away (memory.cpp implements it).
+void releaseContextResources(CUctx_st* ctx);
+
+}  // namespace mcsim::driver

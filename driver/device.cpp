@@ -1,0 +1,115 @@
+// Devices: enumeration, names, UUIDs, memory size, attributes, peer queries.
+#include <cstring>
+
+#include "driver/driver.h"
+
+using namespace mcsim::driver;
+
+namespace {
+
+// A stable UUID per (preset, device): the same machine description always gives the same ids.
+CUuuid deviceUuid(int dev) {
+  const auto& preset = state().node->preset();
+  uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+  for (char c : preset.name) {
+    h1 = (h1 ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+    h2 = (h2 ^ static_cast<uint8_t>(c)) * 0x100000001b3ull + 7;
+  }
+  h1 ^= static_cast<uint64_t>(dev) * 0x9e3779b97f4a7c15ull;
+  h2 ^= static_cast<uint64_t>(dev + 1) * 0xbf58476d1ce4e5b9ull;
+  CUuuid u;
+  std::memcpy(u.bytes, &h1, 8);
+  std::memcpy(u.bytes + 8, &h2, 8);
+  u.bytes[6] = static_cast<char>((u.bytes[6] & 0x0f) | 0x40);  // RFC 4122 version 4 layout
+  u.bytes[8] = static_cast<char>((u.bytes[8] & 0x3f) | 0x80);
+  return u;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  MCSIM_REQUIRE_INIT();
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *count = state().deviceCount;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  MCSIM_REQUIRE_INIT();
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;  // clients assume CUdevice values equal ordinals
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  const std::string& n = state().node->preset().gpu.name;
+  const size_t copy = std::min(n.size(), static_cast<size_t>(len - 1));
+  std::memcpy(name, n.data(), copy);
+  name[copy] = '\0';
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *uuid = deviceUuid(dev);
+  return CUDA_SUCCESS;
+}
+
+// The pre-11.4 entry point; identical on devices without MIG.
+#undef cuDeviceGetUuid
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+
+CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = state().node->preset().gpu.memoryBytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  *pi = state().attributes[static_cast<size_t>(dev)][static_cast<size_t>(attrib)];
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  MCSIM_REQUIRE_INIT();
+  if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev) || !validDevice(peerDev)) return CUDA_ERROR_INVALID_DEVICE;
+  // Every pair of GPUs on an NVLink fabric can reach each other; a device is not its own peer.
+  *canAccessPeer = (dev != peerDev && state().node->preset().nvlink.linksPerGpu > 0) ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice,
+                                         CUdevice dstDevice) {
+  MCSIM_REQUIRE_INIT();
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(srcDevice) || !validDevice(dstDevice) || srcDevice == dstDevice) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  const bool linked = state().node->preset().nvlink.linksPerGpu > 0;
+  switch (attrib) {
+    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: *value = 0; break;
+    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: *value = linked ? 1 : 0; break;
+    case CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: *value = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,103 @@
+// Driver state, cuInit, cuDriverGetVersion, and the Status -> CUresult mapping.
+#include "driver/driver.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "driver/device_table.h"
+#include "fabric/preset.h"
+
+namespace mcsim::driver {
+
+DriverState& state() {
+  // Leaked on purpose: application threads and atexit handlers may call the driver while
+  // static destructors run.
+  static DriverState* s = new DriverState();
+  return *s;
+}
+
+CUresult toResult(Status s) {
+  switch (s) {
+    case Status::kOk: return CUDA_SUCCESS;
+    case Status::kInvalidValue: return CUDA_ERROR_INVALID_VALUE;
+    case Status::kInvalidDevice: return CUDA_ERROR_INVALID_DEVICE;
+    case Status::kInvalidHandle: return CUDA_ERROR_INVALID_HANDLE;
+    case Status::kOutOfMemory: return CUDA_ERROR_OUT_OF_MEMORY;
+    case Status::kNotSupported: return CUDA_ERROR_NOT_SUPPORTED;
+    case Status::kNotPermitted: return CUDA_ERROR_NOT_PERMITTED;
+    case Status::kNotFound: return CUDA_ERROR_NOT_FOUND;
+    case Status::kAlreadyMapped: return CUDA_ERROR_INVALID_VALUE;
+    case Status::kNotMapped: return CUDA_ERROR_INVALID_VALUE;
+    case Status::kIllegalAddress: return CUDA_ERROR_INVALID_VALUE;
+    case Status::kIllegalState: return CUDA_ERROR_ILLEGAL_STATE;
+    case Status::kSystemNotReady: return CUDA_ERROR_SYSTEM_NOT_READY;
+  }
+  return CUDA_ERROR_UNKNOWN;
+}
+
+int emulatedDriverVersion() {
+  static const int version = [] {
+    const char* env = std::getenv("MCSIM_DRIVER_VERSION");
+    if (env == nullptr || *env == '\0') return CUDA_VERSION;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    // Versions are 1000 * major + 10 * minor; anything else is a mistake worth saying.
+    if (*end != '\0' || v < 11000 || v > 99990 || v % 10 != 0) {
+      std::fprintf(stderr, "mcsim: MCSIM_DRIVER_VERSION='%s' is not a version such as 12080; "
+                           "using %d\n", env, CUDA_VERSION);
+      return CUDA_VERSION;
+    }
+    return static_cast<int>(v);
+  }();
+  return version;
+}
+
+namespace {
+
+CUresult bringUpNode() {
+  DriverState& s = state();
+  const char* env = std::getenv("MCSIM_TOPOLOGY");
+  const std::string which = (env != nullptr && *env != '\0') ? env : fabric::defaultPresetName();
+  try {
+    fabric::Preset preset = fabric::loadPreset(which);
+    s.attributes = resolveDeviceAttributes(preset);
+    s.deviceCount = preset.gpuCount;
+    s.node = fabric::makeEmbeddedNode(std::move(preset));
+    if (!s.node) {
+      std::fprintf(stderr, "mcsim: cannot reserve the simulated device address space\n");
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  } catch (const fabric::InputError& e) {
+    std::fprintf(stderr, "mcsim: cannot load topology preset: %s\n", e.what());
+    return CUDA_ERROR_NO_DEVICE;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+}  // namespace mcsim::driver
+
+using namespace mcsim::driver;
+
+extern "C" {
+
+CUresult CUDAAPI cuInit(unsigned int Flags) {
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  DriverState& s = state();
+  std::call_once(s.initOnce, [&] {
+    s.initResult = bringUpNode();
+    if (s.initResult == CUDA_SUCCESS) s.initialized.store(true, std::memory_order_release);
+  });
+  return s.initResult;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* driverVersion) {
+  if (driverVersion == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *driverVersion = emulatedDriverVersion();
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,56 @@
+// Internal core of mcsim's libcuda.so.1: the process-wide driver state and the helpers every
+// entry point uses. Entry points live in one translation unit per API group.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "fabric/node.h"
+#include "model/status.h"
+
+namespace mcsim::driver {
+
+// Maps a node outcome to the driver's code: the one place where Status becomes CUresult.
+CUresult toResult(Status s);
+
+struct DriverState {
+  std::once_flag initOnce;
+  std::atomic<bool> initialized{false};
+  CUresult initResult = CUDA_SUCCESS;
+  std::unique_ptr<fabric::Node> node;
+  int deviceCount = 0;
+  // Attribute values per device, indexed [device][attribute], resolved once at cuInit.
+  std::vector<std::vector<int>> attributes;
+};
+
+DriverState& state();
+
+// The emulated driver version: what cuDriverGetVersion reports and what cuGetProcAddress
+// resolves against. MCSIM_DRIVER_VERSION overrides the default (the cuda.h version).
+int emulatedDriverVersion();
+
+inline bool initialized() { return state().initialized.load(std::memory_order_acquire); }
+inline fabric::Node& node() { return *state().node; }
+inline bool validDevice(CUdevice d) { return d >= 0 && d < state().deviceCount; }
+inline bool isDeviceAddress(uint64_t p) {
+  return initialized() && p >= node().vaBase() && p < node().vaLimit();
+}
+
+// Every entry point but cuInit, cuDriverGetVersion and the error-string calls begins here.
+#define MCSIM_REQUIRE_INIT()                                   \
+  do {                                                         \
+    if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED; \
+  } while (0)
+
+#define MCSIM_TRY(expr)              \
+  do {                               \
+    const CUresult r_ = (expr);      \
+    if (r_ != CUDA_SUCCESS) return r_; \
+  } while (0)
+
+}  // namespace mcsim::driver

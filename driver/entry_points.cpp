@@ -1,0 +1,97 @@
+// cuGetProcAddress and cuGetProcAddress_v2: table-driven resolution of versioned entry points.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "driver/driver.h"
+
+// cuda.h maps some base names to newer symbols with macros; the table names exact symbols.
+#undef cuCtxCreate
+#undef cuCtxDestroy
+#undef cuCtxPopCurrent
+#undef cuCtxPushCurrent
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+#undef cuDevicePrimaryCtxSetFlags
+#undef cuDeviceGetUuid
+#undef cuGetProcAddress
+
+// Declaring every symbol through the header's own function-pointer type makes the compiler
+// check the table: a symbol whose signature is not the variant's is a conflicting declaration.
+#define MCSIM_ENTRY(name, ver, symbol, pfn) extern "C" std::remove_pointer_t<pfn> symbol;
+#include "driver/entry_points.def"
+#undef MCSIM_ENTRY
+
+namespace {
+
+struct Entry {
+  const char* name;
+  int version;
+  bool perThread;  // a _ptds / _ptsz variant
+  void* fn;
+};
+
+constexpr bool endsWith(const char* s, const char* tail) {
+  size_t n = 0, m = 0;
+  while (s[n] != '\0') ++n;
+  while (tail[m] != '\0') ++m;
+  if (m > n) return false;
+  for (size_t i = 0; i < m; ++i) {
+    if (s[n - m + i] != tail[i]) return false;
+  }
+  return true;
+}
+
+const Entry kEntries[] = {
+#define MCSIM_ENTRY(name, ver, symbol, pfn) \
+  {#name, ver, endsWith(#pfn, "_ptds") || endsWith(#pfn, "_ptsz"), reinterpret_cast<void*>(&symbol)},
+#include "driver/entry_points.def"
+#undef MCSIM_ENTRY
+};
+
+CUresult resolve(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                 CUdriverProcAddressQueryResult* status) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const cuuint64_t known = CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  if ((flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const int driverVersion = mcsim::driver::emulatedDriverVersion();
+  if (cudaVersion > driverVersion) return CUDA_ERROR_INVALID_VALUE;
+  // DEFAULT means legacy here: mcsim's own code is not compiled for the per-thread stream.
+  const bool perThread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  const Entry* plain = nullptr;
+  const Entry* threaded = nullptr;
+  bool exists = false;
+  for (const Entry& e : kEntries) {
+    // A variant newer than the emulated driver does not exist in that driver at all.
+    if (e.version > driverVersion || std::strcmp(e.name, symbol) != 0) continue;
+    exists = true;
+    if (e.version > cudaVersion) continue;
+    const Entry*& best = e.perThread ? threaded : plain;
+    if (best == nullptr || e.version > best->version) best = &e;
+  }
+  const Entry* chosen = (perThread && threaded != nullptr) ? threaded : plain;
+  *pfn = chosen != nullptr ? chosen->fn : nullptr;
+  if (status != nullptr) {
+    *status = chosen != nullptr ? CU_GET_PROC_ADDRESS_SUCCESS
+              : exists          ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                                : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  }
+  return chosen != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult* symbolStatus) {
+  return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  return resolve(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+}  // extern "C"

@@ -1,0 +1,253 @@
+// Linear device memory (cuMemAlloc), pinned host memory, and the synchronous and asynchronous
+// copies and memsets on the legacy default stream.
+#include "driver/memory.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "driver/context.h"
+#include "driver/driver.h"
+
+namespace mcsim::driver {
+
+namespace {
+
+struct MemoryTables {
+  std::mutex mu;
+  std::map<uint64_t, HostAllocation> host;   // pinned host memory by base address
+  std::map<uint64_t, CUctx_st*> linearOwner;  // cuMemAlloc base -> owning context
+};
+
+MemoryTables& tables() {
+  static MemoryTables* t = new MemoryTables();
+  return *t;
+}
+
+int currentDevice(CUresult* r) {
+  CUctx_st* ctx = nullptr;
+  *r = currentContext(&ctx);
+  return *r == CUDA_SUCCESS ? ctx->device : -1;
+}
+
+}  // namespace
+
+bool findHostAllocation(uint64_t p, HostAllocation* out) {
+  std::lock_guard<std::mutex> lock(tables().mu);
+  auto it = tables().host.upper_bound(p);
+  if (it == tables().host.begin()) return false;
+  --it;
+  if (p >= it->second.base + it->second.size) return false;
+  *out = it->second;
+  return true;
+}
+
+void addMemoryTablesToDigest(model::Digest& d) {
+  std::lock_guard<std::mutex> lock(tables().mu);
+  // Host addresses come from the host's mmap, so only sizes and flags enter the digest.
+  d.add(tables().host.size());
+  for (const auto& [base, h] : tables().host) d.add(h.size).add(h.flags);
+  d.add(tables().linearOwner.size());
+  for (const auto& [va, owner] : tables().linearOwner) d.add(va).add(owner->id);
+}
+
+uint64_t hostAllocationCount() {
+  std::lock_guard<std::mutex> lock(tables().mu);
+  return tables().host.size();
+}
+
+void releaseContextResources(CUctx_st* ctx) {
+  std::vector<uint64_t> linear, host;
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    for (const auto& [va, owner] : tables().linearOwner) {
+      if (owner == ctx) linear.push_back(va);
+    }
+    for (const auto& [base, h] : tables().host) {
+      if (h.ctx == ctx) host.push_back(base);
+    }
+    for (uint64_t va : linear) tables().linearOwner.erase(va);
+    for (uint64_t base : host) {
+      munmap(reinterpret_cast<void*>(base), tables().host[base].size);
+      tables().host.erase(base);
+    }
+  }
+  for (uint64_t va : linear) state().node->freeLinear(va);
+}
+
+CUresult checkStream(CUstream stream) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult copyHtoD(uint64_t dst, const void* src, size_t bytes) {
+  CUresult r;
+  const int dev = currentDevice(&r);
+  if (r != CUDA_SUCCESS) return r;
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (src == nullptr || !isDeviceAddress(dst)) return CUDA_ERROR_INVALID_VALUE;
+  return toResult(state().node->write(dst, src, bytes, dev));
+}
+
+CUresult copyDtoH(void* dst, uint64_t src, size_t bytes) {
+  CUresult r;
+  const int dev = currentDevice(&r);
+  if (r != CUDA_SUCCESS) return r;
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (dst == nullptr || !isDeviceAddress(src)) return CUDA_ERROR_INVALID_VALUE;
+  return toResult(state().node->read(dst, src, bytes, dev));
+}
+
+CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes) {
+  CUresult r;
+  const int dev = currentDevice(&r);
+  if (r != CUDA_SUCCESS) return r;
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (!isDeviceAddress(dst) || !isDeviceAddress(src)) return CUDA_ERROR_INVALID_VALUE;
+  return toResult(state().node->copy(dst, src, bytes, dev));
+}
+
+CUresult copyUnified(uint64_t dst, uint64_t src, size_t bytes) {
+  // Unified addressing: the address alone says which side is device memory.
+  const bool dDev = isDeviceAddress(dst), sDev = isDeviceAddress(src);
+  if (dDev && sDev) return copyDtoD(dst, src, bytes);
+  if (dDev) return copyHtoD(dst, reinterpret_cast<const void*>(src), bytes);
+  if (sDev) return copyDtoH(reinterpret_cast<void*>(dst), src, bytes);
+  CUresult r;
+  currentDevice(&r);
+  if (r != CUDA_SUCCESS) return r;
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes) {
+  if (dstCtx == nullptr || srcCtx == nullptr || !usableContext(dstCtx) || !usableContext(srcCtx)) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (bytes == 0) return CUDA_SUCCESS;
+  if (!isDeviceAddress(dst) || !isDeviceAddress(src)) return CUDA_ERROR_INVALID_VALUE;
+  // A peer copy reads through the source context and writes through the destination's: each
+  // side is checked by the node against every device's rights it needs (linear memory grants
+  // all devices).
+  return toResult(state().node->copy(dst, src, bytes, -1));
+}
+
+CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count) {
+  CUresult r;
+  const int dev = currentDevice(&r);
+  if (r != CUDA_SUCCESS) return r;
+  if (dst % elementBytes != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (count == 0) return CUDA_SUCCESS;
+  if (!isDeviceAddress(dst)) return CUDA_ERROR_INVALID_VALUE;
+  return toResult(state().node->fill(dst, value, elementBytes, count, dev));
+}
+
+}  // namespace mcsim::driver
+
+using namespace mcsim::driver;
+
+extern "C" {
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  MCSIM_REQUIRE_INIT();
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t va = 0;
+  MCSIM_TRY(toResult(state().node->allocLinear(ctx->device, bytesize, &va)));
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    tables().linearOwner[va] = ctx;
+  }
+  *dptr = va;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
+  MCSIM_REQUIRE_INIT();
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  if (dptr == 0) return CUDA_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    if (tables().linearOwner.erase(dptr) == 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return toResult(state().node->freeLinear(dptr));
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
+  MCSIM_REQUIRE_INIT();
+  if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  uint64_t f = 0, t = 0;
+  MCSIM_TRY(toResult(state().node->memoryInfo(ctx->device, &f, &t)));
+  *free = f;
+  *total = t;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((Flags & ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  // Page-aligned host memory, as pinned allocations are.
+  void* p = mmap(nullptr, bytesize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  const auto base = reinterpret_cast<uint64_t>(p);
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    tables().host[base] = HostAllocation{base, bytesize, Flags, ctx};
+  }
+  *pp = p;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHostAlloc(pp, bytesize, 0); }
+
+CUresult CUDAAPI cuMemFreeHost(void* p) {
+  MCSIM_REQUIRE_INIT();
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  std::lock_guard<std::mutex> lock(tables().mu);
+  auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
+  if (it == tables().host.end()) return CUDA_ERROR_INVALID_VALUE;
+  munmap(p, it->second.size);
+  tables().host.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  if (pdptr == nullptr || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  HostAllocation h;
+  if (!findHostAllocation(reinterpret_cast<uint64_t>(p), &h)) return CUDA_ERROR_INVALID_VALUE;
+  *pdptr = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the same address
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostGetFlags(unsigned int* pFlags, void* p) {
+  MCSIM_REQUIRE_INIT();
+  if (pFlags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  HostAllocation h;
+  if (!findHostAllocation(reinterpret_cast<uint64_t>(p), &h)) return CUDA_ERROR_INVALID_VALUE;
+  *pFlags = h.flags | CU_MEMHOSTALLOC_DEVICEMAP;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"
+
+#include "driver/memops_entries.inc"

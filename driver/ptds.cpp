@@ -1,0 +1,13 @@
+// The per-thread default-stream twins (_ptds / _ptsz) of the memory operations. This translation
+// unit is compiled with CUDA_API_PER_THREAD_DEFAULT_STREAM, so cuda.h itself renames each
+// function below to its per-thread symbol: the names and signatures come from the header.
+#ifndef CUDA_API_PER_THREAD_DEFAULT_STREAM
+#error "ptds.cpp must be compiled with CUDA_API_PER_THREAD_DEFAULT_STREAM"
+#endif
+
+#include "driver/driver.h"
+#include "driver/memory.h"
+
+using namespace mcsim::driver;
+
+#include "driver/memops_entries.inc"

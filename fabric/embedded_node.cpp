@@ -1,0 +1,541 @@
+// The node hosted inside the application process (the default transport).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "fabric/node.h"
+#include "model/digest.h"
+#include "model/engine.h"
+#include "model/lazy_region.h"
+
+namespace mcsim::fabric {
+
+namespace {
+
+using model::AddressSpace;
+using model::AllocId;
+using model::Segment;
+
+// The simulated device VA window. It is reserved in the host process (PROT_NONE), so no host
+// allocation can ever land inside it and a host dereference of a device pointer faults, as it
+// does on a real GPU. The address is fixed for reproducible runs and lies clear of the
+// sanitizers' shadow and allocator ranges.
+constexpr uint64_t kVaWindowBase = 0x200000000000ull;
+constexpr uint64_t kVaWindowSize = 0x200000000000ull;  // 32 TiB
+// cuMemAlloc hands out whole granules; its ranges and mappings are aligned to this.
+constexpr uint64_t kLinearGranule = 2ull << 20;
+// Handle values are small, distinct from any address, and never reused within a process.
+constexpr uint64_t kHandleBase = 0x1000;
+constexpr uint64_t kHandleStride = 0x10;
+// A FABRIC handle: magic, node identity, allocation id, and a check value.
+constexpr char kFabricMagic[8] = {'m', 'c', 's', 'i', 'm', 'F', 'A', 'B'};
+
+uint64_t reserveVaWindow() {
+  void* want = reinterpret_cast<void*>(kVaWindowBase);
+  void* p = mmap(want, kVaWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                 MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == want) return kVaWindowBase;
+  if (p != MAP_FAILED) munmap(p, kVaWindowSize);
+  p = mmap(nullptr, kVaWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return 0;
+  std::fprintf(stderr, "mcsim: the device address window at 0x%llx is taken; device addresses "
+                       "will differ from run to run\n", static_cast<unsigned long long>(kVaWindowBase));
+  // Keep the window aligned to 2 MiB so that granularity rules hold for every address in it.
+  return (reinterpret_cast<uint64_t>(p) + kLinearGranule - 1) & ~(kLinearGranule - 1);
+}
+
+struct Allocation {
+  AllocId id = 0;
+  AllocationProps props;
+  bool linear = false;
+  uint64_t linearRequested = 0;  // what cuMemAlloc was asked for
+  uint64_t refs = 0;             // live handle values + mappings
+  std::unique_ptr<model::LazyRegion> region;  // made on first write
+};
+
+struct HandleEntry {
+  AllocId alloc = 0;
+  uint64_t refs = 0;
+};
+
+struct FileKey {
+  uint64_t dev;
+  uint64_t ino;
+  bool operator<(const FileKey& o) const { return dev != o.dev ? dev < o.dev : ino < o.ino; }
+};
+
+class EmbeddedNode final : public Node {
+ public:
+  explicit EmbeddedNode(Preset preset)
+      : preset_(std::move(preset)),
+        vaBase_(reserveVaWindow()),
+        space_(vaBase_, kVaWindowSize - kLinearGranule, preset_.gpuCount),
+        deviceUsed_(static_cast<size_t>(preset_.gpuCount), 0),
+        hostUsed_(static_cast<size_t>(preset_.hostNumaNodes), 0) {}
+
+  const Preset& preset() const override { return preset_; }
+  uint64_t vaBase() const override { return vaBase_; }
+  uint64_t vaLimit() const override { return space_.limit(); }
+  bool usable() const { return vaBase_ != 0; }
+
+  Status createAllocation(const AllocationProps& props, uint64_t* handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    AllocId id = 0;
+    Status s = newAllocation(props, false, 0, &id);
+    if (s != Status::kOk) return s;
+    *handle = newHandle(id);
+    return Status::kOk;
+  }
+
+  Status releaseHandle(uint64_t handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = handles_.find(handle);
+    if (it == handles_.end()) return Status::kInvalidValue;
+    if (--it->second.refs == 0) {
+      const AllocId alloc = it->second.alloc;
+      handles_.erase(it);
+      dropRef(alloc);
+    }
+    return Status::kOk;
+  }
+
+  Status handleProps(uint64_t handle, AllocationProps* props) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = handles_.find(handle);
+    if (it == handles_.end()) return Status::kInvalidValue;
+    *props = allocs_.at(it->second.alloc).props;
+    return Status::kOk;
+  }
+
+  Status retainHandleAt(uint64_t va, uint64_t* handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const model::Mapping* m = space_.mappingContaining(va);
+    if (m == nullptr) return Status::kInvalidValue;
+    const Allocation& a = allocs_.at(m->alloc);
+    if (a.linear) return Status::kInvalidValue;
+    // The process's existing handle for the allocation gains a reference; an allocation whose
+    // handles were all released gets a new handle value.
+    for (auto& [value, entry] : handles_) {
+      if (entry.alloc == a.id) {
+        ++entry.refs;
+        *handle = value;
+        return Status::kOk;
+      }
+    }
+    ++allocs_.at(a.id).refs;
+    *handle = newHandle(a.id);
+    return Status::kOk;
+  }
+
+  Status exportPosixFd(uint64_t handle, int* fd) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = handles_.find(handle);
+    if (it == handles_.end()) return Status::kInvalidValue;
+    const Allocation& a = allocs_.at(it->second.alloc);
+    if ((a.props.handleTypes & kHandlePosixFd) == 0) return Status::kInvalidValue;
+    // A real descriptor: a sealed memfd whose content names the node and the allocation.
+    char name[64];
+    std::snprintf(name, sizeof name, "mcsim-allocation-%llu", static_cast<unsigned long long>(a.id));
+    const int f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (f < 0) return Status::kOutOfMemory;
+    char body[96];
+    const int n = std::snprintf(body, sizeof body, "mcsim shareable v1 allocation %llu\n",
+                                static_cast<unsigned long long>(a.id));
+    struct stat st {};
+    if (::write(f, body, static_cast<size_t>(n)) != n || fstat(f, &st) != 0) {
+      ::close(f);
+      return Status::kOutOfMemory;
+    }
+    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    exports_[FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}] = a.id;
+    *fd = f;
+    return Status::kOk;
+  }
+
+  Status importPosixFd(int fd, uint64_t* handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0) return Status::kInvalidValue;
+    auto it = exports_.find(FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
+    if (it == exports_.end() || allocs_.count(it->second) == 0) return Status::kInvalidValue;
+    ++allocs_.at(it->second).refs;
+    *handle = newHandle(it->second);
+    return Status::kOk;
+  }
+
+  Status exportFabric(uint64_t handle, uint8_t out[64]) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = handles_.find(handle);
+    if (it == handles_.end()) return Status::kInvalidValue;
+    const Allocation& a = allocs_.at(it->second.alloc);
+    if ((a.props.handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
+    if (!preset_.imexChannel) return Status::kNotPermitted;
+    std::memset(out, 0, 64);
+    std::memcpy(out, kFabricMagic, 8);
+    std::memcpy(out + 8, &a.id, 8);
+    const uint64_t check = fabricCheck(a.id);
+    std::memcpy(out + 16, &check, 8);
+    return Status::kOk;
+  }
+
+  Status importFabric(const uint8_t in[64], uint64_t* handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!preset_.imexChannel) return Status::kNotPermitted;
+    AllocId id = 0;
+    uint64_t check = 0;
+    std::memcpy(&id, in + 8, 8);
+    std::memcpy(&check, in + 16, 8);
+    if (std::memcmp(in, kFabricMagic, 8) != 0 || check != fabricCheck(id)) return Status::kInvalidValue;
+    auto it = allocs_.find(id);
+    if (it == allocs_.end() || (it->second.props.handleTypes & kHandleFabric) == 0) {
+      return Status::kInvalidValue;
+    }
+    ++it->second.refs;
+    *handle = newHandle(id);
+    return Status::kOk;
+  }
+
+  Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return space_.reserve(size, alignment, hint, false, va);
+  }
+
+  Status freeReservation(uint64_t va, uint64_t size) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const model::Reservation* r = space_.reservationContaining(va);
+    if (r == nullptr || r->internal) return Status::kInvalidValue;
+    return space_.free(va, size);
+  }
+
+  Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto h = handles_.find(handle);
+    if (h == handles_.end()) return Status::kInvalidValue;
+    Allocation& a = allocs_.at(h->second.alloc);
+    if (offset > a.props.size || size > a.props.size - offset) return Status::kInvalidValue;
+    const model::Reservation* r = space_.reservationContaining(va);
+    if (r != nullptr && r->internal) return Status::kInvalidValue;
+    Status s = space_.map(va, size, a.id, offset);
+    if (s != Status::kOk) return s;
+    ++a.refs;
+    return Status::kOk;
+  }
+
+  Status unmap(uint64_t va, uint64_t size) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const model::Reservation* r = space_.reservationContaining(va);
+    if (r == nullptr || r->internal) return Status::kInvalidValue;
+    std::vector<model::Mapping> removed;
+    Status s = space_.unmap(va, size, &removed);
+    if (s != Status::kOk) return s;
+    for (const auto& m : removed) dropRef(m.alloc);
+    return Status::kOk;
+  }
+
+  Status setAccess(uint64_t va, uint64_t size, int device, Access access) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const model::Reservation* r = space_.reservationContaining(va);
+    if (r != nullptr && r->internal) return Status::kInvalidValue;
+    return space_.setAccess(va, size, device, access);
+  }
+
+  Status getAccess(uint64_t va, int device, Access* access) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const model::Mapping* m = space_.mappingContaining(va);
+    if (m == nullptr || device < 0 || device >= preset_.gpuCount) return Status::kInvalidValue;
+    *access = m->access[static_cast<size_t>(device)];
+    return Status::kOk;
+  }
+
+  Status allocLinear(int device, uint64_t size, uint64_t* va) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (device < 0 || device >= preset_.gpuCount) return Status::kInvalidDevice;
+    const uint64_t rounded = (size + kLinearGranule - 1) & ~(kLinearGranule - 1);
+    if (size == 0 || rounded < size) return Status::kInvalidValue;
+    AllocationProps props;
+    props.location = Location{LocationKind::kDevice, device};
+    props.size = rounded;
+    AllocId id = 0;
+    Status s = newAllocation(props, true, size, &id);
+    if (s != Status::kOk) return s;
+    uint64_t at = 0;
+    s = space_.reserve(rounded, kLinearGranule, 0, true, &at);
+    if (s != Status::kOk) {
+      destroyAllocation(id);
+      return s;
+    }
+    space_.map(at, rounded, id, 0);
+    for (int d = 0; d < preset_.gpuCount; ++d) space_.setAccess(at, rounded, d, Access::kReadWrite);
+    linear_[at] = id;
+    *va = at;
+    return Status::kOk;
+  }
+
+  Status freeLinear(uint64_t va) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = linear_.find(va);
+    if (it == linear_.end()) return Status::kInvalidValue;
+    const uint64_t size = allocs_.at(it->second).props.size;
+    std::vector<model::Mapping> removed;
+    space_.unmap(va, size, &removed);
+    space_.free(va, size);
+    for (const auto& m : removed) dropRef(m.alloc);
+    linear_.erase(it);
+    return Status::kOk;
+  }
+
+  Status pointerInfo(uint64_t va, int device, PointerInfo* info) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    *info = PointerInfo{};
+    const model::Mapping* m = space_.mappingContaining(va);
+    if (m == nullptr) return Status::kOk;
+    const Allocation& a = allocs_.at(m->alloc);
+    info->mapped = true;
+    info->linear = a.linear;
+    info->location = a.props.location;
+    info->rangeBase = m->va;
+    info->rangeSize = a.linear ? a.linearRequested : m->size;
+    info->allocationId = a.id;
+    info->handleTypes = a.props.handleTypes;
+    if (device >= 0 && device < preset_.gpuCount) info->access = m->access[static_cast<size_t>(device)];
+    return Status::kOk;
+  }
+
+  Status memoryInfo(int device, uint64_t* free, uint64_t* total) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (device < 0 || device >= preset_.gpuCount) return Status::kInvalidDevice;
+    *total = preset_.gpu.memoryBytes;
+    *free = *total - deviceUsed_[static_cast<size_t>(device)];
+    return Status::kOk;
+  }
+
+  Status write(uint64_t va, const void* src, uint64_t bytes, int accessor) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Segment> segs;
+    Status s = space_.resolve(va, bytes, accessor, Access::kReadWrite, &segs);
+    if (s != Status::kOk) return s;
+    std::vector<uint8_t*> dst;
+    if (!backSegments(segs, &dst)) return Status::kOutOfMemory;
+    model::Engine::instance().run([&] {
+      const auto* p = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < segs.size(); ++i) {
+        std::memcpy(dst[i], p, segs[i].len);
+        p += segs[i].len;
+      }
+      return uint64_t{0};
+    });
+    return Status::kOk;
+  }
+
+  Status read(void* dst, uint64_t va, uint64_t bytes, int accessor) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Segment> segs;
+    Status s = space_.resolve(va, bytes, accessor, Access::kRead, &segs);
+    if (s != Status::kOk) return s;
+    std::vector<const uint8_t*> src = peekSegments(segs);
+    model::Engine::instance().run([&] {
+      auto* p = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < segs.size(); ++i) {
+        // Memory nobody has written reads as zeros, without backing it.
+        if (src[i] == nullptr) std::memset(p, 0, segs[i].len);
+        else std::memcpy(p, src[i], segs[i].len);
+        p += segs[i].len;
+      }
+      return uint64_t{0};
+    });
+    return Status::kOk;
+  }
+
+  Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int accessor) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Segment> from, to;
+    Status s = space_.resolve(srcVa, bytes, accessor, Access::kRead, &from);
+    if (s == Status::kOk) s = space_.resolve(dstVa, bytes, accessor, Access::kReadWrite, &to);
+    if (s != Status::kOk) return s;
+    std::vector<uint8_t*> dst;
+    if (!backSegments(to, &dst)) return Status::kOutOfMemory;
+    std::vector<const uint8_t*> src = peekSegments(from);
+    model::Engine::instance().run([&] {
+      // Walk both segment lists together; memmove because source and destination may overlap.
+      size_t i = 0, j = 0;
+      uint64_t oi = 0, oj = 0;
+      while (i < from.size() && j < to.size()) {
+        const uint64_t n = std::min(from[i].len - oi, to[j].len - oj);
+        if (src[i] == nullptr) std::memset(dst[j] + oj, 0, n);
+        else std::memmove(dst[j] + oj, src[i] + oi, n);
+        oi += n;
+        oj += n;
+        if (oi == from[i].len) { ++i; oi = 0; }
+        if (oj == to[j].len) { ++j; oj = 0; }
+      }
+      return uint64_t{0};
+    });
+    return Status::kOk;
+  }
+
+  Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count,
+              int accessor) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (count > UINT64_MAX / elementBytes) return Status::kInvalidValue;
+    std::vector<Segment> segs;
+    Status s = space_.resolve(va, count * elementBytes, accessor, Access::kReadWrite, &segs);
+    if (s != Status::kOk) return s;
+    std::vector<uint8_t*> dst;
+    if (!backSegments(segs, &dst)) return Status::kOutOfMemory;
+    model::Engine::instance().run([&] {
+      for (size_t i = 0; i < segs.size(); ++i) fillBytes(dst[i], segs[i].len, value, elementBytes);
+      return uint64_t{0};
+    });
+    return Status::kOk;
+  }
+
+  uint64_t stateDigest() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    model::Digest d;
+    d.add(nextAlloc_).add(nextHandle_);
+    d.add(allocs_.size());
+    for (const auto& [id, a] : allocs_) {
+      d.add(id).add(a.refs).add(a.linear ? 1 : 0).add(a.props.size).add(a.props.handleTypes);
+      d.add(static_cast<uint64_t>(a.props.location.kind)).add(static_cast<uint64_t>(a.props.location.id));
+    }
+    d.add(handles_.size());
+    for (const auto& [value, h] : handles_) d.add(value).add(h.alloc).add(h.refs);
+    d.add(exports_.size());
+    for (const auto& [key, id] : exports_) d.add(id);
+    for (uint64_t u : deviceUsed_) d.add(u);
+    for (uint64_t u : hostUsed_) d.add(u);
+    space_.addToDigest(d);
+    return d.value();
+  }
+
+  NodeStats stats() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeStats s;
+    s.allocations = allocs_.size();
+    s.handles = handles_.size();
+    s.reservations = space_.reservationCount();
+    s.mappings = space_.mappingCount();
+    s.exportedFds = exports_.size();
+    for (const auto& [id, a] : allocs_) s.residentBytes += a.region ? a.region->residentBytes() : 0;
+    return s;
+  }
+
+ private:
+  static uint64_t fabricCheck(AllocId id) { return (id * 0x9e3779b97f4a7c15ull) ^ 0x6d6373696d464142ull; }
+
+  static void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) {
+    if (elementBytes == 1) {
+      std::memset(p, static_cast<int>(value & 0xff), len);
+    } else if (elementBytes == 2) {
+      const auto v = static_cast<uint16_t>(value);
+      for (uint64_t k = 0; k < len; k += 2) std::memcpy(p + k, &v, 2);
+    } else {
+      for (uint64_t k = 0; k < len; k += 4) std::memcpy(p + k, &value, 4);
+    }
+  }
+
+  uint64_t* usedFor(const Location& loc, uint64_t* capacity) {
+    if (loc.kind == LocationKind::kDevice) {
+      *capacity = preset_.gpu.memoryBytes;
+      return &deviceUsed_[static_cast<size_t>(loc.id)];
+    }
+    *capacity = preset_.hostMemoryBytesPerNumaNode;
+    return &hostUsed_[static_cast<size_t>(loc.id)];
+  }
+
+  Status newAllocation(const AllocationProps& props, bool linear, uint64_t requested, AllocId* id) {
+    const bool device = props.location.kind == LocationKind::kDevice;
+    const int limit = device ? preset_.gpuCount : preset_.hostNumaNodes;
+    if (props.location.id < 0 || props.location.id >= limit) {
+      return device ? Status::kInvalidDevice : Status::kInvalidValue;
+    }
+    uint64_t capacity = 0;
+    uint64_t* used = usedFor(props.location, &capacity);
+    if (props.size > capacity - *used) return Status::kOutOfMemory;
+    *used += props.size;
+    Allocation a;
+    a.id = ++nextAlloc_;
+    a.props = props;
+    a.linear = linear;
+    a.linearRequested = requested;
+    a.refs = 1;
+    *id = a.id;
+    allocs_.emplace(a.id, std::move(a));
+    return Status::kOk;
+  }
+
+  uint64_t newHandle(AllocId alloc) {
+    const uint64_t value = kHandleBase + kHandleStride * nextHandle_++;
+    handles_[value] = HandleEntry{alloc, 1};
+    return value;
+  }
+
+  void dropRef(AllocId id) {
+    auto it = allocs_.find(id);
+    if (it != allocs_.end() && --it->second.refs == 0) destroyAllocation(id);
+  }
+
+  void destroyAllocation(AllocId id) {
+    auto it = allocs_.find(id);
+    uint64_t capacity = 0;
+    *usedFor(it->second.props.location, &capacity) -= it->second.props.size;
+    for (auto e = exports_.begin(); e != exports_.end();) {
+      e = (e->second == id) ? exports_.erase(e) : std::next(e);
+    }
+    allocs_.erase(it);  // unmaps the backing region, giving its pages back
+  }
+
+  // Host pointers for segments about to be written, backing allocations on first touch.
+  bool backSegments(const std::vector<Segment>& segs, std::vector<uint8_t*>* out) {
+    for (const Segment& sg : segs) {
+      Allocation& a = allocs_.at(sg.alloc);
+      if (!a.region) {
+        a.region = model::LazyRegion::create(a.props.size);
+        if (!a.region) return false;
+      }
+      out->push_back(a.region->data() + sg.allocOffset);
+    }
+    return true;
+  }
+
+  // Host pointers for segments about to be read; nullptr where nothing was ever written.
+  std::vector<const uint8_t*> peekSegments(const std::vector<Segment>& segs) {
+    std::vector<const uint8_t*> out;
+    for (const Segment& sg : segs) {
+      const Allocation& a = allocs_.at(sg.alloc);
+      out.push_back(a.region ? a.region->data() + sg.allocOffset : nullptr);
+    }
+    return out;
+  }
+
+  Preset preset_;
+  uint64_t vaBase_;
+  std::mutex mu_;
+  AddressSpace space_;
+  std::map<AllocId, Allocation> allocs_;
+  std::map<uint64_t, HandleEntry> handles_;
+  std::map<uint64_t, AllocId> linear_;   // cuMemAlloc base -> allocation
+  std::map<FileKey, AllocId> exports_;   // exported memfds -> allocation
+  std::vector<uint64_t> deviceUsed_;
+  std::vector<uint64_t> hostUsed_;
+  AllocId nextAlloc_ = 0;
+  uint64_t nextHandle_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Node> makeEmbeddedNode(Preset preset) {
+  auto node = std::make_unique<EmbeddedNode>(std::move(preset));
+  if (!node->usable()) return nullptr;
+  return node;
+}
+
+}  // namespace mcsim::fabric

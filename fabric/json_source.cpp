@@ -1,0 +1,179 @@
+#include "fabric/json_source.h"
+
+#include <iterator>
+#include <vector>
+
+namespace mcsim::fabric {
+
+InputError::InputError(const std::string& file, int line, const std::string& problem)
+    : std::runtime_error(file + ":" + std::to_string(line) + ": " + problem),
+      file_(file),
+      line_(line),
+      problem_(problem) {}
+
+namespace {
+
+// An input iterator over the text that publishes how far the parser has read, so that the
+// SAX handler can tell the line of each token as it arrives.
+struct TrackingIterator {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  const char* p;
+  const char** furthest;
+  reference operator*() const { return *p; }
+  TrackingIterator& operator++() {
+    ++p;
+    if (p > *furthest) *furthest = p;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const TrackingIterator& o) const { return p == o.p; }
+  bool operator!=(const TrackingIterator& o) const { return p != o.p; }
+};
+
+using Json = nlohmann::json;
+
+// Builds the DOM through nlohmann's own DOM builder and records the line of every value,
+// keyed by its JSON pointer.
+class LineRecorder {
+ public:
+  LineRecorder(Json& root, const char* begin, const char** furthest,
+               std::map<std::string, int>& lines)
+      : dom_(root, true), begin_(begin), furthest_(furthest), lines_(lines) {}
+
+  bool null() { return value() && dom_.null(); }
+  bool boolean(bool v) { return value() && dom_.boolean(v); }
+  bool number_integer(Json::number_integer_t v) { return value() && dom_.number_integer(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return value() && dom_.number_unsigned(v); }
+  bool number_float(Json::number_float_t v, const std::string& s) {
+    return value() && dom_.number_float(v, s);
+  }
+  bool string(std::string& v) { return value() && dom_.string(v); }
+  bool binary(Json::binary_t& v) { return value() && dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    value();
+    stack_.push_back(Frame{false, 0, ""});
+    return dom_.start_object(n);
+  }
+  bool key(std::string& k) {
+    stack_.back().key = k;
+    lines_[pointer()] = currentLine();
+    return dom_.key(k);
+  }
+  bool end_object() {
+    stack_.pop_back();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    value();
+    stack_.push_back(Frame{true, 0, ""});
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return dom_.end_array();
+  }
+  bool parse_error(std::size_t pos, const std::string& tok, const nlohmann::detail::exception& ex) {
+    return dom_.parse_error(pos, tok, ex);
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    size_t index;
+    std::string key;
+  };
+  // Called as each value begins: records array elements' lines and advances their index.
+  bool value() {
+    if (!stack_.empty() && stack_.back().array) {
+      Frame& f = stack_.back();
+      f.key = std::to_string(f.index++);
+      lines_[pointer()] = currentLine();
+    }
+    return true;
+  }
+  std::string pointer() const {
+    std::string p;
+    for (const Frame& f : stack_) {
+      p += '/';
+      for (char c : f.key) {
+        if (c == '~') p += "~0";
+        else if (c == '/') p += "~1";
+        else p += c;
+      }
+    }
+    return p;
+  }
+  int currentLine() {
+    // Count newlines up to the furthest character read (the lexer has consumed the token).
+    while (counted_ < *furthest_) {
+      if (*counted_ == '\n') ++line_;
+      ++counted_;
+    }
+    // The lexer reads one character past a token; a token that ends a line would otherwise
+    // be reported on the next.
+    return (counted_ > begin_ && counted_[-1] == '\n') ? line_ - 1 : line_;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  const char* begin_;
+  const char** furthest_;
+  const char* counted_ = begin_;
+  int line_ = 1;
+  std::vector<Frame> stack_;
+  std::map<std::string, int>& lines_;
+};
+
+int lineAtOffset(const std::string& text, size_t offset) {
+  int line = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) line += (text[i] == '\n');
+  return line;
+}
+
+}  // namespace
+
+JsonSource JsonSource::parse(const std::string& text, const std::string& fileName) {
+  JsonSource src;
+  src.file_ = fileName;
+  src.lines_[""] = 1;
+  const char* begin = text.data();
+  const char* furthest = begin;
+  LineRecorder recorder(src.root_, begin, &furthest, src.lines_);
+  TrackingIterator first{begin, &furthest};
+  TrackingIterator last{begin + text.size(), &furthest};
+  try {
+    Json::sax_parse(first, last, &recorder);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based; the message after nlohmann's prefix says what was wrong.
+    std::string what = e.what();
+    const auto colon = what.find("syntax error");
+    throw InputError(fileName, lineAtOffset(text, e.byte > 0 ? e.byte - 1 : 0),
+                     "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon)));
+  }
+  return src;
+}
+
+int JsonSource::lineOf(const std::string& pointer) const {
+  std::string p = pointer;
+  for (;;) {
+    auto it = lines_.find(p);
+    if (it != lines_.end()) return it->second;
+    const auto slash = p.rfind('/');
+    if (slash == std::string::npos) return 1;
+    p.resize(slash);
+  }
+}
+
+void JsonSource::fail(const std::string& pointer, const std::string& problem) const {
+  throw InputError(file_, lineOf(pointer), problem);
+}
+
+}  // namespace mcsim::fabric

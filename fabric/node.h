@@ -1,0 +1,126 @@
+// The Node interface: the simulated machine as the driver sees it.
+//
+// The driver validates arguments in the order the reference documents and then asks the node.
+// The node owns everything that outlives a single call: physical allocations and their backing
+// memory, each attached process's handles and virtual address space, exported handles, and
+// (later) the fabric manager's multicast objects. Calls are plain data in, Status and plain data
+// out, so that the same interface can be served in-process (the embedded node) or across
+// processes (a shared node). The driver does not know which transport it has.
+//
+// Every failing call leaves the node exactly as it was: no half-made object, no leaked handle.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fabric/preset.h"
+#include "model/address_space.h"
+#include "model/status.h"
+
+namespace mcsim::fabric {
+
+using model::Access;
+
+// Where physical memory lives, numbered as the driver's CUmemLocationType.
+enum class LocationKind : int { kDevice = 1, kHost = 2, kHostNuma = 3, kHostNumaCurrent = 4 };
+
+struct Location {
+  LocationKind kind = LocationKind::kDevice;
+  int id = 0;
+};
+
+// Shareable handle types, as bits numbered like CUmemAllocationHandleType.
+enum HandleTypeBits : uint32_t {
+  kHandlePosixFd = 0x1,
+  kHandleWin32 = 0x2,
+  kHandleWin32Kmt = 0x4,
+  kHandleFabric = 0x8,
+};
+
+struct AllocationProps {
+  Location location;
+  uint64_t size = 0;
+  uint32_t handleTypes = 0;  // HandleTypeBits the allocation may be exported as
+  uint8_t compressionType = 0;
+  bool gpuDirectRdmaCapable = false;
+  uint16_t usage = 0;
+};
+
+// What the node knows about the memory at one virtual address.
+struct PointerInfo {
+  bool mapped = false;
+  bool linear = false;      // made by allocLinear (cuMemAlloc), not by the VMM calls
+  Location location;        // where the backing memory lives
+  uint64_t rangeBase = 0;   // the allocation's (linear) or the mapping's (VMM) first address
+  uint64_t rangeSize = 0;
+  uint64_t allocationId = 0;  // stable id of the physical allocation (CU_POINTER_ATTRIBUTE_BUFFER_ID)
+  uint32_t handleTypes = 0;
+  Access access = Access::kNone;  // of the device asked about
+};
+
+struct NodeStats {
+  uint64_t allocations = 0;     // live physical allocations
+  uint64_t handles = 0;         // live handle values
+  uint64_t reservations = 0;
+  uint64_t mappings = 0;
+  uint64_t exportedFds = 0;     // export records still tracked
+  uint64_t residentBytes = 0;   // host memory actually backing simulated memory
+};
+
+class Node {
+ public:
+  virtual ~Node() = default;
+
+  virtual const Preset& preset() const = 0;
+  // The simulated device virtual address range; host pointers never fall inside it.
+  virtual uint64_t vaBase() const = 0;
+  virtual uint64_t vaLimit() const = 0;
+
+  // Physical memory (cuMemCreate and friends). A handle value is per process.
+  virtual Status createAllocation(const AllocationProps& props, uint64_t* handle) = 0;
+  virtual Status releaseHandle(uint64_t handle) = 0;
+  virtual Status handleProps(uint64_t handle, AllocationProps* props) = 0;
+  // The handle of the allocation mapped at `va`, with one more reference on it.
+  virtual Status retainHandleAt(uint64_t va, uint64_t* handle) = 0;
+
+  // Shareable handles. A POSIX fd export is a real open descriptor owned by the caller.
+  virtual Status exportPosixFd(uint64_t handle, int* fd) = 0;
+  virtual Status importPosixFd(int fd, uint64_t* handle) = 0;
+  virtual Status exportFabric(uint64_t handle, uint8_t out[64]) = 0;
+  virtual Status importFabric(const uint8_t in[64], uint64_t* handle) = 0;
+
+  // Virtual memory.
+  virtual Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) = 0;
+  virtual Status freeReservation(uint64_t va, uint64_t size) = 0;
+  virtual Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) = 0;
+  virtual Status unmap(uint64_t va, uint64_t size) = 0;
+  virtual Status setAccess(uint64_t va, uint64_t size, int device, Access access) = 0;
+  virtual Status getAccess(uint64_t va, int device, Access* access) = 0;
+
+  // Linear device memory (cuMemAlloc): reserved, backed and mapped in one step, readable and
+  // writable by every device's copy engines.
+  virtual Status allocLinear(int device, uint64_t size, uint64_t* va) = 0;
+  virtual Status freeLinear(uint64_t va) = 0;
+
+  virtual Status pointerInfo(uint64_t va, int device, PointerInfo* info) = 0;
+  // Device memory left and in all (cuMemGetInfo).
+  virtual Status memoryInfo(int device, uint64_t* free, uint64_t* total) = 0;
+
+  // Data. Device addresses are resolved against the rights of device `accessor`; host pointers
+  // are plain pointers into this process.
+  virtual Status write(uint64_t va, const void* src, uint64_t bytes, int accessor) = 0;
+  virtual Status read(void* dst, uint64_t va, uint64_t bytes, int accessor) = 0;
+  virtual Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int accessor) = 0;
+  virtual Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count,
+                      int accessor) = 0;
+
+  // A digest of all state a call can change (for "a failure leaves no trace" checks).
+  virtual uint64_t stateDigest() = 0;
+  virtual NodeStats stats() = 0;
+};
+
+// A node hosted inside this process: the default.
+std::unique_ptr<Node> makeEmbeddedNode(Preset preset);
+
+}  // namespace mcsim::fabric

@@ -1,0 +1,268 @@
+#include "fabric/preset.h"
+
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "fabric/builtin_presets.h"
+
+namespace mcsim::fabric {
+
+namespace {
+
+using Json = nlohmann::json;
+
+bool looksLikePath(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+
+std::string readFile(const std::string& path, const std::string& whoAsked, int line) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(whoAsked.empty() ? path : whoAsked, line, "cannot read file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string directoryOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// Reads the members of one JSON object, checking types, and rejects members it was not asked
+// about, so that a misspelt key is an error at its line rather than a silent default.
+class ObjectReader {
+ public:
+  ObjectReader(const JsonSource& src, std::string pointer)
+      : src_(src), ptr_(std::move(pointer)), obj_(src.root().at(Json::json_pointer(ptr_))) {
+    if (!obj_.is_object()) src_.fail(ptr_, "expected an object");
+  }
+  bool has(const std::string& key) const { return obj_.contains(key); }
+  std::string at(const std::string& key) const { return ptr_ + "/" + key; }
+
+  const Json* get(const std::string& key, bool required) {
+    used_.insert(key);
+    auto it = obj_.find(key);
+    if (it == obj_.end()) {
+      if (required) src_.fail(ptr_, "missing required key '" + key + "'");
+      return nullptr;
+    }
+    return &*it;
+  }
+  std::string str(const std::string& key, bool required, const std::string& dflt = "") {
+    const Json* v = get(key, required);
+    if (v == nullptr) return dflt;
+    if (!v->is_string()) src_.fail(at(key), "'" + key + "' must be a string");
+    return v->get<std::string>();
+  }
+  int64_t integer(const std::string& key, bool required, int64_t lo, int64_t hi, int64_t dflt = 0) {
+    const Json* v = get(key, required);
+    if (v == nullptr) return dflt;
+    if (!v->is_number_integer()) src_.fail(at(key), "'" + key + "' must be an integer");
+    const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > INT64_MAX
+                          ? INT64_MAX
+                          : v->get<int64_t>();
+    if (x < lo || x > hi) {
+      src_.fail(at(key), "'" + key + "' is " + std::to_string(x) + ", outside [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return x;
+  }
+  double number(const std::string& key, bool required, double lo, double hi, double dflt = 0) {
+    const Json* v = get(key, required);
+    if (v == nullptr) return dflt;
+    if (!v->is_number()) src_.fail(at(key), "'" + key + "' must be a number");
+    const double x = v->get<double>();
+    if (!(x >= lo && x <= hi)) src_.fail(at(key), "'" + key + "' is out of range");
+    return x;
+  }
+  bool boolean(const std::string& key, bool required, bool dflt = false) {
+    const Json* v = get(key, required);
+    if (v == nullptr) return dflt;
+    if (!v->is_boolean()) src_.fail(at(key), "'" + key + "' must be true or false");
+    return v->get<bool>();
+  }
+  std::vector<int> intList(const std::string& key, bool required, int lo, int hi) {
+    const Json* v = get(key, required);
+    std::vector<int> out;
+    if (v == nullptr) return out;
+    if (!v->is_array()) src_.fail(at(key), "'" + key + "' must be a list of integers");
+    for (size_t i = 0; i < v->size(); ++i) {
+      const Json& e = (*v)[i];
+      const std::string p = at(key) + "/" + std::to_string(i);
+      if (!e.is_number_integer()) src_.fail(p, "'" + key + "' must hold integers only");
+      const int64_t x = e.get<int64_t>();
+      if (x < lo || x > hi) src_.fail(p, "'" + key + "' element out of range");
+      out.push_back(static_cast<int>(x));
+    }
+    return out;
+  }
+  // Rejects members that nobody read; "sources" and "notes" are free-form documentation.
+  void finish() {
+    for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+      if (it.key() == "sources" || it.key() == "notes") continue;
+      if (used_.count(it.key()) == 0) src_.fail(at(it.key()), "unknown key '" + it.key() + "'");
+    }
+  }
+
+ private:
+  const JsonSource& src_;
+  std::string ptr_;
+  const Json& obj_;
+  std::set<std::string> used_;
+};
+
+constexpr int64_t kMaxGpus = 1024;
+constexpr int64_t kTiB = int64_t{1} << 40;
+
+bool isPow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+GpuSpec readGpu(std::shared_ptr<const JsonSource> src, const std::string& model) {
+  GpuSpec g;
+  g.model = model;
+  g.source = src;
+  ObjectReader r(*src, "");
+  const int64_t schema = r.integer("mcsim_gpu", true, 1, 1);
+  (void)schema;
+  g.name = r.str("name", true);
+  if (g.name.empty() || g.name.size() > 255) src->fail("/name", "'name' must have 1 to 255 characters");
+  g.memoryBytes = static_cast<uint64_t>(r.integer("memory_bytes", true, 1 << 20, 64 * kTiB));
+  {
+    ObjectReader gr(*src, "/vmm_granularity");
+    r.get("vmm_granularity", true);
+    g.vmmGranularityMinimum = static_cast<uint64_t>(gr.integer("minimum", true, 4096, 1 << 30));
+    g.vmmGranularityRecommended = static_cast<uint64_t>(gr.integer("recommended", true, 4096, 1 << 30));
+    if (!isPow2(g.vmmGranularityMinimum)) src->fail("/vmm_granularity/minimum", "must be a power of two");
+    if (g.vmmGranularityRecommended % g.vmmGranularityMinimum != 0) {
+      src->fail("/vmm_granularity/recommended", "must be a multiple of the minimum");
+    }
+    gr.finish();
+  }
+  const Json* attrs = r.get("attributes", true);
+  if (!attrs->is_object()) src->fail("/attributes", "'attributes' must be an object");
+  g.attributesPointer = "/attributes";
+  for (auto it = attrs->begin(); it != attrs->end(); ++it) {
+    if (!it.value().is_number_integer()) {
+      src->fail("/attributes/" + it.key(), "attribute '" + it.key() + "' must be an integer");
+    }
+    g.attributes.emplace_back(it.key(), it.value().get<int64_t>());
+  }
+  r.finish();
+  return g;
+}
+
+std::shared_ptr<const JsonSource> sourceFor(const std::string& nameOrPath, const char* kind,
+                                            const std::string& relativeTo,
+                                            const std::string& whoAsked, int line) {
+  if (looksLikePath(nameOrPath)) {
+    std::string path = nameOrPath;
+    if (path[0] != '/' && !relativeTo.empty()) path = relativeTo + "/" + path;
+    return std::make_shared<const JsonSource>(JsonSource::parse(readFile(path, whoAsked, line), path));
+  }
+  const char* text = builtinPresetText(kind, nameOrPath);
+  if (text == nullptr) {
+    std::string known;
+    for (const auto& n : builtinNames(kind)) known += (known.empty() ? "" : ", ") + n;
+    throw InputError(whoAsked.empty() ? std::string("MCSIM_TOPOLOGY") : whoAsked, line,
+                     std::string("unknown built-in ") + (std::string(kind) == "gpus" ? "GPU" : "preset") +
+                         " '" + nameOrPath + "' (built-in: " + known + ")");
+  }
+  return std::make_shared<const JsonSource>(
+      JsonSource::parse(text, std::string("<builtin>/") + kind + "/" + nameOrPath + ".json"));
+}
+
+}  // namespace
+
+const char* defaultPresetName() { return "hgx-h100"; }
+
+std::vector<std::string> builtinPresetNames() { return builtinNames("nodes"); }
+
+Preset loadPreset(const std::string& nameOrPath) {
+  auto src = sourceFor(nameOrPath, "nodes", "", "", 0);
+  const JsonSource& s = *src;
+  Preset p;
+  p.file = s.file();
+  ObjectReader r(s, "");
+  r.integer("mcsim_preset", true, 1, 1);
+  p.name = r.str("name", true);
+  p.description = r.str("description", false);
+  {
+    const std::string gpuRef = r.str("gpu", true);
+    auto gsrc = sourceFor(gpuRef, "gpus", looksLikePath(s.file()) && s.file()[0] != '<' ? directoryOf(s.file()) : "",
+                          s.file(), s.lineOf("/gpu"));
+    p.gpu = readGpu(gsrc, gpuRef);
+  }
+  p.gpuCount = static_cast<int>(r.integer("gpu_count", true, 1, kMaxGpus));
+  {
+    r.get("host", true);
+    ObjectReader h(s, "/host");
+    p.hostNumaNodes = static_cast<int>(h.integer("numa_nodes", true, 1, 64));
+    p.gpuNumaNode = h.intList("gpu_numa_node", true, 0, p.hostNumaNodes - 1);
+    if (static_cast<int>(p.gpuNumaNode.size()) != p.gpuCount) {
+      s.fail("/host/gpu_numa_node", "'gpu_numa_node' must list one NUMA node per GPU (" +
+                                        std::to_string(p.gpuCount) + ")");
+    }
+    p.pciBusId = h.intList("pci_bus_id", false, 0, 255);
+    if (!p.pciBusId.empty() && static_cast<int>(p.pciBusId.size()) != p.gpuCount) {
+      s.fail("/host/pci_bus_id", "'pci_bus_id' must list one bus per GPU");
+    }
+    p.hostMemoryBytesPerNumaNode =
+        static_cast<uint64_t>(h.integer("memory_bytes_per_numa_node", true, 1 << 20, 64 * kTiB));
+    h.finish();
+  }
+  {
+    r.get("nvlink", true);
+    ObjectReader n(s, "/nvlink");
+    p.nvlink.linksPerGpu = static_cast<int>(n.integer("links_per_gpu", true, 0, 64));
+    p.nvlink.gbytesPerSecPerLinkPerDirection =
+        n.number("gbytes_per_s_per_link_per_direction", p.nvlink.linksPerGpu > 0, 0, 1000);
+    n.finish();
+  }
+  {
+    r.get("nvswitch", true);
+    ObjectReader n(s, "/nvswitch");
+    p.nvswitch.count = static_cast<int>(n.integer("count", true, 0, 1024));
+    const bool any = p.nvswitch.count > 0;
+    p.nvswitch.linksPerGpuPerSwitch = n.intList("links_per_gpu_per_switch", any, 0, 64);
+    p.nvswitch.ports = static_cast<int>(n.integer("ports", any, 0, 1024));
+    p.nvswitch.multicastSlots = static_cast<int>(n.integer("multicast_slots", any, 0, 1 << 20));
+    if (any) {
+      if (static_cast<int>(p.nvswitch.linksPerGpuPerSwitch.size()) != p.nvswitch.count) {
+        s.fail("/nvswitch/links_per_gpu_per_switch", "must list one link count per switch");
+      }
+      const int sum = std::accumulate(p.nvswitch.linksPerGpuPerSwitch.begin(),
+                                      p.nvswitch.linksPerGpuPerSwitch.end(), 0);
+      if (sum != p.nvlink.linksPerGpu) {
+        s.fail("/nvswitch/links_per_gpu_per_switch",
+               "links per switch add up to " + std::to_string(sum) + ", but nvlink.links_per_gpu is " +
+                   std::to_string(p.nvlink.linksPerGpu));
+      }
+    }
+    n.finish();
+  }
+  {
+    r.get("multicast", true);
+    ObjectReader m(s, "/multicast");
+    const bool any = p.nvswitch.count > 0;
+    p.multicast.granularityMinimum = static_cast<uint64_t>(m.integer("granularity_minimum", any, 0, 1ll << 34));
+    p.multicast.granularityRecommended =
+        static_cast<uint64_t>(m.integer("granularity_recommended", any, 0, 1ll << 34));
+    p.multicast.maxTeamSize = static_cast<int>(m.integer("max_team_size", any, 0, kMaxGpus));
+    if (any) {
+      if (!isPow2(p.multicast.granularityMinimum)) s.fail("/multicast/granularity_minimum", "must be a power of two");
+      if (p.multicast.granularityRecommended % p.multicast.granularityMinimum != 0) {
+        s.fail("/multicast/granularity_recommended", "must be a multiple of granularity_minimum");
+      }
+      if (p.multicast.maxTeamSize > p.gpuCount) s.fail("/multicast/max_team_size", "exceeds gpu_count");
+    }
+    m.finish();
+  }
+  p.imexChannel = r.boolean("imex_channel", false, false);
+  r.finish();
+  return p;
+}
+
+}  // namespace mcsim::fabric

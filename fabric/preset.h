@@ -1,0 +1,72 @@
+// Topology presets: one JSON file per machine (a node preset), each naming a GPU description
+// (a second JSON file, shared by presets of the same GPU). Both kinds are data: built-in ones are
+// compiled into the library, and a user can point MCSIM_TOPOLOGY at a file of their own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fabric/json_source.h"
+
+namespace mcsim::fabric {
+
+struct GpuSpec {
+  std::string model;        // the description's key, e.g. "h100-sxm5-80gb"
+  std::string name;         // what cuDeviceGetName reports
+  uint64_t memoryBytes = 0; // what cuDeviceTotalMem reports
+  uint64_t vmmGranularityMinimum = 0;
+  uint64_t vmmGranularityRecommended = 0;
+  // Device attributes by their cuda.h name without the prefix ("MULTIPROCESSOR_COUNT"), in file
+  // order. The driver checks the names; an unknown one is an error at its line.
+  std::vector<std::pair<std::string, int64_t>> attributes;
+  std::shared_ptr<const JsonSource> source;  // for naming lines in errors
+  std::string attributesPointer;             // JSON pointer of "attributes" in `source`
+};
+
+struct NvlinkSpec {
+  int linksPerGpu = 0;
+  double gbytesPerSecPerLinkPerDirection = 0;
+};
+
+struct NvswitchSpec {
+  int count = 0;                         // 0: no switch fabric (a lone GPU, or PCIe only)
+  std::vector<int> linksPerGpuPerSwitch; // size == count; sums to NvlinkSpec::linksPerGpu
+  int ports = 0;
+  int multicastSlots = 0;                // multicast groups each switch can hold
+};
+
+struct MulticastSpec {
+  uint64_t granularityMinimum = 0;
+  uint64_t granularityRecommended = 0;
+  int maxTeamSize = 0;                   // devices one multicast object may span (the clique)
+};
+
+struct Preset {
+  std::string name;
+  std::string description;
+  std::string file;  // where it was read from ("<builtin>/nodes/NAME.json" for built-in ones)
+  GpuSpec gpu;
+  int gpuCount = 0;
+  int hostNumaNodes = 1;
+  std::vector<int> gpuNumaNode;  // host NUMA node closest to each GPU
+  std::vector<int> pciBusId;     // per GPU; empty: 0x10 + ordinal
+  uint64_t hostMemoryBytesPerNumaNode = 0;
+  NvlinkSpec nvlink;
+  NvswitchSpec nvswitch;
+  MulticastSpec multicast;
+  bool imexChannel = false;  // whether an IMEX channel is present (FABRIC handles allowed)
+
+  bool multicastSupported() const { return nvswitch.count > 0 && multicast.maxTeamSize > 1; }
+};
+
+// Loads a preset by built-in name ("hgx-h100") or by path (anything with a '/' or ending in
+// ".json"). Throws InputError naming the file, the line and the problem.
+Preset loadPreset(const std::string& nameOrPath);
+// The name used when MCSIM_TOPOLOGY is unset.
+const char* defaultPresetName();
+std::vector<std::string> builtinPresetNames();
+
+}  // namespace mcsim::fabric

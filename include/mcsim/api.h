@@ -1,0 +1,32 @@
+// mcsim's C++ API, exported by libcuda.so.1 beside the driver's C ABI. For tests and tools that
+// want to look inside the simulated node; a program that only uses cuda.h never needs it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mcsim::api {
+
+struct NodeStats {
+  uint64_t allocations = 0;   // live physical allocations (cuMemCreate, cuMemAlloc, imports)
+  uint64_t handles = 0;       // live allocation handle values
+  uint64_t reservations = 0;  // VA reservations, cuMemAlloc's included
+  uint64_t mappings = 0;
+  uint64_t exportedFds = 0;   // exported descriptors the node still recognises
+  uint64_t residentBytes = 0; // host memory actually backing simulated memory
+  uint64_t hostAllocations = 0;  // pinned host allocations
+};
+
+// Whether cuInit has succeeded in this process.
+bool initialized();
+// A digest of every piece of state a driver call can change: the node's allocations, handles,
+// address space and exports, and the driver's own tables. Equal digests before and after a
+// failing call show that it changed nothing. Requires cuInit.
+uint64_t stateDigest();
+NodeStats nodeStats();
+// The preset the node was built from ("hgx-h100").
+std::string presetName();
+// Simulated time, in picoseconds.
+uint64_t simulatedTimePs();
+
+}  // namespace mcsim::api

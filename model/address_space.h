@@ -1,0 +1,82 @@
+// One process's simulated GPU virtual address space: reservations, the mappings placed in them,
+// and per-device access rights. Purely bookkeeping: which physical allocation a mapping shows is
+// an opaque id owned by the node. Ordered maps keep every walk deterministic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "model/digest.h"
+#include "model/status.h"
+
+namespace mcsim::model {
+
+using AllocId = uint64_t;
+
+// Access rights as the driver's CUmemAccess_flags numbers them.
+enum class Access : uint8_t { kNone = 0, kRead = 1, kReadWrite = 3 };
+
+struct Reservation {
+  uint64_t va = 0;
+  uint64_t size = 0;
+  bool internal = false;  // made by cuMemAlloc/pools, not by cuMemAddressReserve
+};
+
+struct Mapping {
+  uint64_t va = 0;
+  uint64_t size = 0;
+  AllocId alloc = 0;
+  uint64_t allocOffset = 0;
+  std::vector<Access> access;  // indexed by device ordinal
+};
+
+// A piece of a resolved VA range: `len` bytes at `allocOffset` of allocation `alloc`.
+struct Segment {
+  AllocId alloc;
+  uint64_t allocOffset;
+  uint64_t len;
+};
+
+class AddressSpace {
+ public:
+  AddressSpace(uint64_t base, uint64_t size, int deviceCount);
+
+  uint64_t base() const { return base_; }
+  uint64_t limit() const { return base_ + size_; }
+  bool contains(uint64_t va) const { return va >= base_ && va < base_ + size_; }
+
+  // Reserves `size` bytes aligned to `alignment` (a power of two). `hint`, when non-zero and
+  // free, is honoured; otherwise the lowest free fit is used, as a hint is only a hint.
+  Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, bool internal, uint64_t* va);
+  // Frees exactly one whole reservation that holds no mapping.
+  Status free(uint64_t va, uint64_t size);
+  const Reservation* reservationContaining(uint64_t va) const;
+
+  // Places a mapping; the range must lie inside one reservation and overlap no mapping.
+  Status map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset);
+  // Removes the mappings that exactly tile [va, va+size); `removed` receives them in order.
+  Status unmap(uint64_t va, uint64_t size, std::vector<Mapping>* removed);
+  // Sets `access` for `device` on every mapping of [va, va+size), which must be fully mapped.
+  Status setAccess(uint64_t va, uint64_t size, int device, Access access);
+
+  const Mapping* mappingContaining(uint64_t va) const;
+  // Resolves [va, va+len) into allocation segments; kIllegalAddress when any byte is unmapped.
+  // With `device` >= 0, every mapping must grant that device at least `need`.
+  Status resolve(uint64_t va, uint64_t len, int device, Access need, std::vector<Segment>* out) const;
+
+  size_t reservationCount() const { return reservations_.size(); }
+  size_t mappingCount() const { return mappings_.size(); }
+  void forEachMapping(const std::function<void(const Mapping&)>& fn) const;
+  void addToDigest(Digest& d) const;
+
+ private:
+  bool rangeFree(uint64_t va, uint64_t size) const;
+  uint64_t base_, size_;
+  int deviceCount_;
+  std::map<uint64_t, Reservation> reservations_;  // keyed by start
+  std::map<uint64_t, Mapping> mappings_;          // keyed by start
+};
+
+}  // namespace mcsim::model

@@ -1,0 +1,24 @@
+#include "model/status.h"
+
+namespace mcsim {
+
+const char* statusName(Status s) {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kInvalidValue: return "invalid value";
+    case Status::kInvalidDevice: return "invalid device";
+    case Status::kInvalidHandle: return "invalid handle";
+    case Status::kOutOfMemory: return "out of memory";
+    case Status::kNotSupported: return "not supported";
+    case Status::kNotPermitted: return "not permitted";
+    case Status::kNotFound: return "not found";
+    case Status::kAlreadyMapped: return "already mapped";
+    case Status::kNotMapped: return "not mapped";
+    case Status::kIllegalAddress: return "illegal address";
+    case Status::kIllegalState: return "illegal state";
+    case Status::kSystemNotReady: return "system not ready";
+  }
+  return "unknown status";
+}
+
+}  // namespace mcsim
