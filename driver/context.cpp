@@ -185,9 +185,8 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   {
     std::lock_guard<std::mutex> lock(contexts().mu);
-    if (contexts().registry.count(ctx) == 0 || ctx->primary || !ctx->alive) {
-      return CUDA_ERROR_INVALID_CONTEXT;
-    }
+    if (contexts().registry.count(ctx) == 0 || ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     ctx->alive = false;
   }
   if (!tlsStack.empty() && tlsStack.back() == ctx) tlsStack.pop_back();
@@ -208,8 +207,8 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
     if (!tlsStack.empty()) tlsStack.pop_back();
     return CUDA_SUCCESS;
   }
+  // A destroyed context may be made current; calls then report it (as the real driver does).
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   if (tlsStack.empty()) tlsStack.push_back(ctx);
   else tlsStack.back() = ctx;
   return CUDA_SUCCESS;
@@ -217,8 +216,8 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 
 CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
-  if (ctx == nullptr || !knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   tlsStack.push_back(ctx);
   return CUDA_SUCCESS;
 }
@@ -234,9 +233,9 @@ CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
 CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   MCSIM_REQUIRE_INIT();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUctx_st* ctx = nullptr;
-  MCSIM_TRY(currentContext(&ctx));
-  *device = ctx->device;
+  // The device of the current context is known even when the context is no longer usable.
+  if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = tlsStack.back()->device;
   return CUDA_SUCCESS;
 }
 
@@ -272,7 +271,9 @@ CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
   if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
-  *flags = ctx->flags;
+  // A primary context reports CU_CTX_MAP_HOST on top of its flags; a created one does not
+  // (real driver, docs/real-driver/).
+  *flags = ctx->flags | (ctx->primary ? static_cast<unsigned>(CU_CTX_MAP_HOST) : 0u);
   return CUDA_SUCCESS;
 }
 
@@ -314,8 +315,10 @@ CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   if (peerContext == nullptr || !usableContext(peerContext)) return CUDA_ERROR_INVALID_HANDLE;
-  if (peerContext->device == ctx->device) return CUDA_ERROR_INVALID_DEVICE;
-  if (state().node->preset().nvlink.linksPerGpu == 0) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  // A device is not its own peer (the real driver answers PEER_ACCESS_UNSUPPORTED).
+  if (peerContext->device == ctx->device || state().node->preset().nvlink.linksPerGpu == 0) {
+    return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  }
   std::lock_guard<std::mutex> lock(contexts().mu);
   if (!ctx->peers.insert(peerContext->device).second) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
   return CUDA_SUCCESS;
@@ -333,9 +336,29 @@ CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
 
 }  // extern "C"
 
-// Older ABI variants of context creation (CUDA 3.2 and 11.4) that cuGetProcAddress hands to
-// programs asking for those versions (NCCL asks for cuCtxCreate at 11040).
+// Older ABI variants that cuGetProcAddress hands to programs asking for older versions (NCCL
+// asks for cuCtxCreate at 11040). Their arguments and meaning are unchanged.
+#undef cuCtxCreate
+#undef cuCtxDestroy
+#undef cuCtxPopCurrent
+#undef cuCtxPushCurrent
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+#undef cuDevicePrimaryCtxSetFlags
+
 extern "C" {
+
+CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return cuCtxCreate_v4(pctx, nullptr, flags, dev);
+}
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
+CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
 
 CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   return cuCtxCreate_v4(pctx, nullptr, flags, dev);

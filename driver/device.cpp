@@ -46,8 +46,9 @@ CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
 
 CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
   MCSIM_REQUIRE_INIT();
-  if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (name == nullptr || len == 0) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (len < 0) return CUDA_SUCCESS;  // the real driver writes nothing and succeeds
   const std::string& n = state().node->preset().gpu.name;
   const size_t copy = std::min(n.size(), static_cast<size_t>(len - 1));
   std::memcpy(name, n.data(), copy);

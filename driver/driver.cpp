@@ -33,6 +33,9 @@ CUresult toResult(Status s) {
     case Status::kIllegalAddress: return CUDA_ERROR_INVALID_VALUE;
     case Status::kIllegalState: return CUDA_ERROR_ILLEGAL_STATE;
     case Status::kSystemNotReady: return CUDA_ERROR_SYSTEM_NOT_READY;
+    // The real driver answers an import from a descriptor that is not one of its own (a closed
+    // fd, /dev/null, a pipe, a regular file) with CUDA_ERROR_UNKNOWN.
+    case Status::kNotShareable: return CUDA_ERROR_UNKNOWN;
   }
   return CUDA_ERROR_UNKNOWN;
 }

@@ -51,15 +51,9 @@ const Entry kEntries[] = {
 #undef MCSIM_ENTRY
 };
 
-CUresult resolve(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
-                 CUdriverProcAddressQueryResult* status) {
-  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const cuuint64_t known = CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
-  if ((flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+// Looks `symbol` up. Returns the variant or nullptr, and says why in `status`.
+const Entry* lookup(const char* symbol, int cudaVersion, bool perThread, CUdriverProcAddressQueryResult* status) {
   const int driverVersion = mcsim::driver::emulatedDriverVersion();
-  if (cudaVersion > driverVersion) return CUDA_ERROR_INVALID_VALUE;
-  // DEFAULT means legacy here: mcsim's own code is not compiled for the per-thread stream.
-  const bool perThread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   const Entry* plain = nullptr;
   const Entry* threaded = nullptr;
   bool exists = false;
@@ -72,26 +66,51 @@ CUresult resolve(const char* symbol, void** pfn, int cudaVersion, cuuint64_t fla
     if (best == nullptr || e.version > best->version) best = &e;
   }
   const Entry* chosen = (perThread && threaded != nullptr) ? threaded : plain;
-  *pfn = chosen != nullptr ? chosen->fn : nullptr;
-  if (status != nullptr) {
-    *status = chosen != nullptr ? CU_GET_PROC_ADDRESS_SUCCESS
-              : exists          ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                                : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  }
-  return chosen != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+  *status = chosen != nullptr ? CU_GET_PROC_ADDRESS_SUCCESS
+            : exists          ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                              : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return chosen;
 }
+
+// Checks the arguments both entry points share. A negative version asks for the newest variant
+// (as the real driver takes it); a version above the driver's is refused.
+CUresult checkArguments(const char* symbol, void** pfn, int* cudaVersion, cuuint64_t flags) {
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const cuuint64_t known = CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  if ((flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const int driverVersion = mcsim::driver::emulatedDriverVersion();
+  if (*cudaVersion > driverVersion) return CUDA_ERROR_INVALID_VALUE;
+  if (*cudaVersion < 0) *cudaVersion = driverVersion;
+  return CUDA_SUCCESS;
+}
+
+// DEFAULT means legacy here: mcsim's own code is not compiled for the per-thread stream.
+bool perThread(cuuint64_t flags) { return (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0; }
 
 }  // namespace
 
 extern "C" {
 
+// A symbol that is not found is a success with a NULL pointer and the reason in symbolStatus,
+// as the reference documents and the real driver does.
 CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                      CUdriverProcAddressQueryResult* symbolStatus) {
-  return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+  MCSIM_TRY(checkArguments(symbol, pfn, &cudaVersion, flags));
+  CUdriverProcAddressQueryResult status;
+  const Entry* e = lookup(symbol, cudaVersion, perThread(flags), &status);
+  *pfn = e != nullptr ? e->fn : nullptr;
+  if (symbolStatus != nullptr) *symbolStatus = status;
+  return CUDA_SUCCESS;
 }
 
+// The CUDA 11.3 form has no status: a symbol not found is CUDA_ERROR_NOT_FOUND, *pfn untouched.
 CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
-  return resolve(symbol, pfn, cudaVersion, flags, nullptr);
+  MCSIM_TRY(checkArguments(symbol, pfn, &cudaVersion, flags));
+  CUdriverProcAddressQueryResult status;
+  const Entry* e = lookup(symbol, cudaVersion, perThread(flags), &status);
+  if (e == nullptr) return CUDA_ERROR_NOT_FOUND;
+  *pfn = e->fn;
+  return CUDA_SUCCESS;
 }
 
 }  // extern "C"

@@ -20,6 +20,7 @@ struct MemoryTables {
   std::mutex mu;
   std::map<uint64_t, HostAllocation> host;   // pinned host memory by base address
   std::map<uint64_t, CUctx_st*> linearOwner;  // cuMemAlloc base -> owning context
+  uint64_t nextHostId = 0;
 };
 
 MemoryTables& tables() {
@@ -43,6 +44,12 @@ bool findHostAllocation(uint64_t p, HostAllocation* out) {
   if (p >= it->second.base + it->second.size) return false;
   *out = it->second;
   return true;
+}
+
+CUctx_st* linearOwner(uint64_t base) {
+  std::lock_guard<std::mutex> lock(tables().mu);
+  auto it = tables().linearOwner.find(base);
+  return it == tables().linearOwner.end() ? nullptr : it->second;
 }
 
 void addMemoryTablesToDigest(model::Digest& d) {
@@ -85,58 +92,67 @@ CUresult checkStream(CUstream stream) {
   return CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult copyHtoD(uint64_t dst, const void* src, size_t bytes) {
-  CUresult r;
-  const int dev = currentDevice(&r);
-  if (r != CUDA_SUCCESS) return r;
-  if (bytes == 0) return CUDA_SUCCESS;
-  if (src == nullptr || !isDeviceAddress(dst)) return CUDA_ERROR_INVALID_VALUE;
-  return toResult(state().node->write(dst, src, bytes, dev));
+namespace {
+
+// Whether `p` is memory the driver knows: a device address (the node checks the mapping) or
+// pinned host memory.
+bool knownMemory(uint64_t p) {
+  HostAllocation h;
+  return isDeviceAddress(p) || findHostAllocation(p, &h);
 }
 
-CUresult copyDtoH(void* dst, uint64_t src, size_t bytes) {
-  CUresult r;
-  const int dev = currentDevice(&r);
-  if (r != CUDA_SUCCESS) return r;
-  if (bytes == 0) return CUDA_SUCCESS;
-  if (dst == nullptr || !isDeviceAddress(src)) return CUDA_ERROR_INVALID_VALUE;
-  return toResult(state().node->read(dst, src, bytes, dev));
-}
-
-CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes) {
-  CUresult r;
-  const int dev = currentDevice(&r);
-  if (r != CUDA_SUCCESS) return r;
-  if (bytes == 0) return CUDA_SUCCESS;
-  if (!isDeviceAddress(dst) || !isDeviceAddress(src)) return CUDA_ERROR_INVALID_VALUE;
-  return toResult(state().node->copy(dst, src, bytes, dev));
-}
-
-CUresult copyUnified(uint64_t dst, uint64_t src, size_t bytes) {
-  // Unified addressing: the address alone says which side is device memory.
-  const bool dDev = isDeviceAddress(dst), sDev = isDeviceAddress(src);
-  if (dDev && sDev) return copyDtoD(dst, src, bytes);
-  if (dDev) return copyHtoD(dst, reinterpret_cast<const void*>(src), bytes);
-  if (sDev) return copyDtoH(reinterpret_cast<void*>(dst), src, bytes);
-  CUresult r;
-  currentDevice(&r);
-  if (r != CUDA_SUCCESS) return r;
+// Moves `bytes` from `src` to `dst`, each a device address or a host pointer (unified
+// addressing tells them apart). The real driver requires the "device" operands of the typed
+// copies to be memory it knows (device or pinned host memory) and takes any pointer on a "host"
+// side, device addresses included.
+CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown, int accessor) {
   if (bytes == 0) return CUDA_SUCCESS;
   if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((dstKnown && !knownMemory(dst)) || (srcKnown && !knownMemory(src))) return CUDA_ERROR_INVALID_VALUE;
+  const bool dDev = isDeviceAddress(dst), sDev = isDeviceAddress(src);
+  fabric::Node& n = *state().node;
+  if (dDev && sDev) return toResult(n.copy(dst, src, bytes, accessor));
+  if (dDev) return toResult(n.write(dst, reinterpret_cast<const void*>(src), bytes, accessor));
+  if (sDev) return toResult(n.read(reinterpret_cast<void*>(dst), src, bytes, accessor));
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
 }
 
+// Copies on the calling thread's context, whose device's access rights apply.
+CUresult contextTransfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown) {
+  CUresult r;
+  const int dev = currentDevice(&r);
+  if (r != CUDA_SUCCESS) return r;
+  return transfer(dst, src, bytes, dstKnown, srcKnown, dev);
+}
+
+}  // namespace
+
+CUresult copyHtoD(uint64_t dst, const void* src, size_t bytes) {
+  return contextTransfer(dst, reinterpret_cast<uint64_t>(src), bytes, true, false);
+}
+
+CUresult copyDtoH(void* dst, uint64_t src, size_t bytes) {
+  return contextTransfer(reinterpret_cast<uint64_t>(dst), src, bytes, false, true);
+}
+
+CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes) { return contextTransfer(dst, src, bytes, true, true); }
+
+CUresult copyUnified(uint64_t dst, uint64_t src, size_t bytes) {
+  return contextTransfer(dst, src, bytes, false, false);
+}
+
 CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes) {
-  if (dstCtx == nullptr || srcCtx == nullptr || !usableContext(dstCtx) || !usableContext(srcCtx)) {
+  // NULL names the current context (the real driver accepts it); others must be contexts.
+  if ((dstCtx != nullptr && !usableContext(dstCtx)) || (srcCtx != nullptr && !usableContext(srcCtx))) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
-  if (bytes == 0) return CUDA_SUCCESS;
-  if (!isDeviceAddress(dst) || !isDeviceAddress(src)) return CUDA_ERROR_INVALID_VALUE;
-  // A peer copy reads through the source context and writes through the destination's: each
-  // side is checked by the node against every device's rights it needs (linear memory grants
-  // all devices).
-  return toResult(state().node->copy(dst, src, bytes, -1));
+  CUresult r;
+  currentDevice(&r);
+  if (r != CUDA_SUCCESS) return r;
+  // A peer copy reads through the source context and writes through the destination's; linear
+  // memory grants every device, so no single device's rights are checked.
+  return transfer(dst, src, bytes, true, true, -1);
 }
 
 CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count) {
@@ -152,6 +168,18 @@ CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count)
 }  // namespace mcsim::driver
 
 using namespace mcsim::driver;
+
+namespace {
+
+// Freeing needs no current context (the real driver frees without one), but a current context
+// that was destroyed is reported.
+CUresult checkFreeContext() {
+  CUctx_st* ctx = nullptr;
+  const CUresult r = currentContext(&ctx);
+  return r == CUDA_ERROR_CONTEXT_IS_DESTROYED ? r : CUDA_SUCCESS;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -173,8 +201,7 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   MCSIM_REQUIRE_INIT();
-  CUctx_st* ctx = nullptr;
-  MCSIM_TRY(currentContext(&ctx));
+  MCSIM_TRY(checkFreeContext());
   if (dptr == 0) return CUDA_SUCCESS;
   {
     std::lock_guard<std::mutex> lock(tables().mu);
@@ -203,14 +230,18 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) 
   }
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
-  if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (bytesize == 0) {
+    *pp = nullptr;  // the real driver succeeds and hands back NULL
+    return CUDA_SUCCESS;
+  }
   // Page-aligned host memory, as pinned allocations are.
   void* p = mmap(nullptr, bytesize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   const auto base = reinterpret_cast<uint64_t>(p);
   {
     std::lock_guard<std::mutex> lock(tables().mu);
-    tables().host[base] = HostAllocation{base, bytesize, Flags, ctx};
+    // Buffer ids of host memory count down from the top, clear of the node's allocation ids.
+    tables().host[base] = HostAllocation{base, bytesize, Flags, ctx, ~uint64_t{0} - tables().nextHostId++};
   }
   *pp = p;
   return CUDA_SUCCESS;
@@ -220,8 +251,8 @@ CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHos
 
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   MCSIM_REQUIRE_INIT();
-  CUctx_st* ctx = nullptr;
-  MCSIM_TRY(currentContext(&ctx));
+  MCSIM_TRY(checkFreeContext());
+  if (p == nullptr) return CUDA_SUCCESS;
   std::lock_guard<std::mutex> lock(tables().mu);
   auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
   if (it == tables().host.end()) return CUDA_ERROR_INVALID_VALUE;

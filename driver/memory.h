@@ -23,8 +23,11 @@ struct HostAllocation {
   uint64_t size = 0;
   unsigned flags = 0;
   CUctx_st* ctx = nullptr;
+  uint64_t id = 0;  // process-wide buffer id (pointer attributes)
 };
 bool findHostAllocation(uint64_t p, HostAllocation* out);
+// The context that made the cuMemAlloc allocation at `base`, or nullptr.
+CUctx_st* linearOwner(uint64_t base);
 
 // Streams that exist before issue-4 stream objects: the NULL stream, CU_STREAM_LEGACY and
 // CU_STREAM_PER_THREAD. Anything else is an unknown handle.

@@ -1,4 +1,5 @@
-// Pointer queries: cuPointerGetAttribute(s) and cuMemGetAddressRange.
+// Pointer queries: cuPointerGetAttribute(s) and cuMemGetAddressRange. The answers follow what
+// the real driver gave for cuMemAlloc, VMM and pinned host memory (docs/real-driver/).
 #include <cstring>
 
 #include "driver/context.h"
@@ -10,13 +11,15 @@ using namespace mcsim::driver;
 
 namespace {
 
+constexpr uint64_t kLinearGranule = 2ull << 20;  // cuMemAlloc and pinned memory are mapped in 2 MiB pages
+
 // What one address is, gathered once for all the attributes asked about it.
 struct PointerFacts {
   bool device = false;      // inside a device mapping
   bool host = false;        // inside pinned host memory
   fabric::PointerInfo info;
   HostAllocation hostAlloc;
-  CUctx_st* ctx = nullptr;  // current context, if any
+  CUctx_st* ctx = nullptr;  // current context, if usable
 };
 
 CUresult gather(CUdeviceptr ptr, PointerFacts* f) {
@@ -37,88 +40,124 @@ void put(void* data, T v) {
   std::memcpy(data, &v, sizeof v);
 }
 
-CUresult attribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attribute attr, void* data) {
-  if (!f.device && !f.host) {
-    // An address mcsim knows nothing about: only these two have an answer for it.
-    if (attr == CU_POINTER_ATTRIBUTE_MAPPED) {
-      put<bool>(data, false);
-      return CUDA_SUCCESS;
-    }
-    if (attr == CU_POINTER_ATTRIBUTE_IS_MANAGED) {
-      put<bool>(data, false);
-      return CUDA_SUCCESS;
-    }
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  const auto& i = f.info;
+bool knownAttribute(CUpointer_attribute a) {
+  return a >= CU_POINTER_ATTRIBUTE_CONTEXT && a <= CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE;
+}
+
+// The answer for device memory: a VMM mapping or cuMemAlloc memory.
+CUresult deviceAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attribute attr, void* data) {
+  const fabric::PointerInfo& i = f.info;
   switch (attr) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-      // VMM memory belongs to no context.
-      if (f.device && !i.linear) put<CUcontext>(data, nullptr);
-      else put<CUcontext>(data, f.host ? f.hostAlloc.ctx : nullptr);
+    case CU_POINTER_ATTRIBUTE_CONTEXT: {
+      CUcontext owner = nullptr;  // VMM memory belongs to no context
+      if (i.linear) owner = linearOwner(i.mappingBase);
+      put<CUcontext>(data, owner);
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      put<unsigned>(data, f.device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
-      return CUDA_SUCCESS;
+    }
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: put<unsigned>(data, CU_MEMORYTYPE_DEVICE); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+      // The current device cannot use a VMM address it was given no access to.
+      if (!i.linear && f.ctx != nullptr && i.access == fabric::Access::kNone) return CUDA_ERROR_INVALID_VALUE;
       put<CUdeviceptr>(data, ptr);
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-      if (f.device) return CUDA_ERROR_INVALID_VALUE;
-      put<void*>(data, reinterpret_cast<void*>(ptr));
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS: {
+      CUDA_POINTER_ATTRIBUTE_P2P_TOKENS t{};
+      t.p2pToken = 0;
+      t.vaSpaceToken = 0xfe00;  // the value the real driver reports
+      std::memcpy(data, &t, sizeof t);
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-      put<bool>(data, true);
-      return CUDA_SUCCESS;
+    }
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: put<unsigned>(data, 1); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
-      put<unsigned long long>(data, f.device ? i.allocationId : f.hostAlloc.base);
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-      put<bool>(data, false);
-      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: put<unsigned long long>(data, i.allocationId); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: put<unsigned>(data, 0); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-      if (f.device) put<int>(data, i.location.kind == fabric::LocationKind::kDevice ? i.location.id : -1);
-      else put<int>(data, f.hostAlloc.ctx != nullptr ? f.hostAlloc.ctx->device : 0);
+      put<int>(data, i.location.kind == fabric::LocationKind::kDevice ? i.location.id : -1);
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-      put<bool>(data, f.device && i.linear);
-      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: put<unsigned>(data, i.linear ? 1 : 0); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-      put<CUdeviceptr>(data, f.device ? i.rangeBase : f.hostAlloc.base);
+      put<CUdeviceptr>(data, i.linear ? i.mappingBase : i.reservationBase);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-      put<size_t>(data, f.device ? i.rangeSize : f.hostAlloc.size);
+      put<size_t>(data, i.linear ? i.linearSize : i.reservationSize);
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-      put<bool>(data, true);
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-      put<unsigned long long>(data, f.device ? i.handleTypes : 0);
-      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: put<unsigned>(data, 1); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put<unsigned long long>(data, i.handleTypes); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-      put<bool>(data, f.device);
+      put<unsigned>(data, i.gpuDirectRdmaCapable ? 1 : 0);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-      put<unsigned>(data, f.device ? static_cast<unsigned>(i.access)
-                                   : static_cast<unsigned>(CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE));
+      put<unsigned>(data, i.linear ? unsigned{CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE} : static_cast<unsigned>(i.access));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-      put<CUmemoryPool>(data, nullptr);
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
-      put<size_t>(data, f.device ? (i.linear ? ((i.rangeSize + (2u << 20) - 1) & ~size_t{(2u << 20) - 1}) : i.rangeSize)
-                                 : f.hostAlloc.size);
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
-      put<CUdeviceptr>(data, f.device ? i.rangeBase : f.hostAlloc.base);
-      return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
-      put<bool>(data, false);
-      return CUDA_SUCCESS;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put<CUmemoryPool>(data, nullptr); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: put<size_t>(data, i.mappingSize); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: put<CUdeviceptr>(data, i.mappingBase); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: put<unsigned>(data, 0); return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
   }
+}
+
+// The answer for pinned host memory (cuMemAllocHost, cuMemHostAlloc).
+CUresult hostAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attribute attr, void* data) {
+  const HostAllocation& h = f.hostAlloc;
+  const uint64_t mapped = (h.size + kLinearGranule - 1) & ~(kLinearGranule - 1);
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: put<CUcontext>(data, h.ctx); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: put<unsigned>(data, CU_MEMORYTYPE_HOST); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: put<CUdeviceptr>(data, ptr); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: put<unsigned>(data, 0); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: put<unsigned long long>(data, h.id); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put<int>(data, h.ctx != nullptr ? h.ctx->device : 0); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: put<CUdeviceptr>(data, h.base); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: put<size_t>(data, h.size); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: put<size_t>(data, mapped); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: put<unsigned>(data, 1); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put<unsigned long long>(data, 0); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+      put<unsigned>(data, CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE);
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put<CUmemoryPool>(data, nullptr); return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;  // P2P tokens among them
+  }
+}
+
+// cuPointerGetAttributes' answer for memory the driver does not know (a malloc pointer, an
+// unmapped address): the real driver fills what it can say instead of failing.
+void unknownAttribute(CUpointer_attribute attr, void* data) {
+  switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put<void*>(data, nullptr); break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: put<int>(data, -2); break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put<unsigned long long>(data, 0); break;
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS: {
+      CUDA_POINTER_ATTRIBUTE_P2P_TOKENS t{};
+      std::memcpy(data, &t, sizeof t);
+      break;
+    }
+    default: put<unsigned>(data, 0); break;
+  }
+}
+
+CUresult attribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attribute attr, void* data) {
+  if (f.device) return deviceAttribute(f, ptr, attr, data);
+  if (f.host) return hostAttribute(f, ptr, attr, data);
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 }  // namespace
@@ -139,13 +178,15 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
   if (numAttributes == 0 || attributes == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   PointerFacts f;
   MCSIM_TRY(gather(ptr, &f));
-  // Unlike the single query, an attribute that has no answer here is not an error: its slot is
-  // left as the caller set it (the reference documents this for unknown pointers).
+  // Attributes are answered in order; an unknown attribute stops the call with the earlier
+  // slots filled and the later ones untouched, as the real driver does.
   for (unsigned k = 0; k < numAttributes; ++k) {
+    if (!knownAttribute(attributes[k])) return CUDA_ERROR_INVALID_VALUE;
     if (data[k] == nullptr) continue;
-    const CUresult r = ::attribute(f, ptr, attributes[k], data[k]);
-    if (r != CUDA_SUCCESS && (attributes[k] <= 0 || attributes[k] > CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE)) {
-      return CUDA_ERROR_INVALID_VALUE;
+    if (!f.device && !f.host) {
+      unknownAttribute(attributes[k], data[k]);
+    } else if (::attribute(f, ptr, attributes[k], data[k]) != CUDA_SUCCESS) {
+      unknownAttribute(attributes[k], data[k]);  // no answer for this kind of memory
     }
   }
   return CUDA_SUCCESS;
@@ -155,9 +196,20 @@ CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUde
   MCSIM_REQUIRE_INIT();
   PointerFacts f;
   MCSIM_TRY(gather(dptr, &f));
-  if (!f.device) return CUDA_ERROR_NOT_FOUND;
-  if (pbase != nullptr) *pbase = f.info.rangeBase;
-  if (psize != nullptr) *psize = f.info.rangeSize;
+  uint64_t base = 0, size = 0;
+  if (f.device) {
+    // VMM memory answers with its mapping; cuMemAlloc memory with the allocation as asked for.
+    base = f.info.mappingBase;
+    size = f.info.linear ? f.info.linearSize : f.info.mappingSize;
+    if (f.info.linear && dptr >= base + size) return CUDA_ERROR_NOT_FOUND;
+  } else if (f.host) {
+    base = f.hostAlloc.base;
+    size = f.hostAlloc.size;
+  } else {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  if (pbase != nullptr) *pbase = base;
+  if (psize != nullptr) *psize = size;
   return CUDA_SUCCESS;
 }
 

@@ -9,10 +9,12 @@ using namespace mcsim::driver;
 
 namespace {
 
-constexpr unsigned kSupportedHandleTypes =
-    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
+constexpr unsigned kWindowsHandleTypes = CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT;
 
-// Reads a CUmemAllocationProp into the node's terms, checking what every VMM call checks.
+// Reads a CUmemAllocationProp for cuMemCreate, with the real driver's answers: an unknown device
+// is CUDA_ERROR_INVALID_DEVICE; HOST_NUMA_CURRENT, an unknown NUMA node, an unknown location
+// type or a Windows handle type is CUDA_ERROR_INVALID_VALUE; unknown handle-type bits above the
+// defined ones are ignored.
 CUresult readProps(const CUmemAllocationProp* prop, fabric::AllocationProps* out) {
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
@@ -26,37 +28,35 @@ CUresult readProps(const CUmemAllocationProp* prop, fabric::AllocationProps* out
       if (prop->location.id < 0 || prop->location.id >= preset.hostNumaNodes) return CUDA_ERROR_INVALID_VALUE;
       out->location = {fabric::LocationKind::kHostNuma, prop->location.id};
       break;
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-      // The calling thread runs on NUMA node 0 of the simulated host.
-      out->location = {fabric::LocationKind::kHostNuma, 0};
+    case CU_MEM_LOCATION_TYPE_HOST:
+      out->location = {fabric::LocationKind::kHost, 0};
       break;
     default:
       return CUDA_ERROR_INVALID_VALUE;
   }
   const unsigned types = static_cast<unsigned>(prop->requestedHandleTypes);
-  if ((types & ~(kSupportedHandleTypes | CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDLE_TYPE_WIN32_KMT)) != 0) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  // Windows handles do not exist on Linux.
-  if ((types & ~kSupportedHandleTypes) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if ((types & kWindowsHandleTypes) != 0) return CUDA_ERROR_INVALID_VALUE;
   if (prop->allocFlags.compressionType != CU_MEM_ALLOCATION_COMP_NONE &&
       prop->allocFlags.compressionType != CU_MEM_ALLOCATION_COMP_GENERIC) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  out->handleTypes = types;
-  out->compressionType = prop->allocFlags.compressionType;
+  out->handleTypes = types & (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC);
+  // The real driver grants no compression to VMM allocations made this way: it reports
+  // compressionType 0 back.
+  out->compressionType = CU_MEM_ALLOCATION_COMP_NONE;
   out->gpuDirectRdmaCapable = prop->allocFlags.gpuDirectRDMACapable != 0;
   out->usage = prop->allocFlags.usage;
   return CUDA_SUCCESS;
 }
 
-uint64_t granularityOf(const fabric::AllocationProps& p, bool recommended) {
+// Device and host memory share the GPU's page granularity, whatever the properties say: the
+// real driver answers 2 MiB even for an unknown device or location type.
+uint64_t granularity(bool recommended) {
   const auto& gpu = state().node->preset().gpu;
-  (void)p;  // device and host-NUMA memory share the GPU's page granularity
   return recommended ? gpu.vmmGranularityRecommended : gpu.vmmGranularityMinimum;
 }
 
-uint64_t minimumGranularity() { return state().node->preset().gpu.vmmGranularityMinimum; }
+uint64_t minimumGranularity() { return granularity(false); }
 
 bool aligned(uint64_t v, uint64_t a) { return v % a == 0; }
 
@@ -68,12 +68,11 @@ CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemA
                                                CUmemAllocationGranularity_flags option) {
   MCSIM_REQUIRE_INIT();
   if (granularity == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  fabric::AllocationProps p;
-  MCSIM_TRY(readProps(prop, &p));
-  *granularity = granularityOf(p, option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+  *granularity = ::granularity(option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
   return CUDA_SUCCESS;
 }
 
@@ -83,7 +82,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   if (handle == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   fabric::AllocationProps p;
   MCSIM_TRY(readProps(prop, &p));
-  if (size == 0 || !aligned(size, granularityOf(p, false))) return CUDA_ERROR_INVALID_VALUE;
+  if (size == 0 || !aligned(size, minimumGranularity())) return CUDA_ERROR_INVALID_VALUE;
   if ((p.handleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0) {
     const int dev = p.location.kind == fabric::LocationKind::kDevice ? p.location.id : 0;
     if (state().attributes[static_cast<size_t>(dev)][CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED] == 0) {
@@ -112,6 +111,8 @@ CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t align
   const uint64_t gran = minimumGranularity();
   if (!aligned(size, gran)) return CUDA_ERROR_INVALID_VALUE;
   if (alignment != 0 && (alignment & (alignment - 1)) != 0) return CUDA_ERROR_INVALID_VALUE;
+  // A hint is only a hint, but a misaligned one is refused.
+  if (!aligned(addr, gran)) return CUDA_ERROR_INVALID_VALUE;
   const uint64_t align = alignment < gran ? gran : alignment;
   uint64_t va = 0;
   MCSIM_TRY(toResult(state().node->reserve(size, align, addr, &va)));
@@ -129,8 +130,7 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
                           unsigned long long flags) {
   MCSIM_REQUIRE_INIT();
   if (flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
-  const uint64_t gran = minimumGranularity();
-  if (!aligned(ptr, gran) || !aligned(size, gran) || !aligned(offset, gran)) return CUDA_ERROR_INVALID_VALUE;
+  if (ptr == 0 || handle == 0 || !aligned(ptr, minimumGranularity())) return CUDA_ERROR_INVALID_VALUE;
   return toResult(state().node->map(ptr, size, offset, handle));
 }
 
@@ -143,11 +143,20 @@ CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
 
 CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
   MCSIM_REQUIRE_INIT();
-  if (desc == nullptr || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t gran = minimumGranularity();
+  if (desc == nullptr || count == 0 || size == 0 || !aligned(ptr, gran) || !aligned(size, gran)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   // Check every descriptor before applying any, so that a refused call changes nothing.
   for (size_t i = 0; i < count; ++i) {
-    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-    if (!validDevice(desc[i].location.id)) return CUDA_ERROR_INVALID_DEVICE;
+    switch (desc[i].location.type) {
+      case CU_MEM_LOCATION_TYPE_DEVICE: break;
+      case CU_MEM_LOCATION_TYPE_HOST:
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return CUDA_ERROR_NOT_SUPPORTED;
+      default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!validDevice(desc[i].location.id)) return CUDA_ERROR_INVALID_VALUE;
     const auto f = desc[i].flags;
     if (f != CU_MEM_ACCESS_FLAGS_PROT_NONE && f != CU_MEM_ACCESS_FLAGS_PROT_READ &&
         f != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
@@ -166,9 +175,15 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
 CUresult CUDAAPI cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
   MCSIM_REQUIRE_INIT();
   if (flags == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  fabric::Access a = fabric::Access::kNone;
+  if (location->type == CU_MEM_LOCATION_TYPE_HOST) {
+    // The real driver reports read-write for the host on any mapped range.
+    MCSIM_TRY(toResult(state().node->getAccess(ptr, 0, &a)));
+    *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return CUDA_SUCCESS;
+  }
   if (location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(location->id)) return CUDA_ERROR_INVALID_DEVICE;
-  fabric::Access a = fabric::Access::kNone;
   MCSIM_TRY(toResult(state().node->getAccess(ptr, location->id, &a)));
   *flags = static_cast<unsigned long long>(a);
   return CUDA_SUCCESS;
@@ -182,8 +197,11 @@ CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* pro
   MCSIM_TRY(toResult(state().node->handleProps(handle, &p)));
   std::memset(prop, 0, sizeof *prop);
   prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop->location.type = p.location.kind == fabric::LocationKind::kDevice ? CU_MEM_LOCATION_TYPE_DEVICE
-                                                                         : CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  switch (p.location.kind) {
+    case fabric::LocationKind::kDevice: prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE; break;
+    case fabric::LocationKind::kHost: prop->location.type = CU_MEM_LOCATION_TYPE_HOST; break;
+    default: prop->location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA; break;
+  }
   prop->location.id = p.location.id;
   prop->requestedHandleTypes = static_cast<CUmemAllocationHandleType>(p.handleTypes);
   prop->allocFlags.compressionType = p.compressionType;
@@ -218,9 +236,7 @@ CUresult CUDAAPI cuMemExportToShareableHandle(void* shareableHandle, CUmemGeneri
       std::memcpy(static_cast<CUmemFabricHandle*>(shareableHandle)->data, bytes, 64);
       return CUDA_SUCCESS;
     }
-    case CU_MEM_HANDLE_TYPE_WIN32:
-    case CU_MEM_HANDLE_TYPE_WIN32_KMT: return CUDA_ERROR_NOT_SUPPORTED;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE;  // the allocation was not made exportable so
   }
 }
 

@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <algorithm>
+#include <set>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -58,12 +61,15 @@ struct Allocation {
   bool linear = false;
   uint64_t linearRequested = 0;  // what cuMemAlloc was asked for
   uint64_t refs = 0;             // live handle values + mappings
+  uint64_t firstHandle = 0;      // the handle value this process first had for it
+  bool heldByDescriptors = false;  // no refs left, but an exported descriptor is still open
   std::unique_ptr<model::LazyRegion> region;  // made on first write
 };
 
 struct HandleEntry {
   AllocId alloc = 0;
   uint64_t refs = 0;
+  bool imported = false;
 };
 
 struct FileKey {
@@ -88,10 +94,11 @@ class EmbeddedNode final : public Node {
 
   Status createAllocation(const AllocationProps& props, uint64_t* handle) override {
     std::lock_guard<std::mutex> lock(mu_);
+    sweepHeldAllocations();  // memory kept only by closed descriptors counts no more
     AllocId id = 0;
     Status s = newAllocation(props, false, 0, &id);
     if (s != Status::kOk) return s;
-    *handle = newHandle(id);
+    *handle = newHandle(id, false);
     return Status::kOk;
   }
 
@@ -112,6 +119,7 @@ class EmbeddedNode final : public Node {
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     *props = allocs_.at(it->second.alloc).props;
+    if (it->second.imported) props->handleTypes = 0;
     return Status::kOk;
   }
 
@@ -119,19 +127,18 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kInvalidValue;
-    const Allocation& a = allocs_.at(m->alloc);
+    Allocation& a = allocs_.at(m->alloc);
     if (a.linear) return Status::kInvalidValue;
-    // The process's existing handle for the allocation gains a reference; an allocation whose
-    // handles were all released gets a new handle value.
-    for (auto& [value, entry] : handles_) {
-      if (entry.alloc == a.id) {
-        ++entry.refs;
-        *handle = value;
-        return Status::kOk;
-      }
+    // The real driver answers with the handle value the allocation was first known by, even
+    // after the program released it (the mapping kept the allocation alive).
+    auto h = handles_.find(a.firstHandle);
+    if (h != handles_.end()) {
+      ++h->second.refs;
+    } else {
+      handles_[a.firstHandle] = HandleEntry{a.id, 1, false};
+      ++a.refs;
     }
-    ++allocs_.at(a.id).refs;
-    *handle = newHandle(a.id);
+    *handle = a.firstHandle;
     return Status::kOk;
   }
 
@@ -163,11 +170,13 @@ class EmbeddedNode final : public Node {
   Status importPosixFd(int fd, uint64_t* handle) override {
     std::lock_guard<std::mutex> lock(mu_);
     struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0) return Status::kInvalidValue;
+    if (fd < 0 || fstat(fd, &st) != 0) return Status::kNotShareable;
     auto it = exports_.find(FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
-    if (it == exports_.end() || allocs_.count(it->second) == 0) return Status::kInvalidValue;
-    ++allocs_.at(it->second).refs;
-    *handle = newHandle(it->second);
+    if (it == exports_.end()) return Status::kNotShareable;
+    Allocation& a = allocs_.at(it->second);
+    a.heldByDescriptors = false;
+    ++a.refs;
+    *handle = newHandle(a.id, true);
     return Status::kOk;
   }
 
@@ -198,8 +207,9 @@ class EmbeddedNode final : public Node {
     if (it == allocs_.end() || (it->second.props.handleTypes & kHandleFabric) == 0) {
       return Status::kInvalidValue;
     }
+    it->second.heldByDescriptors = false;
     ++it->second.refs;
-    *handle = newHandle(id);
+    *handle = newHandle(id, true);
     return Status::kOk;
   }
 
@@ -220,7 +230,8 @@ class EmbeddedNode final : public Node {
     auto h = handles_.find(handle);
     if (h == handles_.end()) return Status::kInvalidValue;
     Allocation& a = allocs_.at(h->second.alloc);
-    if (offset > a.props.size || size > a.props.size - offset) return Status::kInvalidValue;
+    // The real driver maps only a whole allocation, from its start.
+    if (offset != 0 || size != a.props.size) return Status::kNotSupported;
     const model::Reservation* r = space_.reservationContaining(va);
     if (r != nullptr && r->internal) return Status::kInvalidValue;
     Status s = space_.map(va, size, a.id, offset);
@@ -298,13 +309,20 @@ class EmbeddedNode final : public Node {
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kOk;
     const Allocation& a = allocs_.at(m->alloc);
+    const model::Reservation* r = space_.reservationContaining(va);
     info->mapped = true;
     info->linear = a.linear;
     info->location = a.props.location;
-    info->rangeBase = m->va;
-    info->rangeSize = a.linear ? a.linearRequested : m->size;
     info->allocationId = a.id;
     info->handleTypes = a.props.handleTypes;
+    info->gpuDirectRdmaCapable = a.linear || a.props.gpuDirectRdmaCapable;
+    info->mappingBase = m->va;
+    info->mappingSize = m->size;
+    // A mapping may run past its reservation's end (the real driver allows it); then the
+    // address is in no reservation.
+    info->reservationBase = r != nullptr ? r->va : 0;
+    info->reservationSize = r != nullptr ? r->size : 0;
+    info->linearSize = a.linearRequested;
     if (device >= 0 && device < preset_.gpuCount) info->access = m->access[static_cast<size_t>(device)];
     return Status::kOk;
   }
@@ -404,10 +422,11 @@ class EmbeddedNode final : public Node {
     d.add(allocs_.size());
     for (const auto& [id, a] : allocs_) {
       d.add(id).add(a.refs).add(a.linear ? 1 : 0).add(a.props.size).add(a.props.handleTypes);
+      d.add(a.firstHandle).add(a.heldByDescriptors ? 1 : 0);
       d.add(static_cast<uint64_t>(a.props.location.kind)).add(static_cast<uint64_t>(a.props.location.id));
     }
     d.add(handles_.size());
-    for (const auto& [value, h] : handles_) d.add(value).add(h.alloc).add(h.refs);
+    for (const auto& [value, h] : handles_) d.add(value).add(h.alloc).add(h.refs).add(h.imported ? 1 : 0);
     d.add(exports_.size());
     for (const auto& [key, id] : exports_) d.add(id);
     for (uint64_t u : deviceUsed_) d.add(u);
@@ -418,6 +437,7 @@ class EmbeddedNode final : public Node {
 
   NodeStats stats() override {
     std::lock_guard<std::mutex> lock(mu_);
+    sweepHeldAllocations();
     NodeStats s;
     s.allocations = allocs_.size();
     s.handles = handles_.size();
@@ -448,13 +468,14 @@ class EmbeddedNode final : public Node {
       return &deviceUsed_[static_cast<size_t>(loc.id)];
     }
     *capacity = preset_.hostMemoryBytesPerNumaNode;
-    return &hostUsed_[static_cast<size_t>(loc.id)];
+    // Plain host memory (no NUMA node named) is charged to node 0.
+    return &hostUsed_[loc.kind == LocationKind::kHost ? 0 : static_cast<size_t>(loc.id)];
   }
 
   Status newAllocation(const AllocationProps& props, bool linear, uint64_t requested, AllocId* id) {
     const bool device = props.location.kind == LocationKind::kDevice;
     const int limit = device ? preset_.gpuCount : preset_.hostNumaNodes;
-    if (props.location.id < 0 || props.location.id >= limit) {
+    if (props.location.kind != LocationKind::kHost && (props.location.id < 0 || props.location.id >= limit)) {
       return device ? Status::kInvalidDevice : Status::kInvalidValue;
     }
     uint64_t capacity = 0;
@@ -472,15 +493,51 @@ class EmbeddedNode final : public Node {
     return Status::kOk;
   }
 
-  uint64_t newHandle(AllocId alloc) {
+  uint64_t newHandle(AllocId alloc, bool imported) {
     const uint64_t value = kHandleBase + kHandleStride * nextHandle_++;
-    handles_[value] = HandleEntry{alloc, 1};
+    handles_[value] = HandleEntry{alloc, 1, imported};
+    Allocation& a = allocs_.at(alloc);
+    if (a.firstHandle == 0) a.firstHandle = value;
     return value;
   }
 
   void dropRef(AllocId id) {
     auto it = allocs_.find(id);
-    if (it != allocs_.end() && --it->second.refs == 0) destroyAllocation(id);
+    if (it == allocs_.end() || --it->second.refs != 0) return;
+    if (openExportOf(id)) it->second.heldByDescriptors = true;
+    else destroyAllocation(id);
+  }
+
+  // Whether a descriptor exported for `id` is still open in this process.
+  bool openExportOf(AllocId id) const {
+    std::set<FileKey> keys;
+    for (const auto& [key, alloc] : exports_) {
+      if (alloc == id) keys.insert(key);
+    }
+    if (keys.empty()) return false;
+    DIR* dir = opendir("/proc/self/fd");
+    if (dir == nullptr) return true;  // cannot tell: keep the memory rather than lose it
+    bool open = false;
+    while (dirent* e = readdir(dir)) {
+      struct stat st {};
+      const std::string path = std::string("/proc/self/fd/") + e->d_name;
+      if (e->d_name[0] == '.' || stat(path.c_str(), &st) != 0) continue;
+      if (keys.count(FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}) != 0) {
+        open = true;
+        break;
+      }
+    }
+    closedir(dir);
+    return open;
+  }
+
+  // Frees allocations that only exported descriptors kept, once those are all closed.
+  void sweepHeldAllocations() {
+    std::vector<AllocId> done;
+    for (const auto& [id, a] : allocs_) {
+      if (a.heldByDescriptors && !openExportOf(id)) done.push_back(id);
+    }
+    for (AllocId id : done) destroyAllocation(id);
   }
 
   void destroyAllocation(AllocId id) {

@@ -50,13 +50,15 @@ struct AllocationProps {
 // What the node knows about the memory at one virtual address.
 struct PointerInfo {
   bool mapped = false;
-  bool linear = false;      // made by allocLinear (cuMemAlloc), not by the VMM calls
-  Location location;        // where the backing memory lives
-  uint64_t rangeBase = 0;   // the allocation's (linear) or the mapping's (VMM) first address
-  uint64_t rangeSize = 0;
-  uint64_t allocationId = 0;  // stable id of the physical allocation (CU_POINTER_ATTRIBUTE_BUFFER_ID)
+  bool linear = false;          // made by allocLinear (cuMemAlloc), not by the VMM calls
+  Location location;            // where the backing memory lives
+  uint64_t allocationId = 0;    // stable id of the physical allocation
   uint32_t handleTypes = 0;
+  bool gpuDirectRdmaCapable = false;
   Access access = Access::kNone;  // of the device asked about
+  uint64_t mappingBase = 0, mappingSize = 0;
+  uint64_t reservationBase = 0, reservationSize = 0;
+  uint64_t linearSize = 0;      // what cuMemAlloc was asked for
 };
 
 struct NodeStats {
@@ -64,7 +66,7 @@ struct NodeStats {
   uint64_t handles = 0;         // live handle values
   uint64_t reservations = 0;
   uint64_t mappings = 0;
-  uint64_t exportedFds = 0;     // export records still tracked
+  uint64_t exportedFds = 0;     // export records still tracked (their descriptors may be open)
   uint64_t residentBytes = 0;   // host memory actually backing simulated memory
 };
 
@@ -80,17 +82,23 @@ class Node {
   // Physical memory (cuMemCreate and friends). A handle value is per process.
   virtual Status createAllocation(const AllocationProps& props, uint64_t* handle) = 0;
   virtual Status releaseHandle(uint64_t handle) = 0;
+  // An imported handle reports no shareable handle types, as the real driver's do.
   virtual Status handleProps(uint64_t handle, AllocationProps* props) = 0;
-  // The handle of the allocation mapped at `va`, with one more reference on it.
+  // The allocation mapped at `va`, by the handle value this process first had for it (even if
+  // that handle was released since), with one more reference on it.
   virtual Status retainHandleAt(uint64_t va, uint64_t* handle) = 0;
 
-  // Shareable handles. A POSIX fd export is a real open descriptor owned by the caller.
+  // Shareable handles. A POSIX fd export is a real open descriptor owned by the caller; like the
+  // real driver's, it keeps the allocation alive for as long as it is open anywhere in the
+  // process, so an import succeeds after every handle was released. A descriptor that is not one
+  // of this node's exports is kNotShareable.
   virtual Status exportPosixFd(uint64_t handle, int* fd) = 0;
   virtual Status importPosixFd(int fd, uint64_t* handle) = 0;
   virtual Status exportFabric(uint64_t handle, uint8_t out[64]) = 0;
   virtual Status importFabric(const uint8_t in[64], uint64_t* handle) = 0;
 
-  // Virtual memory.
+  // Virtual memory. `map` takes a whole allocation at offset 0 (kNotSupported otherwise, as the
+  // real driver answers).
   virtual Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) = 0;
   virtual Status freeReservation(uint64_t va, uint64_t size) = 0;
   virtual Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) = 0;

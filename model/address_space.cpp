@@ -1,26 +1,36 @@
 #include "model/address_space.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace mcsim::model {
 
 namespace {
 bool isPow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
-// True when [a, a+as) and [b, b+bs) overlap.
-bool overlaps(uint64_t a, uint64_t as, uint64_t b, uint64_t bs) { return a < b + bs && b < a + as; }
 }  // namespace
 
 AddressSpace::AddressSpace(uint64_t base, uint64_t size, int deviceCount)
     : base_(base), size_(size), deviceCount_(deviceCount) {}
 
+namespace {
+// The end of an entry of `m` (keyed by start, with .va/.size) overlapping [va, va+size), or 0.
+template <typename Map>
+uint64_t overlapEnd(const Map& m, uint64_t va, uint64_t size) {
+  auto it = m.lower_bound(va + size);
+  if (it == m.begin()) return 0;
+  --it;
+  return it->second.va + it->second.size > va ? it->second.va + it->second.size : 0;
+}
+}  // namespace
+
+uint64_t AddressSpace::occupiedUntil(uint64_t va, uint64_t size) const {
+  return std::max(overlapEnd(reservations_, va, size), overlapEnd(mappings_, va, size));
+}
+
 bool AddressSpace::rangeFree(uint64_t va, uint64_t size) const {
   if (va < base_ || size > size_ || va - base_ > size_ - size) return false;
-  auto it = reservations_.upper_bound(va);
-  if (it != reservations_.end() && overlaps(va, size, it->second.va, it->second.size)) return false;
-  if (it != reservations_.begin()) {
-    --it;
-    if (overlaps(va, size, it->second.va, it->second.size)) return false;
-  }
-  return true;
+  return occupiedUntil(va, size) == 0;
 }
 
 Status AddressSpace::reserve(uint64_t size, uint64_t alignment, uint64_t hint, bool internal,
@@ -30,18 +40,15 @@ Status AddressSpace::reserve(uint64_t size, uint64_t alignment, uint64_t hint, b
   if (hint != 0 && hint % alignment == 0 && rangeFree(hint, size)) {
     at = hint;
   } else {
-    // Lowest-address first fit: deterministic, and it keeps the space compact.
+    // Lowest-address first fit: deterministic, and it keeps the space compact. Each step jumps
+    // past one occupied entry, so the walk is bounded by the number of entries.
     uint64_t cursor = alignUp(base_, alignment);
-    bool found = false;
-    for (const auto& [start, r] : reservations_) {
-      if (cursor + size <= start && cursor + size >= cursor) {
-        found = true;
-        break;
-      }
-      if (r.va + r.size > cursor) cursor = alignUp(r.va + r.size, alignment);
+    for (;;) {
+      if (cursor < base_ || size > size_ || cursor - base_ > size_ - size) return Status::kOutOfMemory;
+      const uint64_t end = occupiedUntil(cursor, size);
+      if (end == 0) break;
+      cursor = alignUp(end, alignment);
     }
-    if (!found) found = cursor + size <= limit() && cursor + size > cursor;
-    if (!found) return Status::kOutOfMemory;
     at = cursor;
   }
   reservations_[at] = Reservation{at, size, internal};
@@ -66,16 +73,10 @@ const Reservation* AddressSpace::reservationContaining(uint64_t va) const {
 }
 
 Status AddressSpace::map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset) {
-  const Reservation* r = reservationContaining(va);
-  if (r == nullptr || size == 0 || size > r->va + r->size - va) return Status::kInvalidValue;
-  auto it = mappings_.upper_bound(va);
-  if (it != mappings_.end() && overlaps(va, size, it->second.va, it->second.size)) {
-    return Status::kAlreadyMapped;
+  if (reservationContaining(va) == nullptr || size == 0 || va + size < va || va + size > limit()) {
+    return Status::kInvalidValue;
   }
-  if (it != mappings_.begin()) {
-    auto prev = std::prev(it);
-    if (overlaps(va, size, prev->second.va, prev->second.size)) return Status::kAlreadyMapped;
-  }
+  if (overlapEnd(mappings_, va, size) != 0) return Status::kAlreadyMapped;
   Mapping m;
   m.va = va;
   m.size = size;
@@ -87,39 +88,42 @@ Status AddressSpace::map(uint64_t va, uint64_t size, AllocId alloc, uint64_t all
 }
 
 Status AddressSpace::unmap(uint64_t va, uint64_t size, std::vector<Mapping>* removed) {
-  if (size == 0) return Status::kInvalidValue;
-  // The range must start at a mapping and be tiled exactly by whole, adjacent mappings.
-  auto first = mappings_.find(va);
-  if (first == mappings_.end()) return Status::kInvalidValue;
-  uint64_t cursor = va;
-  auto it = first;
-  while (cursor < va + size) {
-    if (it == mappings_.end() || it->first != cursor) return Status::kInvalidValue;
-    cursor += it->second.size;
-    ++it;
+  if (size == 0 || va + size < va) return Status::kInvalidValue;
+  if (reservationContaining(va) == nullptr && mappingContaining(va) == nullptr) return Status::kInvalidValue;
+  // Every mapping touching the range must lie wholly inside it.
+  auto first = mappings_.lower_bound(va);
+  if (first != mappings_.begin()) {
+    auto prev = std::prev(first);
+    if (prev->second.va + prev->second.size > va) return Status::kInvalidValue;
   }
-  if (cursor != va + size) return Status::kInvalidValue;
-  for (auto e = first; e != it;) {
+  auto last = first;
+  while (last != mappings_.end() && last->first < va + size) {
+    if (last->second.va + last->second.size > va + size) return Status::kInvalidValue;
+    ++last;
+  }
+  for (auto e = first; e != last;) {
     if (removed != nullptr) removed->push_back(e->second);
     e = mappings_.erase(e);
   }
   return Status::kOk;
 }
 
-Status AddressSpace::setAccess(uint64_t va, uint64_t size, int device, Access access) {
-  if (size == 0 || device < 0 || device >= deviceCount_) return Status::kInvalidValue;
-  // Check first, then apply, so that a refused call changes nothing.
-  std::vector<Mapping*> touched;
+std::vector<Mapping*> AddressSpace::tiling(uint64_t va, uint64_t size) {
+  std::vector<Mapping*> out;
   uint64_t cursor = va;
   while (cursor < va + size) {
-    auto it = mappings_.upper_bound(cursor);
-    if (it == mappings_.begin()) return Status::kInvalidValue;
-    --it;
-    Mapping& m = it->second;
-    if (cursor >= m.va + m.size) return Status::kInvalidValue;
-    touched.push_back(&m);
-    cursor = m.va + m.size;
+    auto it = mappings_.find(cursor);
+    if (it == mappings_.end() || it->second.size > va + size - cursor) return {};
+    out.push_back(&it->second);
+    cursor += it->second.size;
   }
+  return out;
+}
+
+Status AddressSpace::setAccess(uint64_t va, uint64_t size, int device, Access access) {
+  if (size == 0 || va + size < va || device < 0 || device >= deviceCount_) return Status::kInvalidValue;
+  const std::vector<Mapping*> touched = tiling(va, size);
+  if (touched.empty()) return Status::kInvalidValue;
   for (Mapping* m : touched) m->access[static_cast<size_t>(device)] = access;
   return Status::kOk;
 }

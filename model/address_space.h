@@ -48,17 +48,22 @@ class AddressSpace {
   bool contains(uint64_t va) const { return va >= base_ && va < base_ + size_; }
 
   // Reserves `size` bytes aligned to `alignment` (a power of two). `hint`, when non-zero and
-  // free, is honoured; otherwise the lowest free fit is used, as a hint is only a hint.
+  // free, is honoured; otherwise the lowest free fit is used, as a hint is only a hint. Space
+  // held by a reservation or by a mapping is not free.
   Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, bool internal, uint64_t* va);
   // Frees exactly one whole reservation that holds no mapping.
   Status free(uint64_t va, uint64_t size);
   const Reservation* reservationContaining(uint64_t va) const;
 
-  // Places a mapping; the range must lie inside one reservation and overlap no mapping.
+  // Places a mapping. Its first byte must be reserved and it may overlap no mapping; like the
+  // real driver, it may run on past the end of its reservation.
   Status map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset);
-  // Removes the mappings that exactly tile [va, va+size); `removed` receives them in order.
+  // Removes every mapping inside [va, va+size), whose first byte must be reserved or mapped.
+  // Unmapped stretches are fine; a mapping only partly inside the range is refused.
+  // `removed` receives the removed mappings in address order.
   Status unmap(uint64_t va, uint64_t size, std::vector<Mapping>* removed);
-  // Sets `access` for `device` on every mapping of [va, va+size), which must be fully mapped.
+  // Sets `access` for `device` on the mappings that exactly tile [va, va+size): no holes, and no
+  // mapping only partly inside. All or nothing.
   Status setAccess(uint64_t va, uint64_t size, int device, Access access);
 
   const Mapping* mappingContaining(uint64_t va) const;
@@ -73,6 +78,10 @@ class AddressSpace {
 
  private:
   bool rangeFree(uint64_t va, uint64_t size) const;
+  // The end of a reservation or mapping overlapping [va, va+size), or 0 when there is none.
+  uint64_t occupiedUntil(uint64_t va, uint64_t size) const;
+  // The mappings exactly tiling [va, va+size), or an empty list when they do not.
+  std::vector<Mapping*> tiling(uint64_t va, uint64_t size);
   uint64_t base_, size_;
   int deviceCount_;
   std::map<uint64_t, Reservation> reservations_;  // keyed by start

@@ -17,6 +17,7 @@ const char* statusName(Status s) {
     case Status::kIllegalAddress: return "illegal address";
     case Status::kIllegalState: return "illegal state";
     case Status::kSystemNotReady: return "system not ready";
+    case Status::kNotShareable: return "not a shareable handle";
   }
   return "unknown status";
 }

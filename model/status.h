@@ -18,6 +18,7 @@ enum class Status {
   kIllegalAddress,    // an access touched memory that is not mapped or not accessible
   kIllegalState,      // the system configuration forbids the operation now
   kSystemNotReady,    // system software (the fabric manager) is not ready
+  kNotShareable,      // a descriptor or handle that is no shareable handle of this node
 };
 
 const char* statusName(Status s);
