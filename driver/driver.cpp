@@ -36,8 +36,26 @@ CUresult toResult(Status s) {
     // The real driver answers an import from a descriptor that is not one of its own (a closed
     // fd, /dev/null, a pipe, a regular file) with CUDA_ERROR_UNKNOWN.
     case Status::kNotShareable: return CUDA_ERROR_UNKNOWN;
+    // A call given up after a deadlock or hang report fails with the configured result.
+    case Status::kHang: return hangResult();
   }
   return CUDA_ERROR_UNKNOWN;
+}
+
+CUresult hangResult() {
+  static const CUresult result = [] {
+    const char* env = std::getenv("MCSIM_HANG_RESULT");
+    if (env == nullptr || *env == '\0') return CUDA_ERROR_ILLEGAL_STATE;
+    for (int code = 0; code < 1000; ++code) {
+      const char* name = nullptr;
+      if (cuGetErrorName(static_cast<CUresult>(code), &name) == CUDA_SUCCESS && std::strcmp(name, env) == 0) {
+        return static_cast<CUresult>(code);
+      }
+    }
+    std::fprintf(stderr, "mcsim: MCSIM_HANG_RESULT='%s' is no CUresult name; using CUDA_ERROR_ILLEGAL_STATE\n", env);
+    return CUDA_ERROR_ILLEGAL_STATE;
+  }();
+  return result;
 }
 
 int emulatedDriverVersion() {

@@ -17,6 +17,9 @@ namespace mcsim::driver {
 
 // Maps a node outcome to the driver's code: the one place where Status becomes CUresult.
 CUresult toResult(Status s);
+// What a call given up after a deadlock or hang report returns: MCSIM_HANG_RESULT (a CUresult
+// name), by default CUDA_ERROR_ILLEGAL_STATE, a code every multicast bind may already return.
+CUresult hangResult();
 
 struct DriverState {
   std::once_flag initOnce;

@@ -105,15 +105,16 @@ bool knownMemory(uint64_t p) {
 // addressing tells them apart). The real driver requires the "device" operands of the typed
 // copies to be memory it knows (device or pinned host memory) and takes any pointer on a "host"
 // side, device addresses included.
-CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown, int accessor) {
+CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown, int dstDevice,
+                  int srcDevice) {
   if (bytes == 0) return CUDA_SUCCESS;
   if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
   if ((dstKnown && !knownMemory(dst)) || (srcKnown && !knownMemory(src))) return CUDA_ERROR_INVALID_VALUE;
   const bool dDev = isDeviceAddress(dst), sDev = isDeviceAddress(src);
   fabric::Node& n = *state().node;
-  if (dDev && sDev) return toResult(n.copy(dst, src, bytes, accessor));
-  if (dDev) return toResult(n.write(dst, reinterpret_cast<const void*>(src), bytes, accessor));
-  if (sDev) return toResult(n.read(reinterpret_cast<void*>(dst), src, bytes, accessor));
+  if (dDev && sDev) return toResult(n.copy(dst, src, bytes, dstDevice, srcDevice));
+  if (dDev) return toResult(n.write(dst, reinterpret_cast<const void*>(src), bytes, dstDevice));
+  if (sDev) return toResult(n.read(reinterpret_cast<void*>(dst), src, bytes, srcDevice));
   std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
 }
@@ -123,7 +124,7 @@ CUresult contextTransfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown
   CUresult r;
   const int dev = currentDevice(&r);
   if (r != CUDA_SUCCESS) return r;
-  return transfer(dst, src, bytes, dstKnown, srcKnown, dev);
+  return transfer(dst, src, bytes, dstKnown, srcKnown, dev, dev);
 }
 
 }  // namespace
@@ -148,11 +149,12 @@ CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   CUresult r;
-  currentDevice(&r);
+  const int current = currentDevice(&r);
   if (r != CUDA_SUCCESS) return r;
-  // A peer copy reads through the source context and writes through the destination's; linear
-  // memory grants every device, so no single device's rights are checked.
-  return transfer(dst, src, bytes, true, true, -1);
+  // A peer copy reads with the source context's device and writes with the destination's.
+  const int dstDevice = dstCtx != nullptr ? dstCtx->device : current;
+  const int srcDevice = srcCtx != nullptr ? srcCtx->device : current;
+  return transfer(dst, src, bytes, true, true, dstDevice, srcDevice);
 }
 
 CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count) {

@@ -372,11 +372,11 @@ class EmbeddedNode final : public Node {
     return Status::kOk;
   }
 
-  Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int accessor) override {
+  Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int dstAccessor, int srcAccessor) override {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<Segment> from, to;
-    Status s = space_.resolve(srcVa, bytes, accessor, Access::kRead, &from);
-    if (s == Status::kOk) s = space_.resolve(dstVa, bytes, accessor, Access::kReadWrite, &to);
+    Status s = space_.resolve(srcVa, bytes, srcAccessor, Access::kRead, &from);
+    if (s == Status::kOk) s = space_.resolve(dstVa, bytes, dstAccessor, Access::kReadWrite, &to);
     if (s != Status::kOk) return s;
     std::vector<uint8_t*> dst;
     if (!backSegments(to, &dst)) return Status::kOutOfMemory;
@@ -402,7 +402,7 @@ class EmbeddedNode final : public Node {
   Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count,
               int accessor) override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (count > UINT64_MAX / elementBytes) return Status::kInvalidValue;
+    if (elementBytes == 0 || count > UINT64_MAX / elementBytes) return Status::kInvalidValue;
     std::vector<Segment> segs;
     Status s = space_.resolve(va, count * elementBytes, accessor, Access::kReadWrite, &segs);
     if (s != Status::kOk) return s;
@@ -417,6 +417,9 @@ class EmbeddedNode final : public Node {
 
   uint64_t stateDigest() override {
     std::lock_guard<std::mutex> lock(mu_);
+    // An allocation that only a since-closed descriptor kept is already gone in fact (the close
+    // happened outside mcsim); sweep it first, so that no later call appears to change state.
+    sweepHeldAllocations();
     model::Digest d;
     d.add(nextAlloc_).add(nextHandle_);
     d.add(allocs_.size());

@@ -81,7 +81,10 @@ class LineRecorder {
     stack_.pop_back();
     return dom_.end_array();
   }
-  bool parse_error(std::size_t pos, const std::string& tok, const nlohmann::detail::exception& ex) {
+  // Templated, so that the DOM builder rethrows the parser's own exception type (parse_error),
+  // which JsonSource::parse turns into an InputError with the line.
+  template <typename Exception>
+  bool parse_error(std::size_t pos, const std::string& tok, const Exception& ex) {
     return dom_.parse_error(pos, tok, ex);
   }
 
@@ -133,6 +136,8 @@ class LineRecorder {
 };
 
 int lineAtOffset(const std::string& text, size_t offset) {
+  // Input that ends early is blamed on its last line, not on the line after a final newline.
+  if (!text.empty() && offset >= text.size()) offset = text.size() - 1;
   int line = 1;
   for (size_t i = 0; i < offset && i < text.size(); ++i) line += (text[i] == '\n');
   return line;

@@ -119,7 +119,9 @@ class Node {
   // are plain pointers into this process.
   virtual Status write(uint64_t va, const void* src, uint64_t bytes, int accessor) = 0;
   virtual Status read(void* dst, uint64_t va, uint64_t bytes, int accessor) = 0;
-  virtual Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int accessor) = 0;
+  // A copy reads through `srcAccessor`'s rights and writes through `dstAccessor`'s (a peer copy
+  // names two contexts, hence two devices).
+  virtual Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int dstAccessor, int srcAccessor) = 0;
   virtual Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count,
                       int accessor) = 0;
 

@@ -41,7 +41,16 @@ class ObjectReader {
     if (!obj_.is_object()) src_.fail(ptr_, "expected an object");
   }
   bool has(const std::string& key) const { return obj_.contains(key); }
-  std::string at(const std::string& key) const { return ptr_ + "/" + key; }
+  // The JSON pointer of member `key` ('~' and '/' escaped as RFC 6901 says).
+  std::string at(const std::string& key) const {
+    std::string p = ptr_ + "/";
+    for (char c : key) {
+      if (c == '~') p += "~0";
+      else if (c == '/') p += "~1";
+      else p += c;
+    }
+    return p;
+  }
 
   const Json* get(const std::string& key, bool required) {
     used_.insert(key);
@@ -131,8 +140,8 @@ GpuSpec readGpu(std::shared_ptr<const JsonSource> src, const std::string& model)
   if (g.name.empty() || g.name.size() > 255) src->fail("/name", "'name' must have 1 to 255 characters");
   g.memoryBytes = static_cast<uint64_t>(r.integer("memory_bytes", true, 1 << 20, 64 * kTiB));
   {
-    ObjectReader gr(*src, "/vmm_granularity");
     r.get("vmm_granularity", true);
+    ObjectReader gr(*src, "/vmm_granularity");
     g.vmmGranularityMinimum = static_cast<uint64_t>(gr.integer("minimum", true, 4096, 1 << 30));
     g.vmmGranularityRecommended = static_cast<uint64_t>(gr.integer("recommended", true, 4096, 1 << 30));
     if (!isPow2(g.vmmGranularityMinimum)) src->fail("/vmm_granularity/minimum", "must be a power of two");

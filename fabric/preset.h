@@ -19,8 +19,8 @@ struct GpuSpec {
   uint64_t memoryBytes = 0; // what cuDeviceTotalMem reports
   uint64_t vmmGranularityMinimum = 0;
   uint64_t vmmGranularityRecommended = 0;
-  // Device attributes by their cuda.h name without the prefix ("MULTIPROCESSOR_COUNT"), in file
-  // order. The driver checks the names; an unknown one is an error at its line.
+  // Device attributes by their cuda.h name without the prefix ("MULTIPROCESSOR_COUNT"), sorted
+  // by name. The driver checks the names; an unknown one is an error at its line.
   std::vector<std::pair<std::string, int64_t>> attributes;
   std::shared_ptr<const JsonSource> source;  // for naming lines in errors
   std::string attributesPointer;             // JSON pointer of "attributes" in `source`

@@ -140,6 +140,7 @@ Status AddressSpace::resolve(uint64_t va, uint64_t len, int device, Access need,
   uint64_t cursor = va;
   const uint64_t end = va + len;
   if (end < va) return Status::kIllegalAddress;
+  if (device >= deviceCount_) return Status::kInvalidDevice;
   while (cursor < end) {
     const Mapping* m = mappingContaining(cursor);
     if (m == nullptr) return Status::kIllegalAddress;

@@ -18,6 +18,7 @@ const char* statusName(Status s) {
     case Status::kIllegalState: return "illegal state";
     case Status::kSystemNotReady: return "system not ready";
     case Status::kNotShareable: return "not a shareable handle";
+    case Status::kHang: return "deadlock or hang";
   }
   return "unknown status";
 }

@@ -19,6 +19,7 @@ enum class Status {
   kIllegalState,      // the system configuration forbids the operation now
   kSystemNotReady,    // system software (the fabric manager) is not ready
   kNotShareable,      // a descriptor or handle that is no shareable handle of this node
+  kHang,              // a blocked call was given up: it waited for what can never happen
 };
 
 const char* statusName(Status s);

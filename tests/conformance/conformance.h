@@ -1,0 +1,118 @@
+// Shared helpers of the conformance suite. The suite is built twice: against mcsim's libcuda.so.1
+// and (MCSIM_CONFORMANCE_REAL) against the real driver, so it uses nothing but cuda.h. Every
+// expectation is what the real driver answered (docs/real-driver/); the suite calls no
+// cuMulticast* function.
+#pragma once
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace conformance {
+
+// An exported symbol of the libcuda.so.1 this program runs against (mcsim's or the real one), to
+// compare with what cuGetProcAddress hands out; nullptr when the library does not export it.
+inline void* libcudaSymbol(const char* name) {
+  static void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  return lib != nullptr ? dlsym(lib, name) : nullptr;
+}
+
+inline std::string resultName(CUresult r) {
+  const char* s = nullptr;
+  if (cuGetErrorName(r, &s) != CUDA_SUCCESS || s == nullptr) return "CUresult(" + std::to_string(r) + ")";
+  return s;
+}
+
+}  // namespace conformance
+
+// Compare results by name so that a failure reads "CUDA_ERROR_INVALID_VALUE vs CUDA_SUCCESS".
+#define EXPECT_CU(expected, call) EXPECT_EQ(conformance::resultName(expected), conformance::resultName(call))
+#define ASSERT_CU(expected, call) ASSERT_EQ(conformance::resultName(expected), conformance::resultName(call))
+#define ASSERT_OK(call) ASSERT_CU(CUDA_SUCCESS, call)
+
+namespace conformance {
+
+// cuInit only: no context is current.
+class InitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(cuInit(0));
+    ASSERT_OK(cuDeviceGetCount(&deviceCount));
+    ASSERT_GT(deviceCount, 0);
+  }
+  int deviceCount = 0;
+};
+
+// cuInit, device 0's primary context made current; released at the end.
+class DriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(cuInit(0));
+    ASSERT_OK(cuDeviceGetCount(&deviceCount));
+    ASSERT_GT(deviceCount, 0);
+    ASSERT_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    ASSERT_OK(cuCtxSetCurrent(ctx));
+    prop = devicePinned(0);
+    ASSERT_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  }
+  void TearDown() override {
+    cuCtxSetCurrent(nullptr);
+    cuDevicePrimaryCtxRelease(0);
+  }
+
+  static CUmemAllocationProp devicePinned(int dev, unsigned handleTypes = 0) {
+    CUmemAllocationProp p;
+    std::memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = dev;
+    p.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handleTypes);
+    return p;
+  }
+  static CUmemAccessDesc readWrite(int dev) {
+    CUmemAccessDesc d;
+    std::memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = dev;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return d;
+  }
+
+  // A VMM range: one allocation of `granules` granules, reserved, mapped, read-write on dev 0.
+  struct Range {
+    CUmemGenericAllocationHandle handle = 0;
+    CUdeviceptr va = 0;
+    size_t size = 0;
+  };
+  void makeRange(Range* r, size_t granules, bool access = true) {
+    r->size = granules * gran;
+    ASSERT_OK(cuMemCreate(&r->handle, r->size, &prop, 0));
+    ASSERT_OK(cuMemAddressReserve(&r->va, r->size, 0, 0, 0));
+    ASSERT_OK(cuMemMap(r->va, r->size, 0, r->handle, 0));
+    if (access) {
+      CUmemAccessDesc d = readWrite(0);
+      ASSERT_OK(cuMemSetAccess(r->va, r->size, &d, 1));
+    }
+  }
+  void dropRange(const Range& r) {
+    EXPECT_CU(CUDA_SUCCESS, cuMemUnmap(r.va, r.size));
+    EXPECT_CU(CUDA_SUCCESS, cuMemRelease(r.handle));
+    EXPECT_CU(CUDA_SUCCESS, cuMemAddressFree(r.va, r.size));
+  }
+
+  int deviceCount = 0;
+  CUcontext ctx = nullptr;
+  CUmemAllocationProp prop{};
+  size_t gran = 0;
+};
+
+#define REQUIRE_DEVICES(n)                                                   \
+  do {                                                                       \
+    if (deviceCount < (n)) GTEST_SKIP() << "needs " << (n) << " devices";    \
+  } while (0)
+
+}  // namespace conformance

@@ -1,0 +1,38 @@
+#include "driver_library.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace mcsim::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+DriverLibraryDir check(const fs::path& dir, const std::string& origin) {
+  std::error_code ec;
+  const fs::path lib = dir / kDriverLibraryName;
+  if (!fs::exists(lib, ec)) {
+    return {"", std::string(kDriverLibraryName) + " is not in " + dir.string() + " (" + origin + ")"};
+  }
+  // An absolute path, so that the program finds the library whatever directory it moves to.
+  const fs::path canonical = fs::weakly_canonical(dir, ec);
+  return {ec ? dir.string() : canonical.string(), ""};
+}
+
+}  // namespace
+
+DriverLibraryDir findDriverLibraryDir() {
+  if (const char* env = std::getenv("MCSIM_LIB_DIR"); env != nullptr && *env != '\0') {
+    return check(env, "from MCSIM_LIB_DIR");
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {"", "cannot locate the mcsim executable (" + ec.message() + "); set MCSIM_LIB_DIR"};
+  DriverLibraryDir found = check(self.parent_path().parent_path() / "lib", "next to " + self.string());
+  if (found.dir.empty()) found.problem += "; set MCSIM_LIB_DIR to the directory that holds it";
+  return found;
+}
+
+}  // namespace mcsim::tools
