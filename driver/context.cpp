@@ -13,6 +13,10 @@ namespace {
 struct Primary {
   CUctx_st ctx;
   int refs = 0;
+  // Whether the context exists. Usually refs > 0, but cuDevicePrimaryCtxReset destroys the
+  // context and keeps the retain count: the real driver needs as many releases after a reset as
+  // before it (ctx.primary.state.final: still active after one release of two retains).
+  bool active = false;
   unsigned flags = 0;
 };
 
@@ -46,7 +50,7 @@ Primary& primaryFor(int device) {
 }
 
 bool usableLocked(CUctx_st* ctx) {
-  if (ctx->primary) return primaryFor(ctx->device).refs > 0;
+  if (ctx->primary) return primaryFor(ctx->device).active;
   return ctx->alive;
 }
 
@@ -63,7 +67,9 @@ bool validSchedFlags(unsigned flags) {
 
 void addContextsToDigest(model::Digest& d) {
   std::lock_guard<std::mutex> lock(contexts().mu);
-  for (const Primary* p : contexts().primaries) d.add(static_cast<uint64_t>(p->refs)).add(p->flags);
+  for (const Primary* p : contexts().primaries) {
+    d.add(static_cast<uint64_t>(p->refs)).add(p->flags).add(p->active ? 1 : 0);
+  }
   d.add(contexts().nextId);
   d.add(tlsStack.size());
   for (const CUctx_st* c : tlsStack) d.add(c->id);
@@ -100,7 +106,11 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(contexts().mu);
   Primary& p = primaryFor(dev);
-  if (p.refs++ == 0) p.ctx.flags = p.flags;
+  ++p.refs;
+  if (!p.active) {
+    p.active = true;
+    p.ctx.flags = p.flags;
+  }
   *pctx = &p.ctx;
   return CUDA_SUCCESS;
 }
@@ -113,7 +123,10 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     std::lock_guard<std::mutex> lock(contexts().mu);
     Primary& p = primaryFor(dev);
     if (p.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-    if (--p.refs == 0) released = &p.ctx;
+    if (--p.refs == 0) {
+      if (p.active) released = &p.ctx;
+      p.active = false;
+    }
   }
   if (released != nullptr) releaseContextResources(released);
   return CUDA_SUCCESS;
@@ -126,7 +139,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   {
     std::lock_guard<std::mutex> lock(contexts().mu);
     Primary& p = primaryFor(dev);
-    p.refs = 0;
+    p.active = false;  // the retain count survives a reset (see Primary)
     p.flags = 0;
     p.ctx.peers.clear();
     ctx = &p.ctx;
@@ -142,7 +155,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, i
   std::lock_guard<std::mutex> lock(contexts().mu);
   Primary& p = primaryFor(dev);
   *flags = p.flags;
-  *active = p.refs > 0 ? 1 : 0;
+  *active = p.active ? 1 : 0;
   return CUDA_SUCCESS;
 }
 

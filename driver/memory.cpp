@@ -188,6 +188,7 @@ extern "C" {
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   MCSIM_REQUIRE_INIT();
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *dptr = 0;  // the real driver clears the pointer of a refused allocation (mem.alloc.size0)
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -284,3 +285,16 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int* pFlags, void* p) {
 }  // extern "C"
 
 #include "driver/memops_entries.inc"
+
+// The CUDA 2.0 cuMemAlloc, with a 32-bit device pointer, that cuGetProcAddress hands to a caller
+// asking for a version before 3.2 as the real driver does (gpa.v2.cuMemAlloc.2000: its exported
+// cuMemAlloc). No simulated device address fits in 32 bits, so it never succeeds.
+#undef cuMemAlloc
+extern "C" CUresult CUDAAPI cuMemAlloc(unsigned int* dptr, unsigned int bytesize) {
+  MCSIM_REQUIRE_INIT();
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}

@@ -1,5 +1,6 @@
 // Pointer queries: cuPointerGetAttribute(s) and cuMemGetAddressRange. The answers follow what
 // the real driver gave for cuMemAlloc, VMM and pinned host memory (docs/real-driver/).
+#include <cstddef>
 #include <cstring>
 
 #include "driver/context.h"
@@ -12,6 +13,8 @@ using namespace mcsim::driver;
 namespace {
 
 constexpr uint64_t kLinearGranule = 2ull << 20;  // cuMemAlloc and pinned memory are mapped in 2 MiB pages
+constexpr size_t kP2PTokenBytes =
+    offsetof(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS, vaSpaceToken) + sizeof(unsigned int);
 
 // What one address is, gathered once for all the attributes asked about it.
 struct PointerFacts {
@@ -65,7 +68,8 @@ CUresult deviceAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attri
       CUDA_POINTER_ATTRIBUTE_P2P_TOKENS t{};
       t.p2pToken = 0;
       t.vaSpaceToken = 0xfe00;  // the value the real driver reports
-      std::memcpy(data, &t, sizeof t);
+      // The real driver writes the two fields, 12 bytes, and leaves the struct's padding alone.
+      std::memcpy(data, &t, kP2PTokenBytes);
       return CUDA_SUCCESS;
     }
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: put<unsigned>(data, 1); return CUDA_SUCCESS;
@@ -147,7 +151,7 @@ void unknownAttribute(CUpointer_attribute attr, void* data) {
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put<unsigned long long>(data, 0); break;
     case CU_POINTER_ATTRIBUTE_P2P_TOKENS: {
       CUDA_POINTER_ATTRIBUTE_P2P_TOKENS t{};
-      std::memcpy(data, &t, sizeof t);
+      std::memcpy(data, &t, kP2PTokenBytes);
       break;
     }
     default: put<unsigned>(data, 0); break;
@@ -194,19 +198,35 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
 
 CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
   MCSIM_REQUIRE_INIT();
+  // Unlike the pointer attributes, this query needs a current context (mem.noctx.getaddressrange).
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
   PointerFacts f;
   MCSIM_TRY(gather(dptr, &f));
+  // The real driver zeroes both outputs when it finds nothing (vmm.addrrange.*).
+  auto notFound = [&] {
+    if (pbase != nullptr) *pbase = 0;
+    if (psize != nullptr) *psize = 0;
+    return CUDA_ERROR_NOT_FOUND;
+  };
   uint64_t base = 0, size = 0;
   if (f.device) {
     // VMM memory answers with its mapping; cuMemAlloc memory with the allocation as asked for.
     base = f.info.mappingBase;
     size = f.info.linear ? f.info.linearSize : f.info.mappingSize;
-    if (f.info.linear && dptr >= base + size) return CUDA_ERROR_NOT_FOUND;
+    if (f.info.linear && dptr >= base + size) return notFound();
+    // A mapping that runs past the end of its reservation is not found
+    // (vmm.map.past_end_of_reservation.addrrange).
+    const fabric::PointerInfo& i = f.info;
+    if (!i.linear && (i.reservationSize == 0 || i.mappingBase < i.reservationBase ||
+                      i.mappingBase + i.mappingSize > i.reservationBase + i.reservationSize)) {
+      return notFound();
+    }
   } else if (f.host) {
     base = f.hostAlloc.base;
     size = f.hostAlloc.size;
   } else {
-    return CUDA_ERROR_NOT_FOUND;
+    return notFound();
   }
   if (pbase != nullptr) *pbase = base;
   if (psize != nullptr) *psize = size;

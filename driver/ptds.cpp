@@ -5,6 +5,7 @@
 #error "ptds.cpp must be compiled with CUDA_API_PER_THREAD_DEFAULT_STREAM"
 #endif
 
+#include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/memory.h"
 

@@ -117,7 +117,18 @@ class EmbeddedNode final : public Node {
   Status handleProps(uint64_t handle, AllocationProps* props) override {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = handles_.find(handle);
-    if (it == handles_.end()) return Status::kInvalidValue;
+    if (it == handles_.end()) {
+      // The real driver's handle is its allocation object, so a value whose every reference was
+      // released still answers while a mapping keeps the allocation
+      // (vmm.retain.props_after_all_released_still_mapped, vmm.data.release_mapped.*).
+      for (const auto& [id, a] : allocs_) {
+        if (a.firstHandle == handle && a.refs > 0) {
+          *props = a.props;
+          return Status::kOk;
+        }
+      }
+      return Status::kInvalidValue;
+    }
     *props = allocs_.at(it->second.alloc).props;
     if (it->second.imported) props->handleTypes = 0;
     return Status::kOk;
@@ -339,6 +350,7 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<Segment> segs;
     Status s = space_.resolve(va, bytes, accessor, Access::kReadWrite, &segs);
+    if (s == Status::kOk && !withinLinear(segs)) s = Status::kIllegalAddress;
     if (s != Status::kOk) return s;
     std::vector<uint8_t*> dst;
     if (!backSegments(segs, &dst)) return Status::kOutOfMemory;
@@ -357,6 +369,7 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<Segment> segs;
     Status s = space_.resolve(va, bytes, accessor, Access::kRead, &segs);
+    if (s == Status::kOk && !withinLinear(segs)) s = Status::kIllegalAddress;
     if (s != Status::kOk) return s;
     std::vector<const uint8_t*> src = peekSegments(segs);
     model::Engine::instance().run([&] {
@@ -377,6 +390,7 @@ class EmbeddedNode final : public Node {
     std::vector<Segment> from, to;
     Status s = space_.resolve(srcVa, bytes, srcAccessor, Access::kRead, &from);
     if (s == Status::kOk) s = space_.resolve(dstVa, bytes, dstAccessor, Access::kReadWrite, &to);
+    if (s == Status::kOk && (!withinLinear(from) || !withinLinear(to))) s = Status::kIllegalAddress;
     if (s != Status::kOk) return s;
     std::vector<uint8_t*> dst;
     if (!backSegments(to, &dst)) return Status::kOutOfMemory;
@@ -405,6 +419,7 @@ class EmbeddedNode final : public Node {
     if (elementBytes == 0 || count > UINT64_MAX / elementBytes) return Status::kInvalidValue;
     std::vector<Segment> segs;
     Status s = space_.resolve(va, count * elementBytes, accessor, Access::kReadWrite, &segs);
+    if (s == Status::kOk && !withinLinear(segs)) s = Status::kIllegalAddress;
     if (s != Status::kOk) return s;
     std::vector<uint8_t*> dst;
     if (!backSegments(segs, &dst)) return Status::kOutOfMemory;
@@ -551,6 +566,18 @@ class EmbeddedNode final : public Node {
       e = (e->second == id) ? exports_.erase(e) : std::next(e);
     }
     allocs_.erase(it);  // unmaps the backing region, giving its pages back
+  }
+
+  // cuMemAlloc memory is used within what was asked for, one allocation at a time: the real driver
+  // refuses a copy or memset that runs past the requested size even inside the allocation's 2 MiB
+  // page, or on into the next allocation (fault.memset_past_end, fault.dtod_oob,
+  // fault.dtod_oob_2MiB_alloc, fault.htod_oob, fault.dtoh_oob).
+  bool withinLinear(const std::vector<Segment>& segs) const {
+    for (const Segment& sg : segs) {
+      const Allocation& a = allocs_.at(sg.alloc);
+      if (a.linear && (segs.size() > 1 || sg.allocOffset + sg.len > a.linearRequested)) return false;
+    }
+    return true;
   }
 
   // Host pointers for segments about to be written, backing allocations on first touch.

@@ -1,0 +1,280 @@
+// mcsim-only tests: the calls the real driver crashes on (garbage handles, streams and contexts,
+// NULL outputs), which mcsim answers with an error, and mcsim's own promises: a failing call
+// changes nothing, and the default node is an 8-GPU H100 NVSwitch machine. Built only against
+// mcsim (not listed in the real build's sources).
+#ifndef MCSIM_CONFORMANCE_REAL
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mcsim/api.h"
+#include "tests/conformance/conformance.h"
+
+namespace {
+
+const auto kGarbageHandle = CUmemGenericAllocationHandle{0x1234};
+const auto kGarbageStream = reinterpret_cast<CUstream>(uintptr_t{0x1234});
+const auto kGarbageContext = reinterpret_cast<CUcontext>(uintptr_t{0x1234});
+
+class McsimOnly : public conformance::DriverTest {};
+
+// The real driver segfaults on each of these (probe: null.release_garbage, null.map_garbage_handle,
+// null.props_garbage_handle, null.map_released_handle, null.export_released_handle).
+TEST_F(McsimOnly, GarbageAndReleasedHandlesAreInvalidValue) {
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRelease(kGarbageHandle));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRelease(~0ull));
+  CUdeviceptr R = 0;
+  ASSERT_OK(cuMemAddressReserve(&R, 2 * gran, 0, 0, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(R, gran, 0, kGarbageHandle, 0));
+  CUmemAllocationProp p;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetAllocationPropertiesFromHandle(&p, kGarbageHandle));
+  CUmemAllocationProp posix = devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemGenericAllocationHandle h = 0;
+  ASSERT_OK(cuMemCreate(&h, gran, &posix, 0));
+  ASSERT_OK(cuMemRelease(h));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(R, gran, 0, h, 0));
+  int fd = -7;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  EXPECT_EQ(-7, fd);
+  // The real driver reads a freed object here (probe: null.props_released_handle); mcsim refuses.
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemGetAllocationPropertiesFromHandle(&p, h));
+  EXPECT_CU(CUDA_SUCCESS, cuMemAddressFree(R, 2 * gran));
+}
+
+// The real driver segfaults on a garbage stream (probe: fault.htodasync_badstream).
+TEST_F(McsimOnly, GarbageStreamsAreInvalidHandle) {
+  CUdeviceptr d = 0;
+  ASSERT_OK(cuMemAlloc(&d, 1 << 20));
+  unsigned char hb[64] = {};
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMemcpyHtoDAsync(d, hb, 64, kGarbageStream));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMemcpyDtoHAsync(hb, d, 64, kGarbageStream));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMemsetD8Async(d, 0, 64, kGarbageStream));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamSynchronize(kGarbageStream));
+  EXPECT_CU(CUDA_SUCCESS, cuCtxSynchronize());
+  EXPECT_CU(CUDA_SUCCESS, cuMemFree(d));
+}
+
+// A pointer that is no context is recognised as such, never dereferenced.
+TEST_F(McsimOnly, GarbageContextsAreInvalidContext) {
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxSetCurrent(kGarbageContext));
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxPushCurrent(kGarbageContext));
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxDestroy(kGarbageContext));
+  unsigned v = 0;
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxGetApiVersion(kGarbageContext, &v));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuCtxEnablePeerAccess(kGarbageContext, 0));
+  CUdeviceptr d = 0;
+  ASSERT_OK(cuMemAlloc(&d, 1 << 20));
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuMemcpyPeer(d, kGarbageContext, d, ctx, 16));
+  EXPECT_CU(CUDA_SUCCESS, cuMemFree(d));
+  CUcontext c = nullptr;
+  EXPECT_CU(CUDA_SUCCESS, cuCtxGetCurrent(&c));
+  EXPECT_EQ(ctx, c);  // nothing above changed the stack
+}
+
+// The real driver segfaults on each of these (probe: null.devname_len0, null.errname_out,
+// null.errstring_out, null.gpa_symbol, null.gpa_pfn, null.gpa_old_symbol, null.gpa_old_pfn).
+TEST_F(McsimOnly, NullArgumentsTheRealDriverCrashesOn) {
+  char name[8];
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDeviceGetName(name, 0, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGetErrorName(CUDA_SUCCESS, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGetErrorString(CUDA_SUCCESS, nullptr));
+  void* pfn = reinterpret_cast<void*>(uintptr_t{1});
+  CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGetProcAddress_v2(nullptr, &pfn, 13000, 0, &st));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGetProcAddress_v2("cuInit", nullptr, 13000, 0, &st));
+  typedef CUresult (*GetProcAddressV1)(const char*, void**, int, cuuint64_t);
+  auto old = reinterpret_cast<GetProcAddressV1>(conformance::libcudaSymbol("cuGetProcAddress"));
+  ASSERT_NE(nullptr, reinterpret_cast<void*>(old));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, old(nullptr, &pfn, 13000, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, old("cuInit", nullptr, 13000, 0));
+  EXPECT_EQ(reinterpret_cast<void*>(uintptr_t{1}), pfn);
+}
+
+// A failing call, injected or not, changes nothing (DESIGN.md): the state digest of the node and
+// of the driver's own tables is the same before and after every call in this table.
+TEST_F(McsimOnly, FailingCallsLeaveTheNodeUnchanged) {
+  // Some state for the calls to fail against.
+  CUmemAllocationProp posix = devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemGenericAllocationHandle hp = 0, h1 = 0, h2 = 0, released = 0;
+  ASSERT_OK(cuMemCreate(&hp, gran, &posix, 0));
+  ASSERT_OK(cuMemCreate(&h1, gran, &prop, 0));
+  ASSERT_OK(cuMemCreate(&h2, 2 * gran, &prop, 0));
+  ASSERT_OK(cuMemCreate(&released, gran, &prop, 0));
+  ASSERT_OK(cuMemRelease(released));
+  CUdeviceptr R = 0, S = 0;
+  ASSERT_OK(cuMemAddressReserve(&R, 8 * gran, 0, 0, 0));
+  ASSERT_OK(cuMemAddressReserve(&S, 2 * gran, 0, 0, 0));
+  ASSERT_OK(cuMemAddressFree(S, 2 * gran));  // S: unreserved VA
+  ASSERT_OK(cuMemMap(R, 2 * gran, 0, h2, 0));
+  ASSERT_OK(cuMemMap(R + 2 * gran, gran, 0, hp, 0));
+  CUmemAccessDesc rw = readWrite(0);
+  ASSERT_OK(cuMemSetAccess(R + 2 * gran, gran, &rw, 1));  // R..R+2G stays without access
+  CUdeviceptr d = 0;
+  ASSERT_OK(cuMemAlloc(&d, 1 << 20));
+  void* pinned = nullptr;
+  ASSERT_OK(cuMemAllocHost(&pinned, 4096));
+  int fd = -1;
+  ASSERT_OK(cuMemExportToShareableHandle(&fd, hp, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  const int devNull = open("/dev/null", O_RDWR);
+  ASSERT_GE(devNull, 0);
+  void* m = std::malloc(4096);
+  static unsigned char hb[1 << 16];
+
+  auto create = [&](CUmemAllocationProp p, size_t size, unsigned long long flags = 0) {
+    CUmemGenericAllocationHandle h = 0;
+    return cuMemCreate(&h, size, &p, flags);
+  };
+  auto access = [&](CUdeviceptr p, size_t size, CUmemLocationType type, int id, CUmemAccess_flags f) {
+    CUmemAccessDesc desc;
+    std::memset(&desc, 0, sizeof desc);
+    desc.location.type = type;
+    desc.location.id = id;
+    desc.flags = f;
+    return cuMemSetAccess(p, size, &desc, 1);
+  };
+  CUmemAllocationProp badDevice = devicePinned(deviceCount);
+  CUmemAllocationProp fabric = devicePinned(0, CU_MEM_HANDLE_TYPE_FABRIC);
+  struct Case {
+    const char* what;
+    CUresult want;
+    std::function<CUresult()> call;
+  };
+  const std::vector<Case> cases = {
+      // VMM
+      {"create size 0", CUDA_ERROR_INVALID_VALUE, [&] { return create(prop, 0); }},
+      {"create flags 1", CUDA_ERROR_INVALID_VALUE, [&] { return create(prop, gran, 1); }},
+      {"create bad device", CUDA_ERROR_INVALID_DEVICE, [&] { return create(badDevice, gran); }},
+      {"create FABRIC", CUDA_ERROR_NOT_PERMITTED, [&] { return create(fabric, gran); }},
+      {"create 2^50", CUDA_ERROR_OUT_OF_MEMORY, [&] { return create(prop, size_t{1} << 50); }},
+      {"release garbage", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemRelease(kGarbageHandle); }},
+      {"release released", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemRelease(released); }},
+      {"reserve unaligned", CUDA_ERROR_INVALID_VALUE,
+       [&] { CUdeviceptr p = 0; return cuMemAddressReserve(&p, gran + 4096, 0, 0, 0); }},
+      {"reserve 2^50", CUDA_ERROR_OUT_OF_MEMORY,
+       [&] { CUdeviceptr p = 0; return cuMemAddressReserve(&p, size_t{1} << 50, 0, 0, 0); }},
+      {"reserve unaligned hint", CUDA_ERROR_INVALID_VALUE,
+       [&] { CUdeviceptr p = 0; return cuMemAddressReserve(&p, gran, 0, S + 4096, 0); }},
+      {"free smaller", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemAddressFree(R, 4 * gran); }},
+      {"free mapped", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemAddressFree(R, 8 * gran); }},
+      {"map at offset", CUDA_ERROR_NOT_SUPPORTED, [&] { return cuMemMap(R + 4 * gran, gran, gran, h2, 0); }},
+      {"map over a mapping", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemMap(R, gran, 0, h1, 0); }},
+      {"map unreserved", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemMap(S, gran, 0, h1, 0); }},
+      {"map garbage handle", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemMap(R + 4 * gran, gran, 0, kGarbageHandle, 0); }},
+      {"unmap half", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemUnmap(R, gran); }},
+      {"set access on half", CUDA_ERROR_INVALID_VALUE,
+       [&] { return access(R, gran, CU_MEM_LOCATION_TYPE_DEVICE, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE); }},
+      {"set access for the host", CUDA_ERROR_NOT_SUPPORTED,
+       [&] { return access(R, 2 * gran, CU_MEM_LOCATION_TYPE_HOST, 0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE); }},
+      {"set access bad device", CUDA_ERROR_INVALID_VALUE,
+       [&] { return access(R, 2 * gran, CU_MEM_LOCATION_TYPE_DEVICE, deviceCount, CU_MEM_ACCESS_FLAGS_PROT_READWRITE); }},
+      {"export non-exportable", CUDA_ERROR_INVALID_VALUE,
+       [&] { int f = -1; return cuMemExportToShareableHandle(&f, h1, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0); }},
+      {"import /dev/null", CUDA_ERROR_UNKNOWN,
+       [&] {
+         CUmemGenericAllocationHandle h = 0;
+         return cuMemImportFromShareableHandle(&h, reinterpret_cast<void*>(static_cast<intptr_t>(devNull)),
+                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+       }},
+      {"retain unmapped", CUDA_ERROR_INVALID_VALUE,
+       [&] { CUmemGenericAllocationHandle h = 0; return cuMemRetainAllocationHandle(&h, reinterpret_cast<void*>(R + 4 * gran)); }},
+      // memory
+      {"cuMemAlloc 0", CUDA_ERROR_INVALID_VALUE, [&] { CUdeviceptr p = 0; return cuMemAlloc(&p, 0); }},
+      {"cuMemFree interior", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemFree(d + 16); }},
+      {"cuMemFreeHost malloc", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemFreeHost(m); }},
+      {"cuMemHostAlloc flags 8", CUDA_ERROR_INVALID_VALUE, [&] { void* p = nullptr; return cuMemHostAlloc(&p, 4096, 8); }},
+      {"memset past the end", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemsetD8(d + (1 << 20) - 512, 1, 1024); }},
+      {"memset without access", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemsetD8(R, 1, 4096); }},
+      {"HtoD without access", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemcpyHtoD(R, hb, 4096); }},
+      {"DtoD from malloc", CUDA_ERROR_INVALID_VALUE, [&] { return cuMemcpyDtoD(d, reinterpret_cast<CUdeviceptr>(m), 16); }},
+      {"DtoD spanning into no access", CUDA_ERROR_INVALID_VALUE,
+       [&] { return cuMemcpyDtoD(R + 2 * gran - 8, d, 16); }},
+      // contexts
+      {"create context bad flags", CUDA_ERROR_INVALID_VALUE,
+       [&] { CUcontext c = nullptr; return cuCtxCreate(&c, nullptr, 0xFFFFFFFFu, 0); }},
+      {"create context bad device", CUDA_ERROR_INVALID_DEVICE,
+       [&] { CUcontext c = nullptr; return cuCtxCreate(&c, nullptr, 0, deviceCount); }},
+      {"destroy garbage context", CUDA_ERROR_INVALID_CONTEXT, [&] { return cuCtxDestroy(kGarbageContext); }},
+      {"push NULL", CUDA_ERROR_INVALID_VALUE, [&] { return cuCtxPushCurrent(nullptr); }},
+      {"set flags 0xffff", CUDA_ERROR_INVALID_VALUE, [&] { return cuCtxSetFlags(0xFFFF); }},
+      {"release unretained primary", CUDA_ERROR_INVALID_CONTEXT, [&] { return cuDevicePrimaryCtxRelease(1); }},
+      {"primary set flags bad device", CUDA_ERROR_INVALID_DEVICE, [&] { return cuDevicePrimaryCtxSetFlags(deviceCount, 0); }},
+  };
+  ASSERT_GE(cases.size(), 25u);
+  for (const Case& c : cases) {
+    const uint64_t before = mcsim::api::stateDigest();
+    EXPECT_CU(c.want, c.call()) << c.what;
+    EXPECT_EQ(before, mcsim::api::stateDigest()) << c.what << " changed the state";
+  }
+  close(devNull);
+  close(fd);
+  std::free(m);
+  EXPECT_CU(CUDA_SUCCESS, cuMemFreeHost(pinned));
+  EXPECT_CU(CUDA_SUCCESS, cuMemFree(d));
+  EXPECT_CU(CUDA_SUCCESS, cuMemUnmap(R, 3 * gran));
+  EXPECT_CU(CUDA_SUCCESS, cuMemAddressFree(R, 8 * gran));
+  for (auto h : {hp, h1, h2}) EXPECT_CU(CUDA_SUCCESS, cuMemRelease(h));
+}
+
+// Nothing leaks: after everything made is released, the node holds no allocation, handle,
+// reservation or mapping (cuMemAlloc's included) and no pinned host memory.
+TEST_F(McsimOnly, ReleasingEverythingLeavesAnEmptyNode) {
+  const mcsim::api::NodeStats empty = mcsim::api::nodeStats();
+  Range r;
+  makeRange(&r, 2);
+  CUdeviceptr d = 0;
+  ASSERT_OK(cuMemAlloc(&d, 3 << 20));
+  void* pinned = nullptr;
+  ASSERT_OK(cuMemAllocHost(&pinned, 4096));
+  const mcsim::api::NodeStats busy = mcsim::api::nodeStats();
+  EXPECT_EQ(empty.allocations + 2, busy.allocations);
+  EXPECT_EQ(empty.mappings + 2, busy.mappings);
+  EXPECT_EQ(empty.hostAllocations + 1, busy.hostAllocations);
+  dropRange(r);
+  ASSERT_OK(cuMemFree(d));
+  ASSERT_OK(cuMemFreeHost(pinned));
+  const mcsim::api::NodeStats after = mcsim::api::nodeStats();
+  EXPECT_EQ(empty.allocations, after.allocations);
+  EXPECT_EQ(empty.handles, after.handles);
+  EXPECT_EQ(empty.reservations, after.reservations);
+  EXPECT_EQ(empty.mappings, after.mappings);
+  EXPECT_EQ(empty.hostAllocations, after.hostAllocations);
+}
+
+// The default node: eight H100s on an NVSwitch fabric, every pair peers, multicast supported.
+TEST_F(McsimOnly, TheDefaultNodeIsAnEightGpuH100NVSwitchMachine) {
+  EXPECT_EQ("hgx-h100", mcsim::api::presetName());
+  EXPECT_EQ(8, deviceCount);
+  for (int dev = 0; dev < deviceCount; ++dev) {
+    int v = -1;
+    EXPECT_CU(CUDA_SUCCESS, cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev));
+    EXPECT_EQ(1, v) << dev;
+    for (int peer = 0; peer < deviceCount; ++peer) {
+      int can = -1;
+      EXPECT_CU(CUDA_SUCCESS, cuDeviceCanAccessPeer(&can, dev, peer));
+      EXPECT_EQ(dev != peer ? 1 : 0, can) << dev << "->" << peer;
+    }
+  }
+}
+
+// The same call sequence gives the same addresses and handle values in every run.
+TEST_F(McsimOnly, AddressesAndHandlesAreDeterministic) {
+  CUdeviceptr d = 0;
+  ASSERT_OK(cuMemAlloc(&d, 1 << 20));
+  CUdeviceptr R = 0;
+  ASSERT_OK(cuMemAddressReserve(&R, 2 * gran, 0, 0, 0));
+  // The 32 TiB window at 0x200000000000 (docs/architecture.md), lowest fit first.
+  EXPECT_EQ(0x200000000000ull, d);
+  EXPECT_EQ(0x200000000000ull + gran, R);
+  EXPECT_CU(CUDA_SUCCESS, cuMemAddressFree(R, 2 * gran));
+  EXPECT_CU(CUDA_SUCCESS, cuMemFree(d));
+}
+
+}  // namespace
+
+#endif  // MCSIM_CONFORMANCE_REAL
