@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "driver/driver.h"
+#include "mcsim/cuda_multicast_v2.h"
 
 // cuda.h maps some base names to newer symbols with macros; the table names exact symbols.
 #undef cuCtxCreate

@@ -43,10 +43,6 @@ void put(void* data, T v) {
   std::memcpy(data, &v, sizeof v);
 }
 
-bool knownAttribute(CUpointer_attribute a) {
-  return a >= CU_POINTER_ATTRIBUTE_CONTEXT && a <= CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE;
-}
-
 // The answer for device memory: a VMM mapping or cuMemAlloc memory.
 CUresult deviceAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attribute attr, void* data) {
   const fabric::PointerInfo& i = f.info;
@@ -185,12 +181,18 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
   // Attributes are answered in order; an unknown attribute stops the call with the earlier
   // slots filled and the later ones untouched, as the real driver does.
   for (unsigned k = 0; k < numAttributes; ++k) {
-    if (!knownAttribute(attributes[k])) return CUDA_ERROR_INVALID_VALUE;
+    // Read as an integer: the caller's array may hold values outside the enum.
+    int raw = 0;
+    std::memcpy(&raw, &attributes[k], sizeof raw);
+    if (raw < CU_POINTER_ATTRIBUTE_CONTEXT || raw > CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    const auto attr = static_cast<CUpointer_attribute>(raw);
     if (data[k] == nullptr) continue;
     if (!f.device && !f.host) {
-      unknownAttribute(attributes[k], data[k]);
-    } else if (::attribute(f, ptr, attributes[k], data[k]) != CUDA_SUCCESS) {
-      unknownAttribute(attributes[k], data[k]);  // no answer for this kind of memory
+      unknownAttribute(attr, data[k]);
+    } else if (::attribute(f, ptr, attr, data[k]) != CUDA_SUCCESS) {
+      unknownAttribute(attr, data[k]);  // no answer for this kind of memory
     }
   }
   return CUDA_SUCCESS;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fabric/node.h"
+#include "fabric/team_wait.h"
 #include "model/digest.h"
 #include "model/engine.h"
 #include "model/lazy_region.h"
@@ -85,7 +86,9 @@ class EmbeddedNode final : public Node {
         vaBase_(reserveVaWindow()),
         space_(vaBase_, kVaWindowSize - kLinearGranule, preset_.gpuCount),
         deviceUsed_(static_cast<size_t>(preset_.gpuCount), 0),
-        hostUsed_(static_cast<size_t>(preset_.hostNumaNodes), 0) {}
+        hostUsed_(static_cast<size_t>(preset_.hostNumaNodes), 0),
+        fabric_(preset_),
+        waiter_(HangPolicy::fromEnvironment()) {}
 
   const Preset& preset() const override { return preset_; }
   uint64_t vaBase() const override { return vaBase_; }
@@ -111,6 +114,7 @@ class EmbeddedNode final : public Node {
       handles_.erase(it);
       dropRef(alloc);
     }
+    waiter_.progress();
     return Status::kOk;
   }
 
@@ -129,6 +133,7 @@ class EmbeddedNode final : public Node {
       }
       return Status::kInvalidValue;
     }
+    if (isMulticastId(it->second.alloc)) return Status::kInvalidValue;  // no allocation properties
     *props = allocs_.at(it->second.alloc).props;
     if (it->second.imported) props->handleTypes = 0;
     return Status::kOk;
@@ -138,18 +143,18 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kInvalidValue;
-    Allocation& a = allocs_.at(m->alloc);
-    if (a.linear) return Status::kInvalidValue;
+    if (!isMulticastId(m->alloc) && allocs_.at(m->alloc).linear) return Status::kInvalidValue;
     // The real driver answers with the handle value the allocation was first known by, even
     // after the program released it (the mapping kept the allocation alive).
-    auto h = handles_.find(a.firstHandle);
+    const ObjectView o = objectOf(m->alloc);
+    auto h = handles_.find(*o.firstHandle);
     if (h != handles_.end()) {
       ++h->second.refs;
     } else {
-      handles_[a.firstHandle] = HandleEntry{a.id, 1, false};
-      ++a.refs;
+      handles_[*o.firstHandle] = HandleEntry{m->alloc, 1, false};
+      ++*o.refs;
     }
-    *handle = a.firstHandle;
+    *handle = *o.firstHandle;
     return Status::kOk;
   }
 
@@ -157,23 +162,24 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
-    const Allocation& a = allocs_.at(it->second.alloc);
-    if ((a.props.handleTypes & kHandlePosixFd) == 0) return Status::kInvalidValue;
-    // A real descriptor: a sealed memfd whose content names the node and the allocation.
+    const uint64_t id = it->second.alloc;
+    if ((objectOf(id).handleTypes & kHandlePosixFd) == 0) return Status::kInvalidValue;
+    // A real descriptor: a sealed memfd whose content names the node's object.
     char name[64];
-    std::snprintf(name, sizeof name, "mcsim-allocation-%llu", static_cast<unsigned long long>(a.id));
+    std::snprintf(name, sizeof name, "mcsim-%s-%llu", isMulticastId(id) ? "multicast" : "allocation",
+                  static_cast<unsigned long long>(id & ~kMulticastIdBit));
     const int f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (f < 0) return Status::kOutOfMemory;
     char body[96];
-    const int n = std::snprintf(body, sizeof body, "mcsim shareable v1 allocation %llu\n",
-                                static_cast<unsigned long long>(a.id));
+    const int n = std::snprintf(body, sizeof body, "mcsim shareable v1 object %llu\n",
+                                static_cast<unsigned long long>(id));
     struct stat st {};
     if (::write(f, body, static_cast<size_t>(n)) != n || fstat(f, &st) != 0) {
       ::close(f);
       return Status::kOutOfMemory;
     }
     fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-    exports_[FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}] = a.id;
+    exports_[FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}] = id;
     *fd = f;
     return Status::kOk;
   }
@@ -184,10 +190,10 @@ class EmbeddedNode final : public Node {
     if (fd < 0 || fstat(fd, &st) != 0) return Status::kNotShareable;
     auto it = exports_.find(FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
     if (it == exports_.end()) return Status::kNotShareable;
-    Allocation& a = allocs_.at(it->second);
-    a.heldByDescriptors = false;
-    ++a.refs;
-    *handle = newHandle(a.id, true);
+    const ObjectView o = objectOf(it->second);
+    *o.heldByDescriptors = false;
+    ++*o.refs;
+    *handle = newHandle(it->second, true);
     return Status::kOk;
   }
 
@@ -195,13 +201,13 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
-    const Allocation& a = allocs_.at(it->second.alloc);
-    if ((a.props.handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
+    const uint64_t id = it->second.alloc;
+    if ((objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
     if (!preset_.imexChannel) return Status::kNotPermitted;
     std::memset(out, 0, 64);
     std::memcpy(out, kFabricMagic, 8);
-    std::memcpy(out + 8, &a.id, 8);
-    const uint64_t check = fabricCheck(a.id);
+    std::memcpy(out + 8, &id, 8);
+    const uint64_t check = fabricCheck(id);
     std::memcpy(out + 16, &check, 8);
     return Status::kOk;
   }
@@ -214,12 +220,10 @@ class EmbeddedNode final : public Node {
     std::memcpy(&id, in + 8, 8);
     std::memcpy(&check, in + 16, 8);
     if (std::memcmp(in, kFabricMagic, 8) != 0 || check != fabricCheck(id)) return Status::kInvalidValue;
-    auto it = allocs_.find(id);
-    if (it == allocs_.end() || (it->second.props.handleTypes & kHandleFabric) == 0) {
-      return Status::kInvalidValue;
-    }
-    it->second.heldByDescriptors = false;
-    ++it->second.refs;
+    if (!objectExists(id) || (objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
+    const ObjectView o = objectOf(id);
+    *o.heldByDescriptors = false;
+    ++*o.refs;
     *handle = newHandle(id, true);
     return Status::kOk;
   }
@@ -237,9 +241,10 @@ class EmbeddedNode final : public Node {
   }
 
   Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     auto h = handles_.find(handle);
     if (h == handles_.end()) return Status::kInvalidValue;
+    if (isMulticastId(h->second.alloc)) return mapMulticast(lock, va, size, offset, h->second.alloc);
     Allocation& a = allocs_.at(h->second.alloc);
     // The real driver maps only a whole allocation, from its start.
     if (offset != 0 || size != a.props.size) return Status::kNotSupported;
@@ -319,8 +324,21 @@ class EmbeddedNode final : public Node {
     *info = PointerInfo{};
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kOk;
-    const Allocation& a = allocs_.at(m->alloc);
     const model::Reservation* r = space_.reservationContaining(va);
+    if (isMulticastId(m->alloc)) {
+      const MulticastObject& mc = *fabric_.find(m->alloc);
+      info->mapped = true;
+      info->location = Location{LocationKind::kDevice, -1};  // every member's memory at once
+      info->allocationId = mc.id;
+      info->handleTypes = mc.props.handleTypes;
+      info->mappingBase = m->va;
+      info->mappingSize = m->size;
+      info->reservationBase = r != nullptr ? r->va : 0;
+      info->reservationSize = r != nullptr ? r->size : 0;
+      if (device >= 0 && device < preset_.gpuCount) info->access = m->access[static_cast<size_t>(device)];
+      return Status::kOk;
+    }
+    const Allocation& a = allocs_.at(m->alloc);
     info->mapped = true;
     info->linear = a.linear;
     info->location = a.props.location;
@@ -430,6 +448,74 @@ class EmbeddedNode final : public Node {
     return Status::kOk;
   }
 
+  Status multicastCreate(const MulticastProps& props, uint64_t* handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t id = 0;
+    Status s = fabric_.create(props, &id);
+    if (s != Status::kOk) return s;
+    *handle = newHandle(id, false);
+    return Status::kOk;
+  }
+
+  Status multicastAddDevice(uint64_t handle, int device) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    MulticastObject* mc = multicastOf(handle);
+    if (mc == nullptr) return Status::kInvalidValue;
+    Status s = fabric_.addDevice(*mc, device);
+    if (s == Status::kOk) waiter_.progress();  // a bind or map may be waiting for this device
+    return s;
+  }
+
+  Status multicastBindMem(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t memHandle,
+                          uint64_t memOffset, uint64_t size) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    // The memory is named by handle; it is looked up again after any wait, since another
+    // thread may release it meanwhile.
+    auto source = [&](BindSource* src) {
+      auto h = handles_.find(memHandle);
+      if (h == handles_.end() || isMulticastId(h->second.alloc)) return Status::kInvalidValue;
+      return bindSourceOf(h->second.alloc, memOffset, size, src);
+    };
+    return bind(lock, "cuMulticastBindMem", mcHandle, device, mcOffset, size, source);
+  }
+
+  Status multicastBindAddr(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t va,
+                           uint64_t size) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto source = [&](BindSource* src) {
+      // The range must lie in one mapping of memory from cuMemCreate or a pool; cuMemAlloc
+      // memory is refused (the reference names cuMemCreate and cudaMallocAsync only).
+      const model::Mapping* m = space_.mappingContaining(va);
+      if (m == nullptr || isMulticastId(m->alloc) || size > m->va + m->size - va) return Status::kInvalidValue;
+      if (allocs_.at(m->alloc).linear) return Status::kInvalidValue;
+      return bindSourceOf(m->alloc, m->allocOffset + (va - m->va), size, src);
+    };
+    return bind(lock, "cuMulticastBindAddr", mcHandle, device, mcOffset, size, source);
+  }
+
+  Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    MulticastObject* mc = multicastOf(mcHandle);
+    if (mc == nullptr) return Status::kInvalidValue;
+    if (mcOffset > mc->props.size || size > mc->props.size - mcOffset) return Status::kInvalidValue;
+    MulticastBinding removed;
+    Status s = fabric_.unbind(*mc, device, mcOffset, size, &removed);
+    if (s != Status::kOk) return s;
+    dropRef(removed.alloc);
+    return Status::kOk;
+  }
+
+  FabricManagerState fabricManagerState() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fabric_.state();
+  }
+
+  void setFabricManagerState(FabricManagerState state) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    fabric_.setState(state);
+    waiter_.progress();
+  }
+
   uint64_t stateDigest() override {
     std::lock_guard<std::mutex> lock(mu_);
     // An allocation that only a since-closed descriptor kept is already gone in fact (the close
@@ -450,6 +536,7 @@ class EmbeddedNode final : public Node {
     for (uint64_t u : deviceUsed_) d.add(u);
     for (uint64_t u : hostUsed_) d.add(u);
     space_.addToDigest(d);
+    fabric_.addToDigest(d);
     return d.value();
   }
 
@@ -463,10 +550,123 @@ class EmbeddedNode final : public Node {
     s.mappings = space_.mappingCount();
     s.exportedFds = exports_.size();
     for (const auto& [id, a] : allocs_) s.residentBytes += a.region ? a.region->residentBytes() : 0;
+    s.multicastObjects = fabric_.objectCount();
+    s.freeMulticastSlots = fabric_.freeSlots();
     return s;
   }
 
  private:
+  MulticastObject* multicastOf(uint64_t handle) {
+    auto h = handles_.find(handle);
+    if (h == handles_.end() || !isMulticastId(h->second.alloc)) return nullptr;
+    return fabric_.find(h->second.alloc);
+  }
+
+  // What a bind of `size` bytes at `offset` of allocation `id` binds, if they fit.
+  Status bindSourceOf(AllocId id, uint64_t offset, uint64_t size, BindSource* src) const {
+    const Allocation& a = allocs_.at(id);
+    if (offset > a.props.size || size > a.props.size - offset) return Status::kInvalidValue;
+    *src = BindSource{id, a.props.location, a.props.size, a.props.handleTypes, offset};
+    return Status::kOk;
+  }
+
+  // The device a binding is for. The first forms bind for the memory's own device, which must
+  // be device memory; the _v2 forms name the device, and device memory must be on it, host
+  // memory on the NUMA node closest to it (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID).
+  Status bindDevice(int requested, const BindSource& src, int* device) const {
+    const Location& loc = src.location;
+    if (requested < 0) {
+      if (loc.kind != LocationKind::kDevice) return Status::kInvalidDevice;
+      *device = loc.id;
+      return Status::kOk;
+    }
+    if (loc.kind == LocationKind::kDevice) {
+      if (loc.id != requested) return Status::kInvalidDevice;
+    } else {
+      const int numa = loc.kind == LocationKind::kHost ? 0 : loc.id;
+      if (numa != preset_.gpuNumaNode[static_cast<size_t>(requested)]) return Status::kInvalidValue;
+    }
+    *device = requested;
+    return Status::kOk;
+  }
+
+  // The path every bind takes: check what can be checked at once, wait for the team, check
+  // again (the world may have changed while waiting), then let the fabric manager bind.
+  template <typename SourceFn>
+  Status bind(std::unique_lock<std::mutex>& lock, const char* call, uint64_t mcHandle, int device,
+              uint64_t mcOffset, uint64_t size, SourceFn source) {
+    auto check = [&](MulticastObject** mc, BindSource* src) {
+      *mc = multicastOf(mcHandle);
+      if (*mc == nullptr) return Status::kInvalidValue;
+      Status s = source(src);
+      if (s != Status::kOk) return s;
+      if (mcOffset > (*mc)->props.size || size > (*mc)->props.size - mcOffset) return Status::kInvalidValue;
+      // Externally shareable and imported multicast objects bind only shareable memory.
+      if ((*mc)->props.handleTypes != 0 && src->handleTypes == 0) return Status::kInvalidValue;
+      return Status::kOk;
+    };
+    MulticastObject* mc = nullptr;
+    BindSource src;
+    Status s = check(&mc, &src);
+    if (s != Status::kOk) return s;
+    const uint64_t id = mc->id;
+    s = waitForTeam(lock, id, std::string(call) + (device >= 0 ? " on device " + std::to_string(device) : ""));
+    if (s != Status::kOk) return s;
+    s = check(&mc, &src);
+    if (s != Status::kOk) return s;
+    if (mc->id != id) return Status::kInvalidValue;
+    // The fabric manager sets the team up when it is first used.
+    s = fabric_.gate();
+    if (s != Status::kOk) return s;
+    int dev = 0;
+    s = bindDevice(device, src, &dev);
+    if (s != Status::kOk) return s;
+    s = fabric_.bind(*mc, dev, mcOffset, src, size);
+    if (s != Status::kOk) return s;
+    ++allocs_.at(src.alloc).refs;  // the binding keeps the bound memory alive
+    return Status::kOk;
+  }
+
+  // A multicast object maps from offset 0, any size up to its own, aligned to the multicast
+  // granularity; the map blocks until the team is complete.
+  Status mapMulticast(std::unique_lock<std::mutex>& lock, uint64_t va, uint64_t size, uint64_t offset,
+                      uint64_t id) {
+    const uint64_t gran = preset_.multicast.granularityMinimum;
+    MulticastObject* mc = fabric_.find(id);
+    if (offset != 0) return Status::kNotSupported;
+    if (size == 0 || size > mc->props.size || size % gran != 0 || va % gran != 0) return Status::kInvalidValue;
+    const model::Reservation* r = space_.reservationContaining(va);
+    if (r == nullptr || r->internal) return Status::kInvalidValue;
+    Status s = waitForTeam(lock, id, "cuMemMap");
+    if (s != Status::kOk) return s;
+    mc = fabric_.find(id);
+    if (mc == nullptr) return Status::kInvalidValue;
+    s = fabric_.gate();
+    if (s != Status::kOk) return s;
+    s = space_.map(va, size, id, 0);
+    if (s != Status::kOk) return s;
+    ++mc->refs;
+    return Status::kOk;
+  }
+
+  Status waitForTeam(std::unique_lock<std::mutex>& lock, uint64_t id, const std::string& call) {
+    auto ready = [&] {
+      const MulticastObject* mc = fabric_.find(id);
+      return mc == nullptr || mc->complete();  // a released object wakes its waiters too
+    };
+    auto describe = [&](uint64_t object) {
+      const MulticastObject* mc = fabric_.find(object);
+      if (mc == nullptr) return std::string("a released multicast object");
+      std::string added;
+      for (int d : mc->members) added += (added.empty() ? "" : " ") + std::to_string(d);
+      return "multicast object " + std::to_string(object & ~kMulticastIdBit) + ": team of " +
+             std::to_string(mc->props.numDevices) + ", devices added [" + added + "], " +
+             std::to_string(mc->props.numDevices - mc->members.size()) + " still to be added";
+    };
+    return waiter_.wait(lock, call + " (multicast object " + std::to_string(id & ~kMulticastIdBit) + ")", id,
+                        ready, describe);
+  }
+
   static uint64_t fabricCheck(AllocId id) { return (id * 0x9e3779b97f4a7c15ull) ^ 0x6d6373696d464142ull; }
 
   static void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) {
@@ -514,16 +714,17 @@ class EmbeddedNode final : public Node {
   uint64_t newHandle(AllocId alloc, bool imported) {
     const uint64_t value = kHandleBase + kHandleStride * nextHandle_++;
     handles_[value] = HandleEntry{alloc, 1, imported};
-    Allocation& a = allocs_.at(alloc);
-    if (a.firstHandle == 0) a.firstHandle = value;
+    uint64_t* first = objectOf(alloc).firstHandle;
+    if (*first == 0) *first = value;
     return value;
   }
 
-  void dropRef(AllocId id) {
-    auto it = allocs_.find(id);
-    if (it == allocs_.end() || --it->second.refs != 0) return;
-    if (openExportOf(id)) it->second.heldByDescriptors = true;
-    else destroyAllocation(id);
+  void dropRef(uint64_t id) {
+    if (!objectExists(id)) return;
+    const ObjectView o = objectOf(id);
+    if (--*o.refs != 0) return;
+    if (openExportOf(id)) *o.heldByDescriptors = true;
+    else destroyObject(id);
   }
 
   // Whether a descriptor exported for `id` is still open in this process.
@@ -551,20 +752,52 @@ class EmbeddedNode final : public Node {
 
   // Frees allocations that only exported descriptors kept, once those are all closed.
   void sweepHeldAllocations() {
-    std::vector<AllocId> done;
+    std::vector<uint64_t> done;
     for (const auto& [id, a] : allocs_) {
       if (a.heldByDescriptors && !openExportOf(id)) done.push_back(id);
     }
-    for (AllocId id : done) destroyAllocation(id);
+    for (uint64_t id : fabric_.heldByDescriptors()) {
+      if (!openExportOf(id)) done.push_back(id);
+    }
+    for (uint64_t id : done) destroyObject(id);
+  }
+
+  // A view of the bookkeeping that allocations and multicast objects share.
+  struct ObjectView {
+    uint64_t* refs;
+    uint64_t* firstHandle;
+    bool* heldByDescriptors;
+    uint32_t handleTypes;
+  };
+  bool objectExists(uint64_t id) const {
+    return isMulticastId(id) ? fabric_.find(id) != nullptr : allocs_.count(id) != 0;
+  }
+  ObjectView objectOf(uint64_t id) {
+    if (isMulticastId(id)) {
+      MulticastObject& mc = *fabric_.find(id);
+      return {&mc.refs, &mc.firstHandle, &mc.heldByDescriptors, mc.props.handleTypes};
+    }
+    Allocation& a = allocs_.at(id);
+    return {&a.refs, &a.firstHandle, &a.heldByDescriptors, a.props.handleTypes};
+  }
+
+  void destroyObject(uint64_t id) {
+    for (auto e = exports_.begin(); e != exports_.end();) {
+      e = (e->second == id) ? exports_.erase(e) : std::next(e);
+    }
+    if (!isMulticastId(id)) {
+      destroyAllocation(id);
+      return;
+    }
+    // The object's bindings held references on the bound memory.
+    for (const MulticastBinding& b : fabric_.destroy(id)) dropRef(b.alloc);
+    waiter_.progress();  // waiters on this object can now only fail
   }
 
   void destroyAllocation(AllocId id) {
     auto it = allocs_.find(id);
     uint64_t capacity = 0;
     *usedFor(it->second.props.location, &capacity) -= it->second.props.size;
-    for (auto e = exports_.begin(); e != exports_.end();) {
-      e = (e->second == id) ? exports_.erase(e) : std::next(e);
-    }
     allocs_.erase(it);  // unmaps the backing region, giving its pages back
   }
 
@@ -574,6 +807,8 @@ class EmbeddedNode final : public Node {
   // fault.dtod_oob_2MiB_alloc, fault.htod_oob, fault.dtoh_oob).
   bool withinLinear(const std::vector<Segment>& segs) const {
     for (const Segment& sg : segs) {
+      // A multicast mapping is reached by multimem instructions, not by copies or memsets.
+      if (isMulticastId(sg.alloc)) return false;
       const Allocation& a = allocs_.at(sg.alloc);
       if (a.linear && (segs.size() > 1 || sg.allocOffset + sg.len > a.linearRequested)) return false;
     }
@@ -615,6 +850,8 @@ class EmbeddedNode final : public Node {
   std::vector<uint64_t> hostUsed_;
   AllocId nextAlloc_ = 0;
   uint64_t nextHandle_ = 0;
+  FabricManager fabric_;
+  TeamWaiter waiter_;
 };
 
 }  // namespace

@@ -14,29 +14,13 @@
 #include <memory>
 #include <string>
 
+#include "fabric/fabric_manager.h"
+#include "fabric/memory_types.h"
 #include "fabric/preset.h"
 #include "model/address_space.h"
 #include "model/status.h"
 
 namespace mcsim::fabric {
-
-using model::Access;
-
-// Where physical memory lives, numbered as the driver's CUmemLocationType.
-enum class LocationKind : int { kDevice = 1, kHost = 2, kHostNuma = 3, kHostNumaCurrent = 4 };
-
-struct Location {
-  LocationKind kind = LocationKind::kDevice;
-  int id = 0;
-};
-
-// Shareable handle types, as bits numbered like CUmemAllocationHandleType.
-enum HandleTypeBits : uint32_t {
-  kHandlePosixFd = 0x1,
-  kHandleWin32 = 0x2,
-  kHandleWin32Kmt = 0x4,
-  kHandleFabric = 0x8,
-};
 
 struct AllocationProps {
   Location location;
@@ -68,6 +52,8 @@ struct NodeStats {
   uint64_t mappings = 0;
   uint64_t exportedFds = 0;     // export records still tracked (their descriptors may be open)
   uint64_t residentBytes = 0;   // host memory actually backing simulated memory
+  uint64_t multicastObjects = 0;
+  int freeMulticastSlots = 0;   // per switch
 };
 
 class Node {
@@ -124,6 +110,20 @@ class Node {
   virtual Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int dstAccessor, int srcAccessor) = 0;
   virtual Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count,
                       int accessor) = 0;
+
+  // Multicast, through the fabric manager. Multicast handles share the value space of
+  // allocation handles: releaseHandle, map, export and import take either kind.
+  virtual Status multicastCreate(const MulticastProps& props, uint64_t* handle) = 0;
+  virtual Status multicastAddDevice(uint64_t handle, int device) = 0;
+  // Binds block until every device of the team has been added. `device` < 0 binds for the
+  // memory's own device (cuMulticastBindMem / BindAddr); >= 0 is the _v2 forms' device.
+  virtual Status multicastBindMem(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t memHandle,
+                                  uint64_t memOffset, uint64_t size) = 0;
+  virtual Status multicastBindAddr(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t va,
+                                   uint64_t size) = 0;
+  virtual Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) = 0;
+  virtual FabricManagerState fabricManagerState() = 0;
+  virtual void setFabricManagerState(FabricManagerState s) = 0;
 
   // A digest of all state a call can change (for "a failure leaves no trace" checks).
   virtual uint64_t stateDigest() = 0;

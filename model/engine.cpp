@@ -1,5 +1,6 @@
 #include "model/engine.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <systemc>
 
@@ -39,6 +40,12 @@ struct Engine::Core : sc_core::sc_module {
   }
 };
 
+namespace {
+std::atomic<int> gInternalThreads{0};
+}  // namespace
+
+int Engine::internalThreads() { return gInternalThreads.load(); }
+
 Engine& Engine::instance() {
   // Intentionally leaked: the simulation thread must outlive every static destructor that might
   // still call the driver during process exit.
@@ -49,6 +56,7 @@ Engine& Engine::instance() {
 Engine::Engine() {
   // SystemC prints a banner on first use; applications' output must stay theirs alone.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  gInternalThreads.fetch_add(1);
   thread_ = std::thread([this] { threadMain(); });
   thread_.detach();
 }
@@ -57,7 +65,8 @@ Engine::~Engine() = default;
 
 void Engine::threadMain() {
   sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
-  Core core("mcsim_engine");
+  core_ = std::make_unique<Core>("mcsim_engine");
+  Core& core = *core_;
   core.onDone = [this](const std::shared_ptr<Job>& job) {
     std::lock_guard<std::mutex> lock(mu_);
     job->done = true;

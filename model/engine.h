@@ -29,6 +29,9 @@ class Engine {
   // simulated time (ps) at completion.
   uint64_t run(Work work);
   uint64_t nowPs();
+  // Threads mcsim itself runs in this process (the simulation thread, once started), which
+  // deadlock detection must not count as the application's.
+  static int internalThreads();
 
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -45,6 +48,7 @@ class Engine {
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
   uint64_t nowPs_ = 0;  // simulated time, published by the simulation thread
+  std::unique_ptr<Core> core_;  // made and used on the simulation thread
   std::thread thread_;
 };
 

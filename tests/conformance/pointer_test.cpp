@@ -266,7 +266,7 @@ TEST_F(Pointer, PinnedHostMemory) {
 
 // probe: ptrattr.malloc.*, ptrattr.zero.*
 TEST_F(Pointer, MemoryTheDriverDoesNotKnow) {
-  void* m = std::malloc(kMiB);
+  void* m = std::calloc(1, kMiB);  // calloc: GCC would take a pointer to unwritten malloc memory for a read
   checkAllRefused("malloc", ptr(m));
   checkAllRefused("zero", 0);
   std::free(m);
@@ -357,7 +357,7 @@ TEST_F(Pointer, GetAttributesOnDeviceMemory) {
 // probe: ptrattrs.malloc.with_invalid, ptrattrs.malloc.valid3, ptrattrs.zero.with_invalid,
 // ptrattrs.zero.valid3
 TEST_F(Pointer, GetAttributesOnUnknownMemoryFillsWhatItCan) {
-  void* m = std::malloc(kMiB);
+  void* m = std::calloc(1, kMiB);  // calloc: GCC would take a pointer to unwritten malloc memory for a read
   checkWithInvalid("malloc", ptr(m), 0, 0, -2);
   checkValid3("malloc", ptr(m), 0, 0);
   checkWithInvalid("zero", 0, 0, 0, -2);

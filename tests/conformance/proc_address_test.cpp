@@ -23,9 +23,10 @@ struct Lookup {
 
 Lookup v2(const char* symbol, int version, cuuint64_t flags = 0) {
   Lookup l{CUDA_SUCCESS, kStatusUntouched, kUntouched};
-  auto st = static_cast<CUdriverProcAddressQueryResult>(kStatusUntouched);
-  l.r = cuGetProcAddress_v2(symbol, &l.pfn, version, flags, &st);
-  l.status = static_cast<int>(st);
+  // Held as an int: an untouched sentinel is no valid enum value, and loading it as one is UB.
+  int st = kStatusUntouched;
+  l.r = cuGetProcAddress_v2(symbol, &l.pfn, version, flags, reinterpret_cast<CUdriverProcAddressQueryResult*>(&st));
+  l.status = st;
   return l;
 }
 

@@ -1,0 +1,115 @@
+// Multicast object management (CUDA driver reference, section 6.16). Arguments are checked here
+// in the order the reference lists them; the node's fabric manager owns the objects, the teams,
+// the bindings and the blocking. docs/spec-coverage.md traces each rule to its tests.
+#include "driver/driver.h"
+#include "mcsim/cuda_multicast_v2.h"
+
+using namespace mcsim;
+using namespace mcsim::driver;
+
+namespace {
+
+uint64_t minimumGranularity() { return state().node->preset().multicast.granularityMinimum; }
+
+bool multicastSupported() { return state().node->preset().multicastSupported(); }
+
+bool aligned(uint64_t v) { return v % minimumGranularity() == 0; }
+
+constexpr unsigned long long kShareableTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
+
+// The checks every bind shares: flags must be zero; offsets and size multiples of the minimum
+// multicast granularity; a bind of nothing binds nothing, and is refused.
+CUresult checkBind(uint64_t mcOffset, uint64_t memOffsetOrPtr, uint64_t size, unsigned long long flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (size == 0 || !aligned(mcOffset) || !aligned(memOffsetOrPtr) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuMulticastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,
+                                           CUmulticastGranularity_flags option) {
+  MCSIM_REQUIRE_INIT();
+  if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (option != CU_MULTICAST_GRANULARITY_MINIMUM && option != CU_MULTICAST_GRANULARITY_RECOMMENDED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!multicastSupported()) return CUDA_ERROR_NOT_SUPPORTED;
+  // prop->size may be 0: clients ask before they know their size (ThunderKittens does).
+  const auto& m = state().node->preset().multicast;
+  *granularity = option == CU_MULTICAST_GRANULARITY_RECOMMENDED ? m.granularityRecommended : m.granularityMinimum;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const CUmulticastObjectProp* prop) {
+  MCSIM_REQUIRE_INIT();
+  if (mcHandle == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!multicastSupported()) return CUDA_ERROR_NOT_SUPPORTED;
+  if (prop->flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((prop->handleTypes & ~kShareableTypes) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->numDevices == 0 || prop->numDevices > static_cast<unsigned>(state().node->preset().multicast.maxTeamSize)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (prop->size == 0 || !aligned(prop->size)) return CUDA_ERROR_INVALID_VALUE;
+  // FABRIC handles need an IMEX channel, as for memory (NOT_PERMITTED without one).
+  if ((prop->handleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0 && !state().node->preset().imexChannel) {
+    return CUDA_ERROR_NOT_PERMITTED;
+  }
+  fabric::MulticastProps p;
+  p.numDevices = prop->numDevices;
+  p.size = prop->size;
+  p.handleTypes = static_cast<uint32_t>(prop->handleTypes);
+  uint64_t h = 0;
+  MCSIM_TRY(toResult(state().node->multicastCreate(p, &h)));
+  *mcHandle = h;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) {
+  MCSIM_REQUIRE_INIT();
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  return toResult(state().node->multicastAddDevice(mcHandle, dev));
+}
+
+CUresult CUDAAPI cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
+                                    CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
+                                    unsigned long long flags) {
+  MCSIM_REQUIRE_INIT();
+  MCSIM_TRY(checkBind(mcOffset, memOffset, size, flags));
+  return toResult(state().node->multicastBindMem(mcHandle, -1, mcOffset, memHandle, memOffset, size));
+}
+
+CUresult CUDAAPI cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset,
+                                       CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
+                                       unsigned long long flags) {
+  MCSIM_REQUIRE_INIT();
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  MCSIM_TRY(checkBind(mcOffset, memOffset, size, flags));
+  return toResult(state().node->multicastBindMem(mcHandle, dev, mcOffset, memHandle, memOffset, size));
+}
+
+CUresult CUDAAPI cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr,
+                                     size_t size, unsigned long long flags) {
+  MCSIM_REQUIRE_INIT();
+  MCSIM_TRY(checkBind(mcOffset, memptr, size, flags));
+  return toResult(state().node->multicastBindAddr(mcHandle, -1, mcOffset, memptr, size));
+}
+
+CUresult CUDAAPI cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset,
+                                        CUdeviceptr memptr, size_t size, unsigned long long flags) {
+  MCSIM_REQUIRE_INIT();
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  MCSIM_TRY(checkBind(mcOffset, memptr, size, flags));
+  return toResult(state().node->multicastBindAddr(mcHandle, dev, mcOffset, memptr, size));
+}
+
+CUresult CUDAAPI cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size) {
+  MCSIM_REQUIRE_INIT();
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (size == 0 || !aligned(mcOffset) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
+  return toResult(state().node->multicastUnbind(mcHandle, dev, mcOffset, size));
+}
+
+}  // extern "C"

@@ -1,0 +1,170 @@
+#include "fabric/fabric_manager.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace mcsim::fabric {
+
+const char* fabricManagerStateName(FabricManagerState s) {
+  switch (s) {
+    case FabricManagerState::kNotStarted: return "not-started";
+    case FabricManagerState::kInitialising: return "initialising";
+    case FabricManagerState::kReady: return "ready";
+    case FabricManagerState::kDegraded: return "degraded";
+  }
+  return "?";
+}
+
+FabricManagerState initialFabricManagerState(const Preset& preset) {
+  const char* env = std::getenv("MCSIM_FABRIC_MANAGER");
+  if (env != nullptr && *env != '\0') {
+    for (auto s : {FabricManagerState::kNotStarted, FabricManagerState::kInitialising,
+                   FabricManagerState::kReady, FabricManagerState::kDegraded}) {
+      if (std::strcmp(env, fabricManagerStateName(s)) == 0) return s;
+    }
+    std::fprintf(stderr, "mcsim: MCSIM_FABRIC_MANAGER='%s' is not one of not-started, initialising, "
+                         "ready, degraded; using the preset's default\n", env);
+  }
+  return preset.multicastSupported() ? FabricManagerState::kReady : FabricManagerState::kNotStarted;
+}
+
+bool MulticastObject::hasMember(int dev) const {
+  return std::find(members.begin(), members.end(), dev) != members.end();
+}
+
+FabricManager::FabricManager(const Preset& preset)
+    : preset_(preset),
+      state_(initialFabricManagerState(preset)),
+      boundPerDevice_(static_cast<size_t>(preset.gpuCount), 0) {}
+
+Status FabricManager::gate() const {
+  switch (state_) {
+    case FabricManagerState::kReady: return Status::kOk;
+    case FabricManagerState::kInitialising: return Status::kSystemNotReady;
+    case FabricManagerState::kNotStarted:
+    case FabricManagerState::kDegraded: return Status::kIllegalState;
+  }
+  return Status::kIllegalState;
+}
+
+Status FabricManager::create(const MulticastProps& props, uint64_t* id) {
+  const uint64_t gran = preset_.multicast.granularityMinimum;
+  if (props.numDevices == 0 || props.numDevices > static_cast<unsigned>(preset_.multicast.maxTeamSize)) {
+    return Status::kInvalidValue;
+  }
+  if (props.size == 0 || props.size % gran != 0) return Status::kInvalidValue;
+  MulticastObject mc;
+  mc.id = kMulticastIdBit | ++nextId_;
+  mc.props = props;
+  mc.refs = 1;
+  *id = mc.id;
+  objects_.emplace(mc.id, std::move(mc));
+  return Status::kOk;
+}
+
+MulticastObject* FabricManager::find(uint64_t id) {
+  auto it = objects_.find(id);
+  return it == objects_.end() ? nullptr : &it->second;
+}
+
+const MulticastObject* FabricManager::find(uint64_t id) const {
+  auto it = objects_.find(id);
+  return it == objects_.end() ? nullptr : &it->second;
+}
+
+Status FabricManager::addDevice(MulticastObject& mc, int device) {
+  if (device < 0 || device >= preset_.gpuCount || device >= preset_.multicast.maxTeamSize) {
+    return Status::kInvalidDevice;
+  }
+  // A device joins once, into a team that still has room; the reference names no code for
+  // either, and CUDA_ERROR_INVALID_VALUE is the one it lists for a bad argument.
+  if (mc.hasMember(device) || mc.complete()) return Status::kInvalidValue;
+  mc.members.push_back(device);
+  return Status::kOk;
+}
+
+Status FabricManager::bind(MulticastObject& mc, int device, uint64_t mcOffset, const BindSource& src,
+                           uint64_t size) {
+  if (!mc.hasMember(device)) return Status::kInvalidDevice;
+  if (mc.shared && src.handleTypes == 0) return Status::kInvalidValue;
+  // One binding per device and multicast range.
+  for (const auto& [key, b] : mc.bindings) {
+    if (b.device == device && mcOffset < b.mcOffset + b.size && b.mcOffset < mcOffset + size) {
+      return Status::kInvalidValue;
+    }
+  }
+  // Switch resources: the object's multicast group takes a slot on every switch at its first
+  // binding (running out is CUDA_ERROR_OUT_OF_MEMORY: nccl issue 2077).
+  if (!mc.holdsGroup && groups_ >= preset_.nvswitch.multicastSlots) return Status::kOutOfMemory;
+  uint64_t& bound = boundPerDevice_[static_cast<size_t>(device)];
+  if (size > preset_.gpu.memoryBytes - std::min(bound, preset_.gpu.memoryBytes)) return Status::kOutOfMemory;
+  if (!mc.holdsGroup) {
+    mc.holdsGroup = true;
+    ++groups_;
+  }
+  bound += size;
+  mc.boundBytes += size;
+  mc.bindings[{device, mcOffset}] = MulticastBinding{device, mcOffset, size, src.alloc, src.offset};
+  return Status::kOk;
+}
+
+Status FabricManager::unbind(MulticastObject& mc, int device, uint64_t mcOffset, uint64_t size,
+                             MulticastBinding* removed) {
+  if (!mc.hasMember(device)) return Status::kInvalidDevice;
+  auto it = mc.bindings.find({device, mcOffset});
+  if (it == mc.bindings.end() || it->second.size != size) {
+    // Undefined in the reference; refused here rather than guessed at.
+    std::fprintf(stderr, "mcsim: cuMulticastUnbind(device %d, offset %llu, size %llu) matches no "
+                         "binding of multicast object %llu; an unbind must repeat a bind's offset "
+                         "and size\n", device, static_cast<unsigned long long>(mcOffset),
+                 static_cast<unsigned long long>(size),
+                 static_cast<unsigned long long>(mc.id & ~kMulticastIdBit));
+    return Status::kInvalidValue;
+  }
+  *removed = it->second;
+  boundPerDevice_[static_cast<size_t>(device)] -= size;
+  mc.boundBytes -= size;
+  mc.bindings.erase(it);
+  return Status::kOk;
+}
+
+std::vector<MulticastBinding> FabricManager::destroy(uint64_t id) {
+  std::vector<MulticastBinding> out;
+  auto it = objects_.find(id);
+  if (it == objects_.end()) return out;
+  for (const auto& [key, b] : it->second.bindings) {
+    boundPerDevice_[static_cast<size_t>(b.device)] -= b.size;
+    out.push_back(b);
+  }
+  if (it->second.holdsGroup) --groups_;
+  objects_.erase(it);
+  return out;
+}
+
+std::vector<uint64_t> FabricManager::heldByDescriptors() const {
+  std::vector<uint64_t> out;
+  for (const auto& [id, mc] : objects_) {
+    if (mc.heldByDescriptors) out.push_back(id);
+  }
+  return out;
+}
+
+void FabricManager::addToDigest(model::Digest& d) const {
+  d.add(static_cast<uint64_t>(state_)).add(nextId_).add(static_cast<uint64_t>(groups_));
+  d.add(objects_.size());
+  for (const auto& [id, mc] : objects_) {
+    d.add(id).add(mc.props.numDevices).add(mc.props.size).add(mc.props.handleTypes);
+    d.add(mc.shared ? 1 : 0).add(mc.refs).add(mc.firstHandle).add(mc.holdsGroup ? 1 : 0);
+    d.add(mc.members.size());
+    for (int m : mc.members) d.add(static_cast<uint64_t>(m));
+    d.add(mc.bindings.size());
+    for (const auto& [key, b] : mc.bindings) {
+      d.add(static_cast<uint64_t>(b.device)).add(b.mcOffset).add(b.size).add(b.alloc).add(b.allocOffset);
+    }
+  }
+  for (uint64_t b : boundPerDevice_) d.add(b);
+}
+
+}  // namespace mcsim::fabric

@@ -1,0 +1,102 @@
+#include "fabric/team_wait.h"
+
+#include <dirent.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "model/engine.h"
+
+namespace mcsim::fabric {
+
+HangPolicy HangPolicy::fromEnvironment() {
+  HangPolicy p;
+  if (const char* g = std::getenv("MCSIM_HANG_GRACE_S"); g != nullptr && *g != '\0') {
+    char* end = nullptr;
+    const double v = std::strtod(g, &end);
+    if (*end == '\0' && v > 0) p.graceSeconds = v;
+    else std::fprintf(stderr, "mcsim: MCSIM_HANG_GRACE_S='%s' is not a positive number of seconds; using %g\n", g, p.graceSeconds);
+  }
+  if (const char* a = std::getenv("MCSIM_ON_HANG"); a != nullptr && *a != '\0') {
+    if (std::strcmp(a, "abort") == 0) p.abortOnHang = true;
+    else if (std::strcmp(a, "fail") != 0) std::fprintf(stderr, "mcsim: MCSIM_ON_HANG='%s' is neither fail nor abort; failing the calls\n", a);
+  }
+  return p;
+}
+
+int applicationThreadCount() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) n += (e->d_name[0] != '.');
+    closedir(d);
+  }
+  return n - model::Engine::internalThreads();
+}
+
+Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
+                        const std::function<bool()>& ready,
+                        const std::function<std::string(uint64_t)>& describe) {
+  if (ready()) return Status::kOk;
+  const uint64_t ticket = nextTicket_++;
+  waiters_[ticket] = Waiter{call, object, static_cast<long>(syscall(SYS_gettid))};
+  using Clock = std::chrono::steady_clock;
+  uint64_t seenProgress = progress_;
+  Clock::time_point quietSince = Clock::now();
+  // Polling is what lets a waiter notice that the others are stuck too; the period only bounds
+  // how soon a deadlock is reported.
+  constexpr auto kPoll = std::chrono::milliseconds(20);
+  Status result = Status::kOk;
+  for (;;) {
+    if (waiters_[ticket].givenUp) {
+      result = Status::kHang;
+      break;
+    }
+    if (ready()) break;
+    if (progress_ != seenProgress) {
+      seenProgress = progress_;
+      quietSince = Clock::now();
+    }
+    if (static_cast<int>(waiters_.size()) >= applicationThreadCount()) {
+      giveUpAll("deadlock: every thread of this process is blocked in the driver, so nothing can add the missing devices", describe);
+      continue;
+    }
+    if (Clock::now() - quietSince >= std::chrono::duration<double>(policy_.graceSeconds)) {
+      char verdict[160];
+      std::snprintf(verdict, sizeof verdict, "suspected hang: the node made no progress for %g s while calls waited for teams (MCSIM_HANG_GRACE_S)", policy_.graceSeconds);
+      giveUpAll(verdict, describe);
+      continue;
+    }
+    cv_.wait_for(lock, kPoll);
+  }
+  waiters_.erase(ticket);
+  return result;
+}
+
+void TeamWaiter::progress() {
+  ++progress_;
+  cv_.notify_all();
+}
+
+void TeamWaiter::giveUpAll(const char* verdict, const std::function<std::string(uint64_t)>& describe) {
+  std::string report = std::string("mcsim: ") + verdict + "\n";
+  std::set<uint64_t> objects;
+  for (const auto& [ticket, w] : waiters_) objects.insert(w.object);
+  for (uint64_t o : objects) report += "  " + describe(o) + "\n";
+  for (const auto& [ticket, w] : waiters_) {
+    report += "  waiting: thread " + std::to_string(w.thread) + " in " + w.call + "\n";
+  }
+  report += policy_.abortOnHang ? "mcsim: aborting (MCSIM_ON_HANG=abort)\n"
+                                : "mcsim: failing the waiting calls (MCSIM_HANG_RESULT; MCSIM_ON_HANG=abort aborts instead)\n";
+  std::fputs(report.c_str(), stderr);
+  std::fflush(stderr);
+  if (policy_.abortOnHang) std::abort();
+  for (auto& [ticket, w] : waiters_) w.givenUp = true;
+  cv_.notify_all();
+}
+
+}  // namespace mcsim::fabric

@@ -1,0 +1,70 @@
+// Blocking until a multicast team is complete, and knowing when it never will be.
+//
+// The reference says binds and maps of a multicast object block until every device has been
+// added. A blocked call waits for real (a condition variable, under the node's lock). Blocking
+// alone is no deadlock: a thread that has not called the driver yet may still add the missing
+// device. The wait is given up when
+//   - every application thread of the process is blocked in such a wait (a deadlock: nothing can
+//     ever add the device; the single-threaded program blocked in a bind is the common case), or
+//   - the node has made no progress for the grace period (a suspected hang: e.g. the thread that
+//     should add the device is itself waiting for something outside mcsim).
+// Either way mcsim prints a report naming the objects, how many devices each still misses, and
+// who is waiting, then fails every waiter with Status::kHang (MCSIM_ON_HANG=fail, the default)
+// or aborts the process (MCSIM_ON_HANG=abort).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "model/status.h"
+
+namespace mcsim::fabric {
+
+struct HangPolicy {
+  double graceSeconds = 10.0;  // MCSIM_HANG_GRACE_S
+  bool abortOnHang = false;    // MCSIM_ON_HANG=abort
+  static HangPolicy fromEnvironment();
+};
+
+class TeamWaiter {
+ public:
+  explicit TeamWaiter(HangPolicy policy) : policy_(policy) {}
+
+  // Waits, with `lock` (the node's) held on entry and on return, until `ready()` is true.
+  // `call` names the waiting call ("cuMulticastBindMem on device 3"); `object` names what it
+  // waits for, and `describe()` says what that still lacks (called under the lock, when a
+  // report is written). Returns kOk, or kHang when the wait was given up.
+  Status wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
+              const std::function<bool()>& ready, const std::function<std::string(uint64_t)>& describe);
+
+  // Something changed that may let a waiter go on (a device was added, an object released).
+  // Call under the node's lock.
+  void progress();
+
+  size_t waiting() const { return waiters_.size(); }
+
+ private:
+  struct Waiter {
+    std::string call;
+    uint64_t object;
+    long thread;
+    bool givenUp = false;
+  };
+  // Gives up every waiter after writing the report. Under the lock.
+  void giveUpAll(const char* verdict, const std::function<std::string(uint64_t)>& describe);
+
+  HangPolicy policy_;
+  std::condition_variable cv_;
+  std::map<uint64_t, Waiter> waiters_;  // by ticket, in arrival order
+  uint64_t nextTicket_ = 0;
+  uint64_t progress_ = 0;
+};
+
+// Threads of this process that belong to the application, not to mcsim (the engine thread).
+int applicationThreadCount();
+
+}  // namespace mcsim::fabric
