@@ -4,6 +4,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/memory.h"
+#include "driver/pool.h"
 #include "model/digest.h"
 #include "model/engine.h"
 
@@ -17,6 +18,7 @@ uint64_t stateDigest() {
   d.add(driver::node().stateDigest());
   driver::addMemoryTablesToDigest(d);
   driver::addContextsToDigest(d);
+  driver::addPoolsToDigest(d);
   return d.value();
 }
 

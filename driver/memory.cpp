@@ -1,6 +1,7 @@
 // Linear device memory (cuMemAlloc), pinned host memory, and the synchronous and asynchronous
 // copies and memsets on the legacy default stream.
 #include "driver/memory.h"
+#include "driver/pool.h"
 
 #include <sys/mman.h>
 

@@ -6,6 +6,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/memory.h"
+#include "driver/pool.h"
 
 using namespace mcsim;
 using namespace mcsim::driver;
@@ -43,9 +44,12 @@ void put(void* data, T v) {
   std::memcpy(data, &v, sizeof v);
 }
 
-// The answer for device memory: a VMM mapping or cuMemAlloc memory.
+// The answer for device memory: a VMM mapping, cuMemAlloc memory or pool memory.
 CUresult deviceAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attribute attr, void* data) {
   const fabric::PointerInfo& i = f.info;
+  // cuMemAlloc and pool memory answer with the allocation as asked for, VMM memory with its
+  // reservation.
+  const bool driverMade = i.linear || i.pooled;
   switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: {
       CUcontext owner = nullptr;  // VMM memory belongs to no context
@@ -77,10 +81,10 @@ CUresult deviceAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attri
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: put<unsigned>(data, i.linear ? 1 : 0); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-      put<CUdeviceptr>(data, i.linear ? i.mappingBase : i.reservationBase);
+      put<CUdeviceptr>(data, driverMade ? i.mappingBase : i.reservationBase);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-      put<size_t>(data, i.linear ? i.linearSize : i.reservationSize);
+      put<size_t>(data, driverMade ? i.requestedSize : i.reservationSize);
       return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPED: put<unsigned>(data, 1); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: put<unsigned long long>(data, i.handleTypes); return CUDA_SUCCESS;
@@ -90,7 +94,7 @@ CUresult deviceAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attri
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       put<unsigned>(data, i.linear ? unsigned{CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE} : static_cast<unsigned>(i.access));
       return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put<CUmemoryPool>(data, nullptr); return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: put<CUmemoryPool>(data, i.pooled ? poolOf(ptr) : nullptr); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: put<size_t>(data, i.mappingSize); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: put<CUdeviceptr>(data, i.mappingBase); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: put<unsigned>(data, 0); return CUDA_SUCCESS;
@@ -213,14 +217,16 @@ CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUde
   };
   uint64_t base = 0, size = 0;
   if (f.device) {
-    // VMM memory answers with its mapping; cuMemAlloc memory with the allocation as asked for.
+    // VMM memory answers with its mapping; cuMemAlloc and pool memory with the allocation as
+    // asked for.
     base = f.info.mappingBase;
-    size = f.info.linear ? f.info.linearSize : f.info.mappingSize;
-    if (f.info.linear && dptr >= base + size) return notFound();
+    const bool driverMade = f.info.linear || f.info.pooled;
+    size = driverMade ? f.info.requestedSize : f.info.mappingSize;
+    if (driverMade && dptr >= base + size) return notFound();
     // A mapping that runs past the end of its reservation is not found
     // (vmm.map.past_end_of_reservation.addrrange).
     const fabric::PointerInfo& i = f.info;
-    if (!i.linear && (i.reservationSize == 0 || i.mappingBase < i.reservationBase ||
+    if (!driverMade && (i.reservationSize == 0 || i.mappingBase < i.reservationBase ||
                       i.mappingBase + i.mappingSize > i.reservationBase + i.reservationSize)) {
       return notFound();
     }

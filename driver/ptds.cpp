@@ -8,6 +8,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/memory.h"
+#include "driver/pool.h"
 
 using namespace mcsim::driver;
 

@@ -56,11 +56,14 @@ uint64_t reserveVaWindow() {
   return (reinterpret_cast<uint64_t>(p) + kLinearGranule - 1) & ~(kLinearGranule - 1);
 }
 
+// How an allocation was made: by cuMemCreate, by cuMemAlloc, or from a stream-ordered pool.
+enum class AllocKind { kVmm, kLinear, kPooled };
+
 struct Allocation {
   AllocId id = 0;
   AllocationProps props;
-  bool linear = false;
-  uint64_t linearRequested = 0;  // what cuMemAlloc was asked for
+  AllocKind kind = AllocKind::kVmm;
+  uint64_t requested = 0;  // what cuMemAlloc or the pool was asked for
   uint64_t refs = 0;             // live handle values + mappings
   uint64_t firstHandle = 0;      // the handle value this process first had for it
   bool heldByDescriptors = false;  // no refs left, but an exported descriptor is still open
@@ -99,7 +102,7 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     sweepHeldAllocations();  // memory kept only by closed descriptors counts no more
     AllocId id = 0;
-    Status s = newAllocation(props, false, 0, &id);
+    Status s = newAllocation(props, AllocKind::kVmm, 0, &id);
     if (s != Status::kOk) return s;
     *handle = newHandle(id, false);
     return Status::kOk;
@@ -143,7 +146,8 @@ class EmbeddedNode final : public Node {
     std::lock_guard<std::mutex> lock(mu_);
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kInvalidValue;
-    if (!isMulticastId(m->alloc) && allocs_.at(m->alloc).linear) return Status::kInvalidValue;
+    // Only cuMemCreate memory has a handle to retain.
+    if (!isMulticastId(m->alloc) && allocs_.at(m->alloc).kind != AllocKind::kVmm) return Status::kInvalidValue;
     // The real driver answers with the handle value the allocation was first known by, even
     // after the program released it (the mapping kept the allocation alive).
     const ObjectView o = objectOf(m->alloc);
@@ -285,38 +289,35 @@ class EmbeddedNode final : public Node {
   Status allocLinear(int device, uint64_t size, uint64_t* va) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (device < 0 || device >= preset_.gpuCount) return Status::kInvalidDevice;
-    const uint64_t rounded = (size + kLinearGranule - 1) & ~(kLinearGranule - 1);
-    if (size == 0 || rounded < size) return Status::kInvalidValue;
     AllocationProps props;
     props.location = Location{LocationKind::kDevice, device};
-    props.size = rounded;
-    AllocId id = 0;
-    Status s = newAllocation(props, true, size, &id);
-    if (s != Status::kOk) return s;
-    uint64_t at = 0;
-    s = space_.reserve(rounded, kLinearGranule, 0, true, &at);
-    if (s != Status::kOk) {
-      destroyAllocation(id);
-      return s;
-    }
-    space_.map(at, rounded, id, 0);
-    for (int d = 0; d < preset_.gpuCount; ++d) space_.setAccess(at, rounded, d, Access::kReadWrite);
-    linear_[at] = id;
-    *va = at;
-    return Status::kOk;
+    // Every device's copy engines reach cuMemAlloc memory.
+    std::vector<int> everyDevice;
+    for (int d = 0; d < preset_.gpuCount; ++d) everyDevice.push_back(d);
+    return allocInternal(props, size, AllocKind::kLinear, everyDevice, va);
   }
 
   Status freeLinear(uint64_t va) override {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = linear_.find(va);
-    if (it == linear_.end()) return Status::kInvalidValue;
-    const uint64_t size = allocs_.at(it->second).props.size;
-    std::vector<model::Mapping> removed;
-    space_.unmap(va, size, &removed);
-    space_.free(va, size);
-    for (const auto& m : removed) dropRef(m.alloc);
-    linear_.erase(it);
-    return Status::kOk;
+    return freeInternal(va, AllocKind::kLinear);
+  }
+
+  Status allocPooled(const AllocationProps& props, uint64_t size, const std::vector<int>& accessors,
+                     uint64_t* va) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return allocInternal(props, size, AllocKind::kPooled, accessors, va);
+  }
+
+  Status freePooled(uint64_t va) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return freeInternal(va, AllocKind::kPooled);
+  }
+
+  Status setPooledAccess(uint64_t va, int device, Access access) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = internal_.find(va);
+    if (it == internal_.end() || allocs_.at(it->second).kind != AllocKind::kPooled) return Status::kInvalidValue;
+    return space_.setAccess(va, allocs_.at(it->second).props.size, device, access);
   }
 
   Status pointerInfo(uint64_t va, int device, PointerInfo* info) override {
@@ -340,18 +341,19 @@ class EmbeddedNode final : public Node {
     }
     const Allocation& a = allocs_.at(m->alloc);
     info->mapped = true;
-    info->linear = a.linear;
+    info->linear = a.kind == AllocKind::kLinear;
+    info->pooled = a.kind == AllocKind::kPooled;
     info->location = a.props.location;
     info->allocationId = a.id;
     info->handleTypes = a.props.handleTypes;
-    info->gpuDirectRdmaCapable = a.linear || a.props.gpuDirectRdmaCapable;
+    info->gpuDirectRdmaCapable = a.kind == AllocKind::kLinear || a.props.gpuDirectRdmaCapable;
     info->mappingBase = m->va;
     info->mappingSize = m->size;
     // A mapping may run past its reservation's end (the real driver allows it); then the
     // address is in no reservation.
     info->reservationBase = r != nullptr ? r->va : 0;
     info->reservationSize = r != nullptr ? r->size : 0;
-    info->linearSize = a.linearRequested;
+    info->requestedSize = a.requested;
     if (device >= 0 && device < preset_.gpuCount) info->access = m->access[static_cast<size_t>(device)];
     return Status::kOk;
   }
@@ -487,7 +489,7 @@ class EmbeddedNode final : public Node {
       // memory is refused (the reference names cuMemCreate and cudaMallocAsync only).
       const model::Mapping* m = space_.mappingContaining(va);
       if (m == nullptr || isMulticastId(m->alloc) || size > m->va + m->size - va) return Status::kInvalidValue;
-      if (allocs_.at(m->alloc).linear) return Status::kInvalidValue;
+      if (allocs_.at(m->alloc).kind == AllocKind::kLinear) return Status::kInvalidValue;
       return bindSourceOf(m->alloc, m->allocOffset + (va - m->va), size, src);
     };
     return bind(lock, "cuMulticastBindAddr", mcHandle, device, mcOffset, size, source);
@@ -525,7 +527,7 @@ class EmbeddedNode final : public Node {
     d.add(nextAlloc_).add(nextHandle_);
     d.add(allocs_.size());
     for (const auto& [id, a] : allocs_) {
-      d.add(id).add(a.refs).add(a.linear ? 1 : 0).add(a.props.size).add(a.props.handleTypes);
+      d.add(id).add(a.refs).add(static_cast<uint64_t>(a.kind)).add(a.props.size).add(a.props.handleTypes);
       d.add(a.firstHandle).add(a.heldByDescriptors ? 1 : 0);
       d.add(static_cast<uint64_t>(a.props.location.kind)).add(static_cast<uint64_t>(a.props.location.id));
     }
@@ -556,6 +558,41 @@ class EmbeddedNode final : public Node {
   }
 
  private:
+  // Memory the driver reserves, backs and maps in one step (cuMemAlloc, pools): rounded to whole
+  // granules, used within `requested`, reachable by `accessors`.
+  Status allocInternal(AllocationProps props, uint64_t requested, AllocKind kind,
+                       const std::vector<int>& accessors, uint64_t* va) {
+    const uint64_t rounded = (requested + kLinearGranule - 1) & ~(kLinearGranule - 1);
+    if (requested == 0 || rounded < requested) return Status::kInvalidValue;
+    props.size = rounded;
+    AllocId id = 0;
+    Status s = newAllocation(props, kind, requested, &id);
+    if (s != Status::kOk) return s;
+    uint64_t at = 0;
+    s = space_.reserve(rounded, kLinearGranule, 0, true, &at);
+    if (s != Status::kOk) {
+      destroyAllocation(id);
+      return s;
+    }
+    space_.map(at, rounded, id, 0);
+    for (int d : accessors) space_.setAccess(at, rounded, d, Access::kReadWrite);
+    internal_[at] = id;
+    *va = at;
+    return Status::kOk;
+  }
+
+  Status freeInternal(uint64_t va, AllocKind kind) {
+    auto it = internal_.find(va);
+    if (it == internal_.end() || allocs_.at(it->second).kind != kind) return Status::kInvalidValue;
+    const uint64_t size = allocs_.at(it->second).props.size;
+    std::vector<model::Mapping> removed;
+    space_.unmap(va, size, &removed);
+    space_.free(va, size);
+    internal_.erase(it);
+    for (const auto& m : removed) dropRef(m.alloc);
+    return Status::kOk;
+  }
+
   MulticastObject* multicastOf(uint64_t handle) {
     auto h = handles_.find(handle);
     if (h == handles_.end() || !isMulticastId(h->second.alloc)) return nullptr;
@@ -690,7 +727,7 @@ class EmbeddedNode final : public Node {
     return &hostUsed_[loc.kind == LocationKind::kHost ? 0 : static_cast<size_t>(loc.id)];
   }
 
-  Status newAllocation(const AllocationProps& props, bool linear, uint64_t requested, AllocId* id) {
+  Status newAllocation(const AllocationProps& props, AllocKind kind, uint64_t requested, AllocId* id) {
     const bool device = props.location.kind == LocationKind::kDevice;
     const int limit = device ? preset_.gpuCount : preset_.hostNumaNodes;
     if (props.location.kind != LocationKind::kHost && (props.location.id < 0 || props.location.id >= limit)) {
@@ -703,8 +740,8 @@ class EmbeddedNode final : public Node {
     Allocation a;
     a.id = ++nextAlloc_;
     a.props = props;
-    a.linear = linear;
-    a.linearRequested = requested;
+    a.kind = kind;
+    a.requested = requested;
     a.refs = 1;
     *id = a.id;
     allocs_.emplace(a.id, std::move(a));
@@ -810,7 +847,7 @@ class EmbeddedNode final : public Node {
       // A multicast mapping is reached by multimem instructions, not by copies or memsets.
       if (isMulticastId(sg.alloc)) return false;
       const Allocation& a = allocs_.at(sg.alloc);
-      if (a.linear && (segs.size() > 1 || sg.allocOffset + sg.len > a.linearRequested)) return false;
+      if (a.kind != AllocKind::kVmm && (segs.size() > 1 || sg.allocOffset + sg.len > a.requested)) return false;
     }
     return true;
   }
@@ -844,7 +881,7 @@ class EmbeddedNode final : public Node {
   AddressSpace space_;
   std::map<AllocId, Allocation> allocs_;
   std::map<uint64_t, HandleEntry> handles_;
-  std::map<uint64_t, AllocId> linear_;   // cuMemAlloc base -> allocation
+  std::map<uint64_t, AllocId> internal_;  // cuMemAlloc and pool allocations by base address
   std::map<FileKey, AllocId> exports_;   // exported memfds -> allocation
   std::vector<uint64_t> deviceUsed_;
   std::vector<uint64_t> hostUsed_;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fabric/fabric_manager.h"
 #include "fabric/memory_types.h"
@@ -35,6 +36,7 @@ struct AllocationProps {
 struct PointerInfo {
   bool mapped = false;
   bool linear = false;          // made by allocLinear (cuMemAlloc), not by the VMM calls
+  bool pooled = false;          // made by allocPooled (a stream-ordered pool)
   Location location;            // where the backing memory lives
   uint64_t allocationId = 0;    // stable id of the physical allocation
   uint32_t handleTypes = 0;
@@ -42,7 +44,7 @@ struct PointerInfo {
   Access access = Access::kNone;  // of the device asked about
   uint64_t mappingBase = 0, mappingSize = 0;
   uint64_t reservationBase = 0, reservationSize = 0;
-  uint64_t linearSize = 0;      // what cuMemAlloc was asked for
+  uint64_t requestedSize = 0;   // what cuMemAlloc or the pool was asked for
 };
 
 struct NodeStats {
@@ -96,6 +98,14 @@ class Node {
   // writable by every device's copy engines.
   virtual Status allocLinear(int device, uint64_t size, uint64_t* va) = 0;
   virtual Status freeLinear(uint64_t va) = 0;
+  // Stream-ordered pool memory (cuMemAllocAsync): made like linear memory, but it keeps the
+  // pool's properties (location, shareable handle types), `accessors` get read-write access,
+  // and cuMulticastBindAddr accepts it.
+  virtual Status allocPooled(const AllocationProps& props, uint64_t size, const std::vector<int>& accessors,
+                             uint64_t* va) = 0;
+  virtual Status freePooled(uint64_t va) = 0;
+  // cuMemPoolSetAccess, applied to one of the pool's allocations.
+  virtual Status setPooledAccess(uint64_t va, int device, Access access) = 0;
 
   virtual Status pointerInfo(uint64_t va, int device, PointerInfo* info) = 0;
   // Device memory left and in all (cuMemGetInfo).

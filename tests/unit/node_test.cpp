@@ -218,7 +218,7 @@ TEST_F(NodeTest, LinearMemoryIsUsableByEveryDeviceAndRefusesVmmCalls) {
   ASSERT_EQ(node().pointerInfo(va + 10, 0, &info), Status::kOk);
   EXPECT_TRUE(info.linear);
   EXPECT_EQ(info.mappingBase, va);
-  EXPECT_EQ(info.linearSize, 1000u);
+  EXPECT_EQ(info.requestedSize, 1000u);
   EXPECT_EQ(info.location.id, 3);
   const uint64_t d = node().stateDigest();
   EXPECT_EQ(node().unmap(va, kGran), Status::kInvalidValue);
