@@ -71,7 +71,12 @@ CUresult poolAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream 
   MCSIM_TRY(checkStream(stream));
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
-  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) {
+    // The real driver succeeds on a 0-byte request (conformance run of 2026-11-20); mcsim
+    // hands back NULL, as cuMemAllocHost(0) does.
+    *dptr = 0;
+    return CUDA_SUCCESS;
+  }
   std::lock_guard<std::mutex> lock(pools().mu);
   ensureDefaults();
   if (pool == nullptr) pool = pools().current[static_cast<size_t>(ctx->device)];
@@ -91,6 +96,7 @@ CUresult poolFree(CUdeviceptr dptr, CUstream stream) {
   MCSIM_TRY(checkStream(stream));
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
+  if (dptr == 0) return CUDA_SUCCESS;  // as cuMemFree(0)
   std::lock_guard<std::mutex> lock(pools().mu);
   auto it = pools().byAddress.find(dptr);
   if (it == pools().byAddress.end()) return CUDA_ERROR_INVALID_VALUE;
