@@ -658,6 +658,11 @@ class EmbeddedNode final : public Node {
     int dev = 0;
     s = bindDevice(device, src, &dev);
     if (s != Status::kOk) return s;
+    // Objects that only since-closed descriptors kept are gone in fact, and so are their switch
+    // slots: sweep them before the slot check, or a loop of create / export / bind / release /
+    // close runs out of slots at its 129th bind (multicast.Slots.ClosingTheLastDescriptorFreesTheSlot).
+    // Neither `mc` nor the bound memory can be swept: a handle or a mapping holds each.
+    sweepHeldAllocations();
     s = fabric_.bind(*mc, dev, mcOffset, src, size);
     if (s != Status::kOk) return s;
     ++allocs_.at(src.alloc).refs;  // the binding keeps the bound memory alive

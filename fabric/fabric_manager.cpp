@@ -75,9 +75,10 @@ const MulticastObject* FabricManager::find(uint64_t id) const {
 }
 
 Status FabricManager::addDevice(MulticastObject& mc, int device) {
-  if (device < 0 || device >= preset_.gpuCount || device >= preset_.multicast.maxTeamSize) {
-    return Status::kInvalidDevice;
-  }
+  // max_team_size bounds how many devices a team holds (checked at create), not which ones: a
+  // preset whose teams are smaller than the node must still let its high-numbered devices join
+  // (multicast.AddDevice.AnyDeviceJoinsWhenTeamsAreSmallerThanTheNode).
+  if (device < 0 || device >= preset_.gpuCount) return Status::kInvalidDevice;
   // A device joins once, into a team that still has room; the reference names no code for
   // either, and CUDA_ERROR_INVALID_VALUE is the one it lists for a bad argument.
   if (mc.hasMember(device) || mc.complete()) return Status::kInvalidValue;

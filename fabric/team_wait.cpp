@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "model/engine.h"
 
@@ -43,7 +44,7 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
                         const std::function<std::string(uint64_t)>& describe) {
   if (ready()) return Status::kOk;
   const uint64_t ticket = nextTicket_++;
-  waiters_[ticket] = Waiter{call, object, static_cast<long>(syscall(SYS_gettid))};
+  waiters_[ticket] = Waiter{call, object, static_cast<long>(syscall(SYS_gettid)), false, &ready};
   using Clock = std::chrono::steady_clock;
   uint64_t seenProgress = progress_;
   Clock::time_point quietSince = Clock::now();
@@ -61,7 +62,10 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
       seenProgress = progress_;
       quietSince = Clock::now();
     }
-    if (static_cast<int>(waiters_.size()) >= applicationThreadCount()) {
+    // Only waiters that cannot go on count: one whose team was just completed (by the thread that
+    // now waits here, say) has not run yet but is no longer blocked, and counting it would report
+    // a deadlock that is none and fail it too (multicast.Blocking.AWokenWaiterIsNotCountedAsStuck).
+    if (static_cast<int>(stuckWaiters()) >= applicationThreadCount()) {
       giveUpAll("deadlock: every thread of this process is blocked in the driver, so nothing can add the missing devices", describe);
       continue;
     }
@@ -82,12 +86,24 @@ void TeamWaiter::progress() {
   cv_.notify_all();
 }
 
+size_t TeamWaiter::stuckWaiters() const {
+  size_t n = 0;
+  for (const auto& [ticket, w] : waiters_) n += w.stuck() ? 1 : 0;
+  return n;
+}
+
 void TeamWaiter::giveUpAll(const char* verdict, const std::function<std::string(uint64_t)>& describe) {
+  // Waiters that can go on are left to do so; the report and the failure are for the stuck ones.
+  std::vector<uint64_t> stuck;
+  for (const auto& [ticket, w] : waiters_) {
+    if (w.stuck()) stuck.push_back(ticket);
+  }
   std::string report = std::string("mcsim: ") + verdict + "\n";
   std::set<uint64_t> objects;
-  for (const auto& [ticket, w] : waiters_) objects.insert(w.object);
+  for (uint64_t t : stuck) objects.insert(waiters_.at(t).object);
   for (uint64_t o : objects) report += "  " + describe(o) + "\n";
-  for (const auto& [ticket, w] : waiters_) {
+  for (uint64_t t : stuck) {
+    const Waiter& w = waiters_.at(t);
     report += "  waiting: thread " + std::to_string(w.thread) + " in " + w.call + "\n";
   }
   report += policy_.abortOnHang ? "mcsim: aborting (MCSIM_ON_HANG=abort)\n"
@@ -95,7 +111,7 @@ void TeamWaiter::giveUpAll(const char* verdict, const std::function<std::string(
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
   if (policy_.abortOnHang) std::abort();
-  for (auto& [ticket, w] : waiters_) w.givenUp = true;
+  for (uint64_t t : stuck) waiters_.at(t).givenUp = true;
   cv_.notify_all();
 }
 

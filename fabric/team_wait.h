@@ -53,8 +53,15 @@ class TeamWaiter {
     uint64_t object;
     long thread;
     bool givenUp = false;
+    // The waiter's own condition (it lives in the waiting call's frame while the waiter is
+    // listed). A waiter whose condition already holds is about to go on, so it is not stuck,
+    // even if it has not run since.
+    const std::function<bool()>* ready = nullptr;
+    bool stuck() const { return !givenUp && !(*ready)(); }
   };
-  // Gives up every waiter after writing the report. Under the lock.
+  // Waiters that cannot go on by themselves. Under the lock.
+  size_t stuckWaiters() const;
+  // Gives up every stuck waiter after writing the report. Under the lock.
   void giveUpAll(const char* verdict, const std::function<std::string(uint64_t)>& describe);
 
   HangPolicy policy_;
