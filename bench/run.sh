@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
 # Builds the driver benchmarks in Release (in build-release, apart from the development build),
-# runs them, and prints each median against its target. Extra arguments go to the benchmark
-# binary (e.g. --benchmark_filter=Memcpy). Exit status: 1 when a target is missed.
+# runs every benchmark binary one after the other, and prints one table of medians against their
+# targets (docs/benchmarks.md). Extra arguments go to every benchmark binary (e.g.
+# --benchmark_filter=Multicast; a binary with no matching benchmark just reports nothing).
+# Exit status: 1 when a target is missed.
+#
+# MCSIM_BENCH_BUILD_DIR  build directory (default: build-release)
+# MCSIM_BENCH_JOBS       ninja jobs (default: 2)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MCSIM_BENCH_BUILD_DIR:-$repo/build-release}
 jobs=${MCSIM_BENCH_JOBS:-2}
+benches=(driver_overhead_bench multicast_bench)
 
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMCSIM_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j"$jobs" driver_overhead_bench
+ninja -C "$build" -j"$jobs" "${benches[@]}"
 
-results=$build/bench/driver_overhead_bench.json
-"$build/bench/driver_overhead_bench" --benchmark_out="$results" --benchmark_out_format=json "$@"
+echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+results=()
+for bench in "${benches[@]}"; do
+  out=$build/bench/$bench.json
+  rm -f "$out"  # never summarize a previous run's figures
+  echo
+  "$build/bench/$bench" --benchmark_out="$out" --benchmark_out_format=json "$@"
+  [[ -s $out ]] && results+=("$out")
+done
 echo
-python3 "$repo/bench/summarize.py" "$results"
+if [[ ${#results[@]} -eq 0 ]]; then
+  echo "no benchmark results were written" >&2
+  exit 1
+fi
+python3 "$repo/bench/summarize.py" "${results[@]}"
