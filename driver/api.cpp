@@ -33,6 +33,8 @@ NodeStats nodeStats() {
   out.exportedFds = s.exportedFds;
   out.residentBytes = s.residentBytes;
   out.hostAllocations = driver::hostAllocationCount();
+  out.multicastObjects = s.multicastObjects;
+  out.freeMulticastSlots = s.freeMulticastSlots;
   return out;
 }
 

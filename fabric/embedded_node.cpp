@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -81,6 +82,15 @@ struct FileKey {
   uint64_t ino;
   bool operator<(const FileKey& o) const { return dev != o.dev ? dev < o.dev : ino < o.ino; }
 };
+
+template <typename Map>
+std::vector<typename Map::key_type> sortedKeys(const Map& m) {
+  std::vector<typename Map::key_type> keys;
+  keys.reserve(m.size());
+  for (const auto& kv : m) keys.push_back(kv.first);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
 
 class EmbeddedNode final : public Node {
  public:
@@ -196,6 +206,7 @@ class EmbeddedNode final : public Node {
     if (it == exports_.end()) return Status::kNotShareable;
     const ObjectView o = objectOf(it->second);
     *o.heldByDescriptors = false;
+    held_.erase(it->second);
     ++*o.refs;
     *handle = newHandle(it->second, true);
     return Status::kOk;
@@ -227,6 +238,7 @@ class EmbeddedNode final : public Node {
     if (!objectExists(id) || (objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
     const ObjectView o = objectOf(id);
     *o.heldByDescriptors = false;
+    held_.erase(id);
     ++*o.refs;
     *handle = newHandle(id, true);
     return Status::kOk;
@@ -526,13 +538,17 @@ class EmbeddedNode final : public Node {
     model::Digest d;
     d.add(nextAlloc_).add(nextHandle_);
     d.add(allocs_.size());
-    for (const auto& [id, a] : allocs_) {
+    for (AllocId id : sortedKeys(allocs_)) {
+      const Allocation& a = allocs_.at(id);
       d.add(id).add(a.refs).add(static_cast<uint64_t>(a.kind)).add(a.props.size).add(a.props.handleTypes);
       d.add(a.firstHandle).add(a.heldByDescriptors ? 1 : 0);
       d.add(static_cast<uint64_t>(a.props.location.kind)).add(static_cast<uint64_t>(a.props.location.id));
     }
     d.add(handles_.size());
-    for (const auto& [value, h] : handles_) d.add(value).add(h.alloc).add(h.refs).add(h.imported ? 1 : 0);
+    for (uint64_t value : sortedKeys(handles_)) {
+      const HandleEntry& h = handles_.at(value);
+      d.add(value).add(h.alloc).add(h.refs).add(h.imported ? 1 : 0);
+    }
     d.add(exports_.size());
     for (const auto& [key, id] : exports_) d.add(id);
     for (uint64_t u : deviceUsed_) d.add(u);
@@ -647,7 +663,7 @@ class EmbeddedNode final : public Node {
     Status s = check(&mc, &src);
     if (s != Status::kOk) return s;
     const uint64_t id = mc->id;
-    s = waitForTeam(lock, id, std::string(call) + (device >= 0 ? " on device " + std::to_string(device) : ""));
+    s = waitForTeam(lock, id, call, device);
     if (s != Status::kOk) return s;
     s = check(&mc, &src);
     if (s != Status::kOk) return s;
@@ -679,7 +695,7 @@ class EmbeddedNode final : public Node {
     if (size == 0 || size > mc->props.size || size % gran != 0 || va % gran != 0) return Status::kInvalidValue;
     const model::Reservation* r = space_.reservationContaining(va);
     if (r == nullptr || r->internal) return Status::kInvalidValue;
-    Status s = waitForTeam(lock, id, "cuMemMap");
+    Status s = waitForTeam(lock, id, "cuMemMap", -1);
     if (s != Status::kOk) return s;
     mc = fabric_.find(id);
     if (mc == nullptr) return Status::kInvalidValue;
@@ -691,11 +707,14 @@ class EmbeddedNode final : public Node {
     return Status::kOk;
   }
 
-  Status waitForTeam(std::unique_lock<std::mutex>& lock, uint64_t id, const std::string& call) {
+  // Blocks until the team of object `id` is complete. `call` and `device` only name the waiter
+  // in reports, so nothing is formatted unless the call really has to wait.
+  Status waitForTeam(std::unique_lock<std::mutex>& lock, uint64_t id, const char* call, int device) {
     auto ready = [&] {
       const MulticastObject* mc = fabric_.find(id);
       return mc == nullptr || mc->complete();  // a released object wakes its waiters too
     };
+    if (ready()) return Status::kOk;
     auto describe = [&](uint64_t object) {
       const MulticastObject* mc = fabric_.find(object);
       if (mc == nullptr) return std::string("a released multicast object");
@@ -705,8 +724,9 @@ class EmbeddedNode final : public Node {
              std::to_string(mc->props.numDevices) + ", devices added [" + added + "], " +
              std::to_string(mc->props.numDevices - mc->members.size()) + " still to be added";
     };
-    return waiter_.wait(lock, call + " (multicast object " + std::to_string(id & ~kMulticastIdBit) + ")", id,
-                        ready, describe);
+    const std::string who = std::string(call) + (device >= 0 ? " on device " + std::to_string(device) : "") +
+                            " (multicast object " + std::to_string(id & ~kMulticastIdBit) + ")";
+    return waiter_.wait(lock, who, id, ready, describe);
   }
 
   static uint64_t fabricCheck(AllocId id) { return (id * 0x9e3779b97f4a7c15ull) ^ 0x6d6373696d464142ull; }
@@ -765,8 +785,12 @@ class EmbeddedNode final : public Node {
     if (!objectExists(id)) return;
     const ObjectView o = objectOf(id);
     if (--*o.refs != 0) return;
-    if (openExportOf(id)) *o.heldByDescriptors = true;
-    else destroyObject(id);
+    if (openExportOf(id)) {
+      *o.heldByDescriptors = true;
+      held_.insert(id);
+    } else {
+      destroyObject(id);
+    }
   }
 
   // Whether a descriptor exported for `id` is still open in this process.
@@ -793,16 +817,15 @@ class EmbeddedNode final : public Node {
   }
 
   // Frees allocations that only exported descriptors kept, once those are all closed.
+  // Costs nothing while no object is held that way, so calls can afford it.
   void sweepHeldAllocations() {
     std::vector<uint64_t> done;
-    for (const auto& [id, a] : allocs_) {
-      if (a.heldByDescriptors && !openExportOf(id)) done.push_back(id);
-    }
-    for (uint64_t id : fabric_.heldByDescriptors()) {
+    for (uint64_t id : held_) {
       if (!openExportOf(id)) done.push_back(id);
     }
     for (uint64_t id : done) destroyObject(id);
   }
+
 
   // A view of the bookkeeping that allocations and multicast objects share.
   struct ObjectView {
@@ -824,6 +847,7 @@ class EmbeddedNode final : public Node {
   }
 
   void destroyObject(uint64_t id) {
+    held_.erase(id);
     for (auto e = exports_.begin(); e != exports_.end();) {
       e = (e->second == id) ? exports_.erase(e) : std::next(e);
     }
@@ -884,8 +908,11 @@ class EmbeddedNode final : public Node {
   uint64_t vaBase_;
   std::mutex mu_;
   AddressSpace space_;
-  std::map<AllocId, Allocation> allocs_;
-  std::map<uint64_t, HandleEntry> handles_;
+  // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
+  // could show, except digests, which sort their keys (sortedKeys).
+  std::unordered_map<AllocId, Allocation> allocs_;
+  std::unordered_map<uint64_t, HandleEntry> handles_;
+  std::set<uint64_t> held_;  // objects that only exported descriptors keep
   std::map<uint64_t, AllocId> internal_;  // cuMemAlloc and pool allocations by base address
   std::map<FileKey, AllocId> exports_;   // exported memfds -> allocation
   std::vector<uint64_t> deviceUsed_;

@@ -144,18 +144,14 @@ std::vector<MulticastBinding> FabricManager::destroy(uint64_t id) {
   return out;
 }
 
-std::vector<uint64_t> FabricManager::heldByDescriptors() const {
-  std::vector<uint64_t> out;
-  for (const auto& [id, mc] : objects_) {
-    if (mc.heldByDescriptors) out.push_back(id);
-  }
-  return out;
-}
-
 void FabricManager::addToDigest(model::Digest& d) const {
   d.add(static_cast<uint64_t>(state_)).add(nextId_).add(static_cast<uint64_t>(groups_));
   d.add(objects_.size());
-  for (const auto& [id, mc] : objects_) {
+  std::vector<uint64_t> ids;
+  for (const auto& kv : objects_) ids.push_back(kv.first);
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) {
+    const MulticastObject& mc = objects_.at(id);
     d.add(id).add(mc.props.numDevices).add(mc.props.size).add(mc.props.handleTypes);
     d.add(mc.shared ? 1 : 0).add(mc.refs).add(mc.firstHandle).add(mc.holdsGroup ? 1 : 0);
     d.add(mc.members.size());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -92,9 +93,6 @@ class FabricManager {
   // Forgets the object, returning its bindings (whose references the caller drops).
   std::vector<MulticastBinding> destroy(uint64_t id);
 
-  // Objects that only exported descriptors keep.
-  std::vector<uint64_t> heldByDescriptors() const;
-
   int freeSlots() const { return preset_.nvswitch.multicastSlots - groups_; }
   size_t objectCount() const { return objects_.size(); }
   void addToDigest(model::Digest& d) const;
@@ -102,7 +100,7 @@ class FabricManager {
  private:
   const Preset& preset_;
   FabricManagerState state_;
-  std::map<uint64_t, MulticastObject> objects_;
+  std::unordered_map<uint64_t, MulticastObject> objects_;  // hash: lookups stay flat; digests sort
   uint64_t nextId_ = 0;
   int groups_ = 0;                      // groups held; every switch holds one per group
   std::vector<uint64_t> boundPerDevice_;

@@ -15,6 +15,8 @@ struct NodeStats {
   uint64_t exportedFds = 0;   // exported descriptors the node still recognises
   uint64_t residentBytes = 0; // host memory actually backing simulated memory
   uint64_t hostAllocations = 0;  // pinned host allocations
+  uint64_t multicastObjects = 0;  // live multicast objects
+  int freeMulticastSlots = 0;     // multicast group slots left on each switch
 };
 
 // Whether cuInit has succeeded in this process.
