@@ -275,6 +275,77 @@ TEST_F(McsimOnly, AddressesAndHandlesAreDeterministic) {
   EXPECT_CU(CUDA_SUCCESS, cuMemFree(d));
 }
 
+// Simulated memory costs host memory only where it is written: 8 GiB reserved, mapped and made
+// accessible on each of 8 devices (as NCCL-style clients do) leaves the node's resident bytes at
+// zero; writing 3 MiB on one device makes about that much resident, and releasing gives it back.
+TEST_F(McsimOnly, EightGiBOnEachOfEightDevicesCostsNoHostMemoryUntilWritten) {
+  REQUIRE_DEVICES(8);
+  constexpr size_t kSize = size_t{8} << 30;
+  struct Device {
+    CUmemGenericAllocationHandle h = 0;
+    CUdeviceptr va = 0;
+  } dev[8];
+  for (int d = 0; d < 8; ++d) {
+    CUmemAllocationProp p = devicePinned(d);
+    ASSERT_OK(cuMemCreate(&dev[d].h, kSize, &p, 0));
+    ASSERT_OK(cuMemAddressReserve(&dev[d].va, kSize, 0, 0, 0));
+    ASSERT_OK(cuMemMap(dev[d].va, kSize, 0, dev[d].h, 0));
+    CUmemAccessDesc a = readWrite(d);
+    ASSERT_OK(cuMemSetAccess(dev[d].va, kSize, &a, 1));
+  }
+  EXPECT_EQ(uint64_t{0}, mcsim::api::nodeStats().residentBytes);
+  // Device 0's context writes its own memory.
+  ASSERT_OK(cuMemsetD8(dev[0].va + (size_t{5} << 30), 0x7f, size_t{3} << 20));
+  const uint64_t resident = mcsim::api::nodeStats().residentBytes;
+  EXPECT_GE(resident, uint64_t{3} << 20);
+  EXPECT_LT(resident, uint64_t{4} << 20);
+  for (int d = 0; d < 8; ++d) {
+    ASSERT_OK(cuMemUnmap(dev[d].va, kSize));
+    ASSERT_OK(cuMemRelease(dev[d].h));
+    ASSERT_OK(cuMemAddressFree(dev[d].va, kSize));
+  }
+  EXPECT_EQ(uint64_t{0}, mcsim::api::nodeStats().residentBytes);
+  EXPECT_EQ(uint64_t{0}, mcsim::api::nodeStats().allocations);
+}
+
+// A malformed preset makes cuInit fail, says which file, line and problem on stderr, and leaves
+// the driver uninitialised.
+TEST(McsimPreset, MalformedPresetFailsCuInitNamingFileAndLine) {
+  char dir[] = "/tmp/mcsim-preset-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(dir));
+  const std::string path = std::string(dir) + "/bad.json";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(nullptr, f);
+    std::fputs("{\n  \"mcsim_preset\": 1,\n  \"name\": \"bad\",\n  \"gpu\": \"h100-sxm5-80gb\",\n"
+               "  \"gpu_count\": \"eight\"\n}\n", f);
+    std::fclose(f);
+  }
+  setenv("MCSIM_TOPOLOGY", path.c_str(), 1);
+  testing::internal::CaptureStderr();
+  const CUresult r = cuInit(0);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
+  EXPECT_NE(std::string::npos, err.find(path + ":5:")) << err;
+  EXPECT_NE(std::string::npos, err.find("gpu_count")) << err;
+  // The failure sticks, and nothing else initialises behind it.
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, cuInit(0));
+  int count = 0;
+  EXPECT_CU(CUDA_ERROR_NOT_INITIALIZED, cuDeviceGetCount(&count));
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
+// An unknown preset name fails the same way, listing the built-in names.
+TEST(McsimPreset, UnknownPresetNameListsTheBuiltInOnes) {
+  setenv("MCSIM_TOPOLOGY", "hgx-h1000", 1);
+  testing::internal::CaptureStderr();
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, cuInit(0));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(std::string::npos, err.find("hgx-h1000")) << err;
+  EXPECT_NE(std::string::npos, err.find("hgx-h100,")) << err;
+}
+
 }  // namespace
 
 #endif  // MCSIM_CONFORMANCE_REAL
