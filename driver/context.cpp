@@ -351,13 +351,7 @@ CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
 
 // Older ABI variants that cuGetProcAddress hands to programs asking for older versions (NCCL
 // asks for cuCtxCreate at 11040). Their arguments and meaning are unchanged.
-#undef cuCtxCreate
-#undef cuCtxDestroy
-#undef cuCtxPopCurrent
-#undef cuCtxPushCurrent
-#undef cuDevicePrimaryCtxRelease
-#undef cuDevicePrimaryCtxReset
-#undef cuDevicePrimaryCtxSetFlags
+#include "driver/abi_names.h"
 
 extern "C" {
 

@@ -65,7 +65,7 @@ CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
 }
 
 // The pre-11.4 entry point; identical on devices without MIG.
-#undef cuDeviceGetUuid
+#include "driver/abi_names.h"
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
 
 CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {

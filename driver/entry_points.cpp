@@ -8,17 +8,8 @@
 #include "driver/driver.h"
 #include "mcsim/cuda_multicast_v2.h"
 
-// cuda.h maps some base names to newer symbols with macros; the table names exact symbols.
-#undef cuCtxCreate
-#undef cuCtxDestroy
-#undef cuCtxPopCurrent
-#undef cuCtxPushCurrent
-#undef cuDevicePrimaryCtxRelease
-#undef cuDevicePrimaryCtxReset
-#undef cuDevicePrimaryCtxSetFlags
-#undef cuDeviceGetUuid
-#undef cuGetProcAddress
-#undef cuMemAlloc
+// The table names exact symbols, older variants included.
+#include "driver/abi_names.h"
 
 // cudaTypedefs.h declares the pre-3.2 variants' types only for NVIDIA's own build.
 typedef CUresult(CUDAAPI* PFN_cuMemAlloc_v2000)(unsigned int* dptr, unsigned int bytesize);

@@ -290,7 +290,7 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int* pFlags, void* p) {
 // The CUDA 2.0 cuMemAlloc, with a 32-bit device pointer, that cuGetProcAddress hands to a caller
 // asking for a version before 3.2 as the real driver does (gpa.v2.cuMemAlloc.2000: its exported
 // cuMemAlloc). No simulated device address fits in 32 bits, so it never succeeds.
-#undef cuMemAlloc
+#include "driver/abi_names.h"
 extern "C" CUresult CUDAAPI cuMemAlloc(unsigned int* dptr, unsigned int bytesize) {
   MCSIM_REQUIRE_INIT();
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;

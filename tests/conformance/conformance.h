@@ -8,6 +8,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include "tests/common/cu_expect.h"
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -21,20 +23,6 @@ inline void* libcudaSymbol(const char* name) {
   return lib != nullptr ? dlsym(lib, name) : nullptr;
 }
 
-inline std::string resultName(CUresult r) {
-  const char* s = nullptr;
-  if (cuGetErrorName(r, &s) != CUDA_SUCCESS || s == nullptr) return "CUresult(" + std::to_string(r) + ")";
-  return s;
-}
-
-}  // namespace conformance
-
-// Compare results by name so that a failure reads "CUDA_ERROR_INVALID_VALUE vs CUDA_SUCCESS".
-#define EXPECT_CU(expected, call) EXPECT_EQ(conformance::resultName(expected), conformance::resultName(call))
-#define ASSERT_CU(expected, call) ASSERT_EQ(conformance::resultName(expected), conformance::resultName(call))
-#define ASSERT_OK(call) ASSERT_CU(CUDA_SUCCESS, call)
-
-namespace conformance {
 
 // cuInit only: no context is current.
 class InitTest : public ::testing::Test {

@@ -247,7 +247,7 @@ TEST_F(Context, CreatedContextLifecycle) {
   // and INVALID_CONTEXT (conformance run of 2026-11-20) for it; mcsim answers the former.
   const CUresult twice = cuCtxDestroy(c);
   EXPECT_TRUE(twice == CUDA_ERROR_CONTEXT_IS_DESTROYED || twice == CUDA_ERROR_INVALID_CONTEXT)
-      << conformance::resultName(twice);
+      << cutest::resultName(twice);
   popped = kSentinel;
   EXPECT_CU(CUDA_SUCCESS, cuCtxPopCurrent(&popped));
   EXPECT_EQ(p, popped);

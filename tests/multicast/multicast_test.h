@@ -21,23 +21,9 @@
 #include <vector>
 
 #include "mcsim/api.h"
+#include "tests/common/cu_expect.h"
 #include "mcsim/cuda_multicast_v2.h"
 
-namespace mctest {
-
-inline std::string resultName(CUresult r) {
-  const char* s = nullptr;
-  if (cuGetErrorName(r, &s) != CUDA_SUCCESS || s == nullptr) return "CUresult(" + std::to_string(r) + ")";
-  return s;
-}
-
-}  // namespace mctest
-
-// Compare results by name so that a failure reads "CUDA_ERROR_INVALID_VALUE vs CUDA_SUCCESS".
-#define EXPECT_CU(expected, call) EXPECT_EQ(mctest::resultName(expected), mctest::resultName(call))
-#define ASSERT_CU(expected, call) ASSERT_EQ(mctest::resultName(expected), mctest::resultName(call))
-#define ASSERT_OK(call) ASSERT_CU(CUDA_SUCCESS, call)
-#define EXPECT_OK(call) EXPECT_CU(CUDA_SUCCESS, call)
 
 // A call that must fail with `expected` and change nothing in the node or the driver's tables.
 #define EXPECT_FAILS_CLEANLY(expected, call)                                   \

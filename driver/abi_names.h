@@ -1,0 +1,17 @@
+// cuda.h maps some base names to their newest symbols with macros (`#define cuCtxDestroy
+// cuCtxDestroy_v2`). The translation units that define or list the older variants under their
+// exact names include this after cuda.h to lift those mappings.
+#pragma once
+
+#include <cuda.h>
+
+#undef cuCtxCreate
+#undef cuCtxDestroy
+#undef cuCtxPopCurrent
+#undef cuCtxPushCurrent
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+#undef cuDevicePrimaryCtxSetFlags
+#undef cuDeviceGetUuid
+#undef cuGetProcAddress
+#undef cuMemAlloc
