@@ -1,0 +1,118 @@
+// Measures copy bandwidth on a real GPU machine, timed with events as an application would:
+// device-to-device on each GPU, and peer copies between GPU 0 and 1 in each direction and both
+// at once, from 4 MiB to 1 GiB. For calibrating mcsim's copy model (issue 4).
+//
+// It never calls any cuMulticast* function. Build: g++ -std=c++17 -O2 -I/usr/local/cuda/include
+// copy_bandwidth.cpp -lcuda -o copy_bandwidth. Output: one line per measurement,
+// `bw.<kind>.<bytes> = <ms> ms <GB/s>` (GB = 1e9 bytes, bytes moved one way).
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#define CHECK(x)                                                                      \
+  do {                                                                                \
+    CUresult r_ = (x);                                                                \
+    if (r_ != CUDA_SUCCESS) {                                                         \
+      const char* n_ = nullptr;                                                       \
+      cuGetErrorName(r_, &n_);                                                        \
+      std::printf("error: %s -> %s (line %d)\n", #x, n_ ? n_ : "?", __LINE__);       \
+      return 1;                                                                       \
+    }                                                                                 \
+  } while (0)
+
+namespace {
+
+constexpr int kWarmups = 2;
+constexpr int kRepeats = 10;
+
+// Median time in ms of `repeats` runs of `op` on `stream`, timed with events on that stream.
+template <typename Op>
+int medianMs(CUstream stream, Op op, float* out) {
+  CUevent a, b;
+  CHECK(cuEventCreate(&a, CU_EVENT_DEFAULT));
+  CHECK(cuEventCreate(&b, CU_EVENT_DEFAULT));
+  std::vector<float> ms;
+  for (int i = 0; i < kWarmups + kRepeats; ++i) {
+    CHECK(cuEventRecord(a, stream));
+    CHECK(op());
+    CHECK(cuEventRecord(b, stream));
+    CHECK(cuEventSynchronize(b));
+    float t = 0;
+    CHECK(cuEventElapsedTime(&t, a, b));
+    if (i >= kWarmups) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  *out = ms[ms.size() / 2];
+  cuEventDestroy(a);
+  cuEventDestroy(b);
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  CHECK(cuInit(0));
+  int n = 0;
+  CHECK(cuDeviceGetCount(&n));
+  char name[128];
+  CHECK(cuDeviceGetName(name, sizeof name, 0));
+  std::printf("meta.devices = %d\nmeta.name = %s\n", n, name);
+  const size_t kMax = size_t{1} << 30;
+  std::vector<CUcontext> ctx(static_cast<size_t>(n));
+  std::vector<CUdeviceptr> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  for (int d = 0; d < n && d < 2; ++d) {
+    CHECK(cuDevicePrimaryCtxRetain(&ctx[d], d));
+    CHECK(cuCtxSetCurrent(ctx[d]));
+    CHECK(cuMemAlloc(&a[d], kMax));
+    CHECK(cuMemAlloc(&b[d], kMax));
+    CHECK(cuMemsetD8(a[d], 1, kMax));
+  }
+  if (n >= 2) {
+    int can = 0;
+    CHECK(cuDeviceCanAccessPeer(&can, 0, 1));
+    std::printf("meta.can_access_peer_0_1 = %d\n", can);
+    CHECK(cuCtxSetCurrent(ctx[0]));
+    if (can) CHECK(cuCtxEnablePeerAccess(ctx[1], 0));
+    CHECK(cuCtxSetCurrent(ctx[1]));
+    if (can) CHECK(cuCtxEnablePeerAccess(ctx[0], 0));
+  }
+  CUstream s0, s1;
+  CHECK(cuCtxSetCurrent(ctx[0]));
+  CHECK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+  if (n >= 2) {
+    CHECK(cuCtxSetCurrent(ctx[1]));
+    CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CHECK(cuCtxSetCurrent(ctx[0]));
+  }
+  for (size_t bytes = size_t{4} << 20; bytes <= kMax; bytes *= 4) {
+    float t = 0;
+    CHECK(cuCtxSetCurrent(ctx[0]));
+    if (medianMs(s0, [&] { return cuMemcpyDtoDAsync(b[0], a[0], bytes, s0); }, &t)) return 1;
+    std::printf("bw.dtod.%zu = %.4f ms %.1f GB/s\n", bytes, t, bytes / (t * 1e6));
+    if (n < 2) continue;
+    if (medianMs(s0, [&] { return cuMemcpyPeerAsync(b[1], ctx[1], a[0], ctx[0], bytes, s0); }, &t)) return 1;
+    std::printf("bw.peer_0to1.%zu = %.4f ms %.1f GB/s\n", bytes, t, bytes / (t * 1e6));
+    if (medianMs(s0, [&] { return cuMemcpyPeerAsync(b[0], ctx[0], a[1], ctx[1], bytes, s0); }, &t)) return 1;
+    std::printf("bw.peer_1to0_on_0.%zu = %.4f ms %.1f GB/s\n", bytes, t, bytes / (t * 1e6));
+    // Both directions at once: one copy on each GPU's stream; timed on stream 0 after a join.
+    // The join event belongs to GPU 1's context, where it is recorded.
+    CUevent done1;
+    CHECK(cuCtxSetCurrent(ctx[1]));
+    CHECK(cuEventCreate(&done1, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuCtxSetCurrent(ctx[0]));
+    auto both = [&] {
+      CUresult r = cuMemcpyPeerAsync(b[1], ctx[1], a[0], ctx[0], bytes, s0);
+      if (r == CUDA_SUCCESS) r = cuMemcpyPeerAsync(b[0], ctx[0], a[1], ctx[1], bytes, s1);
+      if (r == CUDA_SUCCESS) r = cuEventRecord(done1, s1);
+      if (r == CUDA_SUCCESS) r = cuStreamWaitEvent(s0, done1, 0);
+      return r;
+    };
+    if (medianMs(s0, both, &t)) return 1;
+    std::printf("bw.peer_bidir.%zu = %.4f ms %.1f GB/s (each way)\n", bytes, t, bytes / (t * 1e6));
+    cuEventDestroy(done1);
+  }
+  std::printf("meta.done = 1\n");
+  return 0;
+}
