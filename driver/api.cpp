@@ -42,4 +42,37 @@ std::string presetName() { return driver::initialized() ? driver::node().preset(
 
 uint64_t simulatedTimePs() { return model::Engine::instance().nowPs(); }
 
+std::string installFaultPlan(const std::string& text, uint64_t seed) {
+  if (!driver::initialized()) return "cuInit has not succeeded";
+  try {
+    std::vector<fabric::FaultRule> rules = fabric::parseFaultPlan(text, "MCSIM_API");
+    for (const auto& r : rules) {
+      CUresult code;
+      if (r.action == fabric::FaultActionKind::kReturn && !driver::resultByName(r.result, &code)) {
+        return r.file + ":" + std::to_string(r.line) + ": '" + r.result + "' is no CUresult name";
+      }
+    }
+    driver::node().installFaultPlan(std::move(rules), seed);
+  } catch (const fabric::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void releaseFault(const std::string& label) {
+  if (driver::initialized()) driver::node().releaseFault(label);
+}
+
+std::vector<FaultRuleReport> faultReport() {
+  std::vector<FaultRuleReport> out;
+  if (!driver::initialized()) return out;
+  const auto rules = driver::node().faultRules();
+  const auto counts = driver::node().faultCounts();
+  for (size_t i = 0; i < rules.size(); ++i) {
+    out.push_back(FaultRuleReport{rules[i].text, rules[i].file + ":" + std::to_string(rules[i].line),
+                                  counts[i].matched, counts[i].fired});
+  }
+  return out;
+}
+
 }  // namespace mcsim::api

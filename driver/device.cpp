@@ -89,8 +89,10 @@ CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevic
   MCSIM_REQUIRE_INIT();
   if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev) || !validDevice(peerDev)) return CUDA_ERROR_INVALID_DEVICE;
-  // Every pair of GPUs on an NVLink fabric can reach each other; a device is not its own peer.
-  *canAccessPeer = (dev != peerDev && state().node->preset().nvlink.linksPerGpu > 0) ? 1 : 0;
+  // Every pair of GPUs on an NVLink fabric can reach each other while their links are up; a
+  // device is not its own peer.
+  *canAccessPeer = (dev != peerDev && state().node->preset().nvlink.linksPerGpu > 0 &&
+                    state().node->nvlinkUp(dev) && state().node->nvlinkUp(peerDev)) ? 1 : 0;
   return CUDA_SUCCESS;
 }
 
@@ -101,7 +103,8 @@ CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attri
   if (!validDevice(srcDevice) || !validDevice(dstDevice) || srcDevice == dstDevice) {
     return CUDA_ERROR_INVALID_DEVICE;
   }
-  const bool linked = state().node->preset().nvlink.linksPerGpu > 0;
+  const bool linked = state().node->preset().nvlink.linksPerGpu > 0 && state().node->nvlinkUp(srcDevice) &&
+                      state().node->nvlinkUp(dstDevice);
   switch (attrib) {
     case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: *value = 0; break;
     case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:

@@ -4,8 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "driver/context.h"
 #include "driver/device_table.h"
 #include "fabric/preset.h"
 
@@ -38,6 +42,8 @@ CUresult toResult(Status s) {
     case Status::kNotShareable: return CUDA_ERROR_UNKNOWN;
     // A call given up after a deadlock or hang report fails with the configured result.
     case Status::kHang: return hangResult();
+    // What an NVLink failure under a copy shows a program.
+    case Status::kLinkDown: return CUDA_ERROR_NVLINK_UNCORRECTABLE;
   }
   return CUDA_ERROR_UNKNOWN;
 }
@@ -46,12 +52,8 @@ CUresult hangResult() {
   static const CUresult result = [] {
     const char* env = std::getenv("MCSIM_HANG_RESULT");
     if (env == nullptr || *env == '\0') return CUDA_ERROR_ILLEGAL_STATE;
-    for (int code = 0; code < 1000; ++code) {
-      const char* name = nullptr;
-      if (cuGetErrorName(static_cast<CUresult>(code), &name) == CUDA_SUCCESS && std::strcmp(name, env) == 0) {
-        return static_cast<CUresult>(code);
-      }
-    }
+    CUresult r = CUDA_SUCCESS;
+    if (resultByName(env, &r)) return r;
     std::fprintf(stderr, "mcsim: MCSIM_HANG_RESULT='%s' is no CUresult name; using CUDA_ERROR_ILLEGAL_STATE\n", env);
     return CUDA_ERROR_ILLEGAL_STATE;
   }();
@@ -77,6 +79,52 @@ int emulatedDriverVersion() {
 
 namespace {
 
+int processRank() {
+  static const int rank = [] {
+    const char* env = std::getenv("MCSIM_RANK");
+    if (env == nullptr || *env == '\0') return -1;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    return (*end == '\0' && v >= 0 && v < (1 << 20)) ? static_cast<int>(v) : -1;
+  }();
+  return rank;
+}
+
+uint64_t seedFromEnvironment() {
+  const char* env = std::getenv("MCSIM_SEED");
+  if (env == nullptr || *env == '\0') return 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (*end != '\0') {
+    std::fprintf(stderr, "mcsim: MCSIM_SEED='%s' is not a number; using 0\n", env);
+    return 0;
+  }
+  return v;
+}
+
+// The plan of MCSIM_FAULTS_FILE, then the rules of MCSIM_FAULTS (one line, ';' between rules).
+// Every CUresult a `return` rule names must exist.
+std::vector<fabric::FaultRule> loadFaultPlan() {
+  std::vector<fabric::FaultRule> rules;
+  if (const char* file = std::getenv("MCSIM_FAULTS_FILE"); file != nullptr && *file != '\0') {
+    std::ifstream in(file);
+    if (!in) throw fabric::InputError(file, 0, "cannot read the fault plan");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    rules = fabric::parseFaultPlan(ss.str(), file);
+  }
+  if (const char* line = std::getenv("MCSIM_FAULTS"); line != nullptr && *line != '\0') {
+    for (auto& r : fabric::parseFaultPlan(line, "MCSIM_FAULTS")) rules.push_back(std::move(r));
+  }
+  for (const auto& r : rules) {
+    CUresult code;
+    if (r.action == fabric::FaultActionKind::kReturn && !resultByName(r.result, &code)) {
+      throw fabric::InputError(r.file, r.line, "'" + r.result + "' is no CUresult name");
+    }
+  }
+  return rules;
+}
+
 CUresult bringUpNode() {
   DriverState& s = state();
   const char* env = std::getenv("MCSIM_TOPOLOGY");
@@ -94,10 +142,30 @@ CUresult bringUpNode() {
     std::fprintf(stderr, "mcsim: cannot load topology preset: %s\n", e.what());
     return CUDA_ERROR_NO_DEVICE;
   }
+  try {
+    s.node->installFaultPlan(loadFaultPlan(), seedFromEnvironment());
+  } catch (const fabric::InputError& e) {
+    std::fprintf(stderr, "mcsim: cannot load fault plan: %s\n", e.what());
+    s.node.reset();
+    return CUDA_ERROR_NO_DEVICE;
+  }
   return CUDA_SUCCESS;
 }
 
 }  // namespace
+
+CUresult consultFaults(const char* symbol, int device) {
+  if (device == kCurrentDevice) {
+    CUctx_st* ctx = nullptr;
+    device = currentContext(&ctx) == CUDA_SUCCESS ? ctx->device : -1;
+  }
+  const fabric::Node::FaultOutcome o = node().onEntry(symbol, device, processRank());
+  if (!o.fail) return CUDA_SUCCESS;
+  if (o.status != Status::kOk) return toResult(o.status);
+  CUresult r = CUDA_ERROR_UNKNOWN;
+  resultByName(o.result, &r);
+  return r;
+}
 
 }  // namespace mcsim::driver
 

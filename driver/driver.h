@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "fabric/node.h"
@@ -44,11 +45,25 @@ inline bool isDeviceAddress(uint64_t p) {
   return initialized() && p >= node().vaBase() && p < node().vaLimit();
 }
 
-// Every entry point but cuInit, cuDriverGetVersion and the error-string calls begins here.
-#define MCSIM_REQUIRE_INIT()                                   \
-  do {                                                         \
-    if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED; \
+// What the fault plan says about the driver call `symbol` acting on `device` (kCurrentDevice: the
+// current context's, if any): CUDA_SUCCESS to go on, or the result the call returns unchanged.
+constexpr int kCurrentDevice = -2;
+CUresult consultFaults(const char* symbol, int device);
+// The CUresult with this name (CUDA_ERROR_...), for fault plans; false when there is none.
+bool resultByName(const std::string& name, CUresult* out);
+
+// Every entry point but cuInit, cuDriverGetVersion, cuGetProcAddress and the error-string calls
+// begins here: the init check, then the fault plan, before the call does anything (so that an
+// injected failure leaves the node as it was). The _DEV form names the device the call acts on.
+#define MCSIM_REQUIRE_INIT_DEV(device)                                                        \
+  do {                                                                                        \
+    if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED;                  \
+    if (::mcsim::driver::node().faultsActive()) {                                             \
+      const CUresult fault_ = ::mcsim::driver::consultFaults(__func__, (device));             \
+      if (fault_ != CUDA_SUCCESS) return fault_;                                              \
+    }                                                                                         \
   } while (0)
+#define MCSIM_REQUIRE_INIT() MCSIM_REQUIRE_INIT_DEV(::mcsim::driver::kCurrentDevice)
 
 #define MCSIM_TRY(expr)              \
   do {                               \

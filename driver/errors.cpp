@@ -1,6 +1,10 @@
 // cuGetErrorName and cuGetErrorString. Both answer before cuInit, as the real driver's do.
 #include <cuda.h>
 
+#include <string>
+
+#include "driver/driver.h"
+
 namespace {
 
 struct ResultText {
@@ -23,6 +27,20 @@ const ResultText* find(CUresult code) {
 }
 
 }  // namespace
+
+namespace mcsim::driver {
+
+bool resultByName(const std::string& name, CUresult* out) {
+  for (const ResultText& r : kResults) {
+    if (name == r.name) {
+      *out = r.code;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace mcsim::driver
 
 extern "C" {
 

@@ -68,7 +68,7 @@ CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const
 }
 
 CUresult CUDAAPI cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   return toResult(state().node->multicastAddDevice(mcHandle, dev));
 }
@@ -84,7 +84,7 @@ CUresult CUDAAPI cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_
 CUresult CUDAAPI cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset,
                                        CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
                                        unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   MCSIM_TRY(checkBind(mcOffset, memOffset, size, flags));
   return toResult(state().node->multicastBindMem(mcHandle, dev, mcOffset, memHandle, memOffset, size));
@@ -99,14 +99,14 @@ CUresult CUDAAPI cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size
 
 CUresult CUDAAPI cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset,
                                         CUdeviceptr memptr, size_t size, unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   MCSIM_TRY(checkBind(mcOffset, memptr, size, flags));
   return toResult(state().node->multicastBindAddr(mcHandle, dev, mcOffset, memptr, size));
 }
 
 CUresult CUDAAPI cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (size == 0 || !aligned(mcOffset) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
   return toResult(state().node->multicastUnbind(mcHandle, dev, mcOffset, size));

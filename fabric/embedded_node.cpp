@@ -7,6 +7,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <unordered_map>
 #include <cstdio>
@@ -101,7 +102,16 @@ class EmbeddedNode final : public Node {
         deviceUsed_(static_cast<size_t>(preset_.gpuCount), 0),
         hostUsed_(static_cast<size_t>(preset_.hostNumaNodes), 0),
         fabric_(preset_),
-        waiter_(HangPolicy::fromEnvironment()) {}
+        waiter_(HangPolicy::fromEnvironment()) {
+    // Fault plans may deny switch group slots (the multicast-slot point).
+    fabric_.setSlotVeto([this] {
+      FaultEvent e;
+      e.point = FaultPointKind::kMulticastSlot;
+      e.nowPs = model::Engine::instance().nowPs();
+      const auto fired = injector_.consult(e);
+      return fired && injector_.rule(*fired).action == FaultActionKind::kExhaust;
+    });
+  }
 
   const Preset& preset() const override { return preset_; }
   uint64_t vaBase() const override { return vaBase_; }
@@ -423,6 +433,7 @@ class EmbeddedNode final : public Node {
     Status s = space_.resolve(srcVa, bytes, srcAccessor, Access::kRead, &from);
     if (s == Status::kOk) s = space_.resolve(dstVa, bytes, dstAccessor, Access::kReadWrite, &to);
     if (s == Status::kOk && (!withinLinear(from) || !withinLinear(to))) s = Status::kIllegalAddress;
+    if (s == Status::kOk && !linkPathUp(from, to)) s = Status::kLinkDown;
     if (s != Status::kOk) return s;
     std::vector<uint8_t*> dst;
     if (!backSegments(to, &dst)) return Status::kOutOfMemory;
@@ -530,6 +541,89 @@ class EmbeddedNode final : public Node {
     waiter_.progress();
   }
 
+  bool faultsActive() const override { return faultsActive_.load(std::memory_order_acquire); }
+
+  FaultOutcome onEntry(const char* symbol, int device, int rank) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    FaultOutcome out;
+    if (injector_.empty()) return out;
+    FaultEvent e;
+    e.rank = rank;
+    e.nowPs = model::Engine::instance().nowPs();
+    // Fabric-level rules see every driver call as a moment at which they may fire.
+    for (FaultPointKind p : {FaultPointKind::kFabricManager, FaultPointKind::kImex, FaultPointKind::kLink,
+                             FaultPointKind::kSwitch}) {
+      e.point = p;
+      if (auto i = injector_.consult(e)) applyFabricRule(injector_.rule(*i));
+    }
+    e.point = FaultPointKind::kEntryPoint;
+    e.entry = FaultInjector::baseName(symbol);
+    e.device = device;
+    const auto fired = injector_.consult(e);
+    if (!fired) return out;
+    const FaultRule& r = injector_.rule(*fired);
+    switch (r.action) {
+      case FaultActionKind::kReturn:
+        out.fail = true;
+        out.result = r.result;
+        return out;
+      case FaultActionKind::kRelease:
+        injector_.release(r.label);
+        waiter_.progress();
+        return out;
+      case FaultActionKind::kDelay: {
+        const uint64_t ps = r.timePs;
+        model::Engine::instance().run([ps] { return ps; });
+        return out;
+      }
+      case FaultActionKind::kBlock: {
+        const std::string label = r.label;
+        const std::string who = std::string(symbol) + " (held by the fault rule at " + r.file + ":" +
+                                std::to_string(r.line) + ")";
+        // A block counts as a call blocked in the driver, so that a plan that holds the thread
+        // which would complete a team shows up as the deadlock it is.
+        const Status s = waiter_.wait(
+            lock, who, 0, [&] { return !label.empty() && injector_.isReleased(label); },
+            [&](uint64_t) { return std::string("calls held by fault rules (released by a 'release ") +
+                                   (label.empty() ? std::string("<unnamed: never>") : label) + "' rule or mcsim::api::releaseFault)"; });
+        if (s != Status::kOk) {
+          out.fail = true;
+          out.status = s;
+        }
+        return out;
+      }
+      default:
+        return out;
+    }
+  }
+
+  void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    injector_ = FaultInjector(std::move(rules), seed);
+    faultsActive_.store(!injector_.empty(), std::memory_order_release);
+  }
+
+  void releaseFault(const std::string& label) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    injector_.release(label);
+    waiter_.progress();
+  }
+
+  std::vector<FaultRuleCounts> faultCounts() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return injector_.counts();
+  }
+
+  std::vector<FaultRule> faultRules() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return injector_.rules();
+  }
+
+  bool nvlinkUp(int gpu) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return linksDown_.count(gpu) == 0;
+  }
+
   uint64_t stateDigest() override {
     std::lock_guard<std::mutex> lock(mu_);
     // An allocation that only a since-closed descriptor kept is already gone in fact (the close
@@ -574,6 +668,59 @@ class EmbeddedNode final : public Node {
   }
 
  private:
+  // What a fired fabric-level rule does to the node.
+  void applyFabricRule(const FaultRule& r) {
+    switch (r.action) {
+      case FaultActionKind::kState:
+        if (r.state == "restarted") fabric_.restart();
+        else if (r.state == "not-started") fabric_.setState(FabricManagerState::kNotStarted);
+        else if (r.state == "initialising") fabric_.setState(FabricManagerState::kInitialising);
+        else if (r.state == "ready") fabric_.setState(FabricManagerState::kReady);
+        else fabric_.setState(FabricManagerState::kDegraded);
+        break;
+      case FaultActionKind::kRelease: injector_.release(r.label); break;
+      case FaultActionKind::kAbsent: preset_.imexChannel = false; break;
+      case FaultActionKind::kPresent: preset_.imexChannel = true; break;
+      case FaultActionKind::kDown:
+      case FaultActionKind::kUp: {
+        const bool down = r.action == FaultActionKind::kDown;
+        if (r.point == FaultPointKind::kSwitch) {
+          switchDown_ = down;
+          break;
+        }
+        for (int g = 0; g < preset_.gpuCount; ++g) {
+          if (r.gpu >= 0 && g != r.gpu) continue;
+          if (down) linksDown_.insert(g);
+          else linksDown_.erase(g);
+        }
+        break;
+      }
+      default: break;
+    }
+    waiter_.progress();
+  }
+
+  // The device whose memory a segment list starts in (-1: host memory).
+  int deviceOf(const std::vector<Segment>& segs) const {
+    if (segs.empty() || isMulticastId(segs[0].alloc)) return -1;
+    const Location& l = allocs_.at(segs[0].alloc).props.location;
+    return l.kind == LocationKind::kDevice ? l.id : -1;
+  }
+
+  // A copy between two GPUs needs both GPUs' NVLinks.
+  bool linkPathUp(const std::vector<Segment>& from, const std::vector<Segment>& to) const {
+    if (linksDown_.empty()) return true;
+    const int a = deviceOf(from), b = deviceOf(to);
+    if (a < 0 || b < 0 || a == b) return true;
+    return linksDown_.count(a) == 0 && linksDown_.count(b) == 0;
+  }
+
+  // The switches' and the manager's word on a multicast bind or map.
+  Status multicastGate() const {
+    if (switchDown_) return Status::kIllegalState;
+    return fabric_.gate();
+  }
+
   // Memory the driver reserves, backs and maps in one step (cuMemAlloc, pools): rounded to whole
   // granules, used within `requested`, reachable by `accessors`.
   Status allocInternal(AllocationProps props, uint64_t requested, AllocKind kind,
@@ -612,7 +759,9 @@ class EmbeddedNode final : public Node {
   MulticastObject* multicastOf(uint64_t handle) {
     auto h = handles_.find(handle);
     if (h == handles_.end() || !isMulticastId(h->second.alloc)) return nullptr;
-    return fabric_.find(h->second.alloc);
+    MulticastObject* mc = fabric_.find(h->second.alloc);
+    // Objects from before a fabric manager restart answer as unknown until released.
+    return mc != nullptr && mc->stale ? nullptr : mc;
   }
 
   // What a bind of `size` bytes at `offset` of allocation `id` binds, if they fit.
@@ -669,7 +818,7 @@ class EmbeddedNode final : public Node {
     if (s != Status::kOk) return s;
     if (mc->id != id) return Status::kInvalidValue;
     // The fabric manager sets the team up when it is first used.
-    s = fabric_.gate();
+    s = multicastGate();
     if (s != Status::kOk) return s;
     int dev = 0;
     s = bindDevice(device, src, &dev);
@@ -699,7 +848,7 @@ class EmbeddedNode final : public Node {
     if (s != Status::kOk) return s;
     mc = fabric_.find(id);
     if (mc == nullptr) return Status::kInvalidValue;
-    s = fabric_.gate();
+    s = multicastGate();
     if (s != Status::kOk) return s;
     s = space_.map(va, size, id, 0);
     if (s != Status::kOk) return s;
@@ -921,6 +1070,10 @@ class EmbeddedNode final : public Node {
   uint64_t nextHandle_ = 0;
   FabricManager fabric_;
   TeamWaiter waiter_;
+  FaultInjector injector_;
+  std::atomic<bool> faultsActive_{false};
+  std::set<int> linksDown_;  // GPUs whose NVLinks a fault plan took down
+  bool switchDown_ = false;
 };
 
 }  // namespace

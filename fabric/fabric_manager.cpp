@@ -98,7 +98,9 @@ Status FabricManager::bind(MulticastObject& mc, int device, uint64_t mcOffset, c
   }
   // Switch resources: the object's multicast group takes a slot on every switch at its first
   // binding (running out is CUDA_ERROR_OUT_OF_MEMORY: nccl issue 2077).
-  if (!mc.holdsGroup && groups_ >= preset_.nvswitch.multicastSlots) return Status::kOutOfMemory;
+  if (!mc.holdsGroup && (groups_ >= preset_.nvswitch.multicastSlots || (slotVeto_ && slotVeto_()))) {
+    return Status::kOutOfMemory;
+  }
   uint64_t& bound = boundPerDevice_[static_cast<size_t>(device)];
   if (size > preset_.gpu.memoryBytes - std::min(bound, preset_.gpu.memoryBytes)) return Status::kOutOfMemory;
   if (!mc.holdsGroup) {
@@ -144,6 +146,11 @@ std::vector<MulticastBinding> FabricManager::destroy(uint64_t id) {
   return out;
 }
 
+void FabricManager::restart() {
+  for (auto& [id, mc] : objects_) mc.stale = true;
+  state_ = FabricManagerState::kReady;
+}
+
 void FabricManager::addToDigest(model::Digest& d) const {
   d.add(static_cast<uint64_t>(state_)).add(nextId_).add(static_cast<uint64_t>(groups_));
   d.add(objects_.size());
@@ -153,7 +160,7 @@ void FabricManager::addToDigest(model::Digest& d) const {
   for (uint64_t id : ids) {
     const MulticastObject& mc = objects_.at(id);
     d.add(id).add(mc.props.numDevices).add(mc.props.size).add(mc.props.handleTypes);
-    d.add(mc.shared ? 1 : 0).add(mc.refs).add(mc.firstHandle).add(mc.holdsGroup ? 1 : 0);
+    d.add(mc.shared ? 1 : 0).add(mc.refs).add(mc.firstHandle).add(mc.holdsGroup ? 1 : 0).add(mc.stale ? 1 : 0);
     d.add(mc.members.size());
     for (int m : mc.members) d.add(static_cast<uint64_t>(m));
     d.add(mc.bindings.size());

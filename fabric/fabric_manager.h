@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -55,6 +56,7 @@ struct MulticastObject {
   uint64_t firstHandle = 0;
   bool heldByDescriptors = false;
   bool holdsGroup = false;           // holds a multicast group slot on every switch
+  bool stale = false;                // made before a fabric manager restart: refused until released
   uint64_t boundBytes = 0;
 
   bool complete() const { return members.size() == props.numDevices; }
@@ -76,6 +78,11 @@ class FabricManager {
 
   FabricManagerState state() const { return state_; }
   void setState(FabricManagerState s) { state_ = s; }
+  // A restart without a GPU reset: the manager runs again, but the objects it knew are stale and
+  // refused (CUDA_ERROR_INVALID_VALUE) until released, as field reports describe (nccl 1488).
+  void restart();
+  // Consulted before a switch group slot is taken; true denies it (fault injection).
+  void setSlotVeto(std::function<bool()> veto) { slotVeto_ = std::move(veto); }
   // What a multicast call meets when the manager is not ready: kIllegalState when it is not
   // running (field reports: pytorch ci-infra 541, nccl 1788), kSystemNotReady while it is
   // still initialising (nccl-tests 264), kOk otherwise.
@@ -103,6 +110,7 @@ class FabricManager {
   std::unordered_map<uint64_t, MulticastObject> objects_;  // hash: lookups stay flat; digests sort
   uint64_t nextId_ = 0;
   int groups_ = 0;                      // groups held; every switch holds one per group
+  std::function<bool()> slotVeto_;
   std::vector<uint64_t> boundPerDevice_;
 };
 

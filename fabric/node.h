@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fabric/fabric_manager.h"
+#include "fabric/fault_injector.h"
 #include "fabric/memory_types.h"
 #include "fabric/preset.h"
 #include "model/address_space.h"
@@ -134,6 +135,25 @@ class Node {
   virtual Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) = 0;
   virtual FabricManagerState fabricManagerState() = 0;
   virtual void setFabricManagerState(FabricManagerState s) = 0;
+
+  // Fault injection. Before a driver call does anything, the driver asks what the plan says
+  // about it: `symbol` is the exported name, `device` the call's device (-1: none), `rank` the
+  // process's MCSIM_RANK (-1: unset). Fabric-level rules (fabric manager, IMEX, links, switches)
+  // are evaluated at every such event too. A blocked call waits here, and counts as blocked in
+  // the driver for deadlock detection.
+  struct FaultOutcome {
+    bool fail = false;
+    std::string result;  // a CUresult name for `return` rules (the driver resolves it)
+    Status status = Status::kOk;  // kHang when a block was given up
+  };
+  virtual bool faultsActive() const = 0;
+  virtual FaultOutcome onEntry(const char* symbol, int device, int rank) = 0;
+  virtual void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) = 0;
+  virtual void releaseFault(const std::string& label) = 0;
+  virtual std::vector<FaultRuleCounts> faultCounts() = 0;
+  virtual std::vector<FaultRule> faultRules() = 0;
+  // Whether `gpu`'s NVLinks are up (a fault plan can take them down).
+  virtual bool nvlinkUp(int gpu) = 0;
 
   // A digest of all state a call can change (for "a failure leaves no trace" checks).
   virtual uint64_t stateDigest() = 0;

@@ -19,6 +19,7 @@ const char* statusName(Status s) {
     case Status::kSystemNotReady: return "system not ready";
     case Status::kNotShareable: return "not a shareable handle";
     case Status::kHang: return "deadlock or hang";
+    case Status::kLinkDown: return "link down";
   }
   return "unknown status";
 }

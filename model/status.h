@@ -20,6 +20,7 @@ enum class Status {
   kSystemNotReady,    // system software (the fabric manager) is not ready
   kNotShareable,      // a descriptor or handle that is no shareable handle of this node
   kHang,              // a blocked call was given up: it waited for what can never happen
+  kLinkDown,          // the NVLink path the operation needs is down
 };
 
 const char* statusName(Status s);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mcsim::api {
 
@@ -30,5 +31,20 @@ NodeStats nodeStats();
 std::string presetName();
 // Simulated time, in picoseconds.
 uint64_t simulatedTimePs();
+
+// Fault plans (docs/faults.md). installFaultPlan replaces the plan in force with `text` (the
+// plan format; rules drawing random numbers use `seed`) and returns "" or the problem
+// ("MCSIM_API:LINE: ..."); the plan in force is unchanged on error. Requires cuInit.
+std::string installFaultPlan(const std::string& text, uint64_t seed = 0);
+// Releases the calls held by block rules named `label`.
+void releaseFault(const std::string& label);
+
+struct FaultRuleReport {
+  std::string rule;   // the rule as written
+  std::string where;  // FILE:LINE
+  uint64_t matched = 0;  // events at its point that passed its filters
+  uint64_t fired = 0;
+};
+std::vector<FaultRuleReport> faultReport();
 
 }  // namespace mcsim::api

@@ -1,0 +1,68 @@
+#include "fabric/fault_injector.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace mcsim::fabric {
+
+FaultInjector::FaultInjector(std::vector<FaultRule> rules, uint64_t seed)
+    : rules_(std::move(rules)), counts_(rules_.size()) {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    streams_.push_back(model::deriveStream(seed, "fault-rule-" + std::to_string(i)));
+  }
+}
+
+std::string FaultInjector::baseName(const std::string& symbol) {
+  std::string s = symbol;
+  for (const char* suffix : {"_ptds", "_ptsz"}) {
+    const std::string x(suffix);
+    if (s.size() > x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0) s.resize(s.size() - x.size());
+  }
+  // A version suffix: _v2, _v3, ...
+  const auto v = s.rfind("_v");
+  if (v != std::string::npos && v + 2 < s.size() &&
+      std::all_of(s.begin() + static_cast<long>(v) + 2, s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    s.resize(v);
+  }
+  return s;
+}
+
+bool FaultInjector::matches(const FaultRule& r, const FaultEvent& e) const {
+  if (r.point != e.point) return false;
+  if (r.point == FaultPointKind::kEntryPoint) {
+    if (r.prefix ? e.entry.compare(0, r.entry.size(), r.entry) != 0 : e.entry != r.entry) return false;
+  }
+  if (!r.devices.empty() && std::find(r.devices.begin(), r.devices.end(), e.device) == r.devices.end()) return false;
+  if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), e.rank) == r.ranks.end()) return false;
+  return true;
+}
+
+std::optional<size_t> FaultInjector::consult(const FaultEvent& e) {
+  std::optional<size_t> chosen;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const FaultRule& r = rules_[i];
+    if (!matches(r, e)) continue;
+    FaultRuleCounts& c = counts_[i];
+    const uint64_t m = ++c.matched;
+    if (chosen) continue;  // an earlier rule fires; later ones only count the event
+    bool holds = true;
+    if (r.nth != 0) holds = holds && m == r.nth;
+    if (r.after != 0) holds = holds && m > r.after;
+    if (r.atPs >= 0) holds = holds && e.nowPs >= static_cast<uint64_t>(r.atPs);
+    if (r.max != 0) holds = holds && c.fired < r.max;
+    // Drawn last, and only when everything else holds, so that a rule's draws depend on nothing
+    // but the events that could fire it.
+    if (holds && r.probability >= 0) holds = streams_[i].uniform() < r.probability;
+    if (!holds) continue;
+    ++c.fired;
+    chosen = i;
+  }
+  return chosen;
+}
+
+bool FaultInjector::isReleased(const std::string& label) const {
+  auto it = released_.find(label);
+  return it != released_.end() && it->second;
+}
+
+}  // namespace mcsim::fabric
