@@ -101,7 +101,7 @@ using namespace mcsim::driver;
 extern "C" {
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(contexts().mu);
@@ -116,7 +116,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   CUctx_st* released = nullptr;
   {
@@ -133,7 +133,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   CUctx_st* ctx = nullptr;
   {
@@ -149,7 +149,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(contexts().mu);
@@ -160,7 +160,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, i
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(contexts().mu);
@@ -172,7 +172,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 
 CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags,
                                 CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
@@ -263,7 +263,13 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
 // CUDA 13.0 forms that name the context; NULL means the calling thread's current one.
 CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
-  if (ctx == nullptr) return cuCtxGetDevice(device);
+  // Not through cuCtxGetDevice: a second entry would count as a second call in fault plans.
+  if (ctx == nullptr) {
+    if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+    *device = tlsStack.back()->device;
+    return CUDA_SUCCESS;
+  }
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -273,7 +279,12 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
 
 CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
-  if (ctx == nullptr) return cuCtxSynchronize();
+  // Not through cuCtxSynchronize: a second entry would count as a second call in fault plans
+  // (nth=1 would see the first cuCtxSynchronize_v2(NULL) twice; a delay would be taken twice).
+  if (ctx == nullptr) {
+    CUctx_st* current = nullptr;
+    return currentContext(&current);
+  }
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   return CUDA_SUCCESS;

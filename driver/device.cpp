@@ -45,7 +45,7 @@ CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (name == nullptr || len == 0) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (len < 0) return CUDA_SUCCESS;  // the real driver writes nothing and succeeds
@@ -57,7 +57,7 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   *uuid = deviceUuid(dev);
@@ -69,7 +69,7 @@ CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
 
 CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   *bytes = state().node->preset().gpu.memoryBytes;
@@ -77,7 +77,7 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
@@ -86,7 +86,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevi
 }
 
 CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev) || !validDevice(peerDev)) return CUDA_ERROR_INVALID_DEVICE;
   // Every pair of GPUs on an NVLink fabric can reach each other while their links are up; a

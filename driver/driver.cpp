@@ -154,17 +154,20 @@ CUresult bringUpNode() {
 
 }  // namespace
 
-CUresult consultFaults(const char* symbol, int device) {
+bool consultFaults(const char* symbol, int device, CUresult* result) {
   if (device == kCurrentDevice) {
     CUctx_st* ctx = nullptr;
     device = currentContext(&ctx) == CUDA_SUCCESS ? ctx->device : -1;
   }
   const fabric::Node::FaultOutcome o = node().onEntry(symbol, device, processRank());
-  if (!o.fail) return CUDA_SUCCESS;
-  if (o.status != Status::kOk) return toResult(o.status);
-  CUresult r = CUDA_ERROR_UNKNOWN;
-  resultByName(o.result, &r);
-  return r;
+  if (!o.fail) return false;
+  if (o.status != Status::kOk) {
+    *result = toResult(o.status);
+    return true;
+  }
+  *result = CUDA_ERROR_UNKNOWN;
+  resultByName(o.result, result);
+  return true;
 }
 
 }  // namespace mcsim::driver

@@ -46,21 +46,28 @@ inline bool isDeviceAddress(uint64_t p) {
 }
 
 // What the fault plan says about the driver call `symbol` acting on `device` (kCurrentDevice: the
-// current context's, if any): CUDA_SUCCESS to go on, or the result the call returns unchanged.
+// current context's, if any): false to go on, or true with the result the call returns without
+// doing anything. A flag rather than "CUDA_SUCCESS means go on", because `-> return CUDA_SUCCESS`
+// is a fault too (a call that claims success and does nothing, e.g. a device that never really
+// joins its team); read as "go on", it used to run the call after all.
 constexpr int kCurrentDevice = -2;
-CUresult consultFaults(const char* symbol, int device);
+bool consultFaults(const char* symbol, int device, CUresult* result);
 // The CUresult with this name (CUDA_ERROR_...), for fault plans; false when there is none.
 bool resultByName(const std::string& name, CUresult* out);
 
 // Every entry point but cuInit, cuDriverGetVersion, cuGetProcAddress and the error-string calls
 // begins here: the init check, then the fault plan, before the call does anything (so that an
-// injected failure leaves the node as it was). The _DEV form names the device the call acts on.
+// injected failure leaves the node as it was). The _DEV form names the device the call acts on:
+// every entry point with a CUdevice parameter uses it (cuDeviceGetAttribute,
+// cuDevicePrimaryCtxRetain, ...), so that device= filters see the device the call names, as the
+// plan format says; with the current context's device instead, a device= rule never matched a
+// cuDevicePrimaryCtxRetain made before any context was current.
 #define MCSIM_REQUIRE_INIT_DEV(device)                                                        \
   do {                                                                                        \
     if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED;                  \
     if (::mcsim::driver::node().faultsActive()) {                                             \
-      const CUresult fault_ = ::mcsim::driver::consultFaults(__func__, (device));             \
-      if (fault_ != CUDA_SUCCESS) return fault_;                                              \
+      CUresult fault_ = CUDA_SUCCESS;                                                         \
+      if (::mcsim::driver::consultFaults(__func__, (device), &fault_)) return fault_;         \
     }                                                                                         \
   } while (0)
 #define MCSIM_REQUIRE_INIT() MCSIM_REQUIRE_INIT_DEV(::mcsim::driver::kCurrentDevice)

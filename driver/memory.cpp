@@ -226,8 +226,22 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
   return CUDA_SUCCESS;
 }
 
+// The body of cuMemHostAlloc and cuMemAllocHost. Each entry point consults the fault plan under
+// its own name: cuMemAllocHost used to forward to cuMemHostAlloc, so a plan's cuMemAllocHost rule
+// never fired and its calls counted as cuMemHostAlloc's.
+static CUresult hostAlloc(void** pp, size_t bytesize, unsigned int Flags);
+
 CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   MCSIM_REQUIRE_INIT();
+  return hostAlloc(pp, bytesize, Flags);
+}
+
+CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) {
+  MCSIM_REQUIRE_INIT();
+  return hostAlloc(pp, bytesize, 0);
+}
+
+static CUresult hostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if ((Flags & ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) != 0) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -250,8 +264,6 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) 
   *pp = p;
   return CUDA_SUCCESS;
 }
-
-CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHostAlloc(pp, bytesize, 0); }
 
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   MCSIM_REQUIRE_INIT();

@@ -173,7 +173,7 @@ CUresult readPoolProps(const CUmemPoolProps* props, fabric::AllocationProps* out
 extern "C" {
 
 CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(pools().mu);
@@ -183,7 +183,7 @@ CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev)
 }
 
 CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(pools().mu);
@@ -193,7 +193,7 @@ CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   std::lock_guard<std::mutex> lock(pools().mu);
   ensureDefaults();

@@ -107,6 +107,9 @@ class EmbeddedNode final : public Node {
     fabric_.setSlotVeto([this] {
       FaultEvent e;
       e.point = FaultPointKind::kMulticastSlot;
+      // The rank of the bind that asks for the slot (it went through onEntry first), so that
+      // rank= filters on multicast-slot rules match; they never did with the rank left unset.
+      e.rank = faultRank_;
       e.nowPs = model::Engine::instance().nowPs();
       const auto fired = injector_.consult(e);
       return fired && injector_.rule(*fired).action == FaultActionKind::kExhaust;
@@ -547,6 +550,7 @@ class EmbeddedNode final : public Node {
     std::unique_lock<std::mutex> lock(mu_);
     FaultOutcome out;
     if (injector_.empty()) return out;
+    faultRank_ = rank;
     FaultEvent e;
     e.rank = rank;
     e.nowPs = model::Engine::instance().nowPs();
@@ -578,14 +582,18 @@ class EmbeddedNode final : public Node {
       }
       case FaultActionKind::kBlock: {
         const std::string label = r.label;
-        const std::string who = std::string(symbol) + " (held by the fault rule at " + r.file + ":" +
-                                std::to_string(r.line) + ")";
+        const std::string who = std::string(symbol) + (device >= 0 ? " on device " + std::to_string(device) : "") +
+                                " (held by the fault rule at " + r.file + ":" + std::to_string(r.line) +
+                                (label.empty() ? ", unnamed: never released)" : ", released by 'release " + label + "' or mcsim::api::releaseFault)");
         // A block counts as a call blocked in the driver, so that a plan that holds the thread
-        // which would complete a team shows up as the deadlock it is.
+        // which would complete a team shows up as the deadlock it is. Its wait object is
+        // kFaultHold; describeWait names both kinds, since whichever waiter notices the deadlock
+        // writes the report for all (with a describer of its own, a team waiter's report called
+        // the fault hold "a released multicast object", a fault waiter's called every team a
+        // fault hold).
         const Status s = waiter_.wait(
-            lock, who, 0, [&] { return !label.empty() && injector_.isReleased(label); },
-            [&](uint64_t) { return std::string("calls held by fault rules (released by a 'release ") +
-                                   (label.empty() ? std::string("<unnamed: never>") : label) + "' rule or mcsim::api::releaseFault)"; });
+            lock, who, kFaultHold, [&] { return !label.empty() && injector_.isReleased(label); },
+            [&](uint64_t object) { return describeWait(object); });
         if (s != Status::kOk) {
           out.fail = true;
           out.status = s;
@@ -840,6 +848,9 @@ class EmbeddedNode final : public Node {
                       uint64_t id) {
     const uint64_t gran = preset_.multicast.granularityMinimum;
     MulticastObject* mc = fabric_.find(id);
+    // An object from before a fabric manager restart is refused here as by every other multicast
+    // call (multicastOf); the map used to go through and map an object the manager forgot.
+    if (mc->stale) return Status::kInvalidValue;
     if (offset != 0) return Status::kNotSupported;
     if (size == 0 || size > mc->props.size || size % gran != 0 || va % gran != 0) return Status::kInvalidValue;
     const model::Reservation* r = space_.reservationContaining(va);
@@ -847,7 +858,7 @@ class EmbeddedNode final : public Node {
     Status s = waitForTeam(lock, id, "cuMemMap", -1);
     if (s != Status::kOk) return s;
     mc = fabric_.find(id);
-    if (mc == nullptr) return Status::kInvalidValue;
+    if (mc == nullptr || mc->stale) return Status::kInvalidValue;
     s = multicastGate();
     if (s != Status::kOk) return s;
     s = space_.map(va, size, id, 0);
@@ -864,18 +875,25 @@ class EmbeddedNode final : public Node {
       return mc == nullptr || mc->complete();  // a released object wakes its waiters too
     };
     if (ready()) return Status::kOk;
-    auto describe = [&](uint64_t object) {
-      const MulticastObject* mc = fabric_.find(object);
-      if (mc == nullptr) return std::string("a released multicast object");
-      std::string added;
-      for (int d : mc->members) added += (added.empty() ? "" : " ") + std::to_string(d);
-      return "multicast object " + std::to_string(object & ~kMulticastIdBit) + ": team of " +
-             std::to_string(mc->props.numDevices) + ", devices added [" + added + "], " +
-             std::to_string(mc->props.numDevices - mc->members.size()) + " still to be added";
-    };
     const std::string who = std::string(call) + (device >= 0 ? " on device " + std::to_string(device) : "") +
                             " (multicast object " + std::to_string(id & ~kMulticastIdBit) + ")";
-    return waiter_.wait(lock, who, id, ready, describe);
+    return waiter_.wait(lock, who, id, ready, [&](uint64_t object) { return describeWait(object); });
+  }
+
+  // The wait object of calls held by fault plan block rules (team waits use multicast ids, which
+  // are never 0).
+  static constexpr uint64_t kFaultHold = 0;
+
+  // What a wait object still lacks, for hang and deadlock reports. Under the lock.
+  std::string describeWait(uint64_t object) const {
+    if (object == kFaultHold) return "calls held by fault plan block rules (each waiting call below names its rule)";
+    const MulticastObject* mc = fabric_.find(object);
+    if (mc == nullptr) return std::string("a released multicast object");
+    std::string added;
+    for (int d : mc->members) added += (added.empty() ? "" : " ") + std::to_string(d);
+    return "multicast object " + std::to_string(object & ~kMulticastIdBit) + ": team of " +
+           std::to_string(mc->props.numDevices) + ", devices added [" + added + "], " +
+           std::to_string(mc->props.numDevices - mc->members.size()) + " still to be added";
   }
 
   static uint64_t fabricCheck(AllocId id) { return (id * 0x9e3779b97f4a7c15ull) ^ 0x6d6373696d464142ull; }
@@ -1072,6 +1090,7 @@ class EmbeddedNode final : public Node {
   TeamWaiter waiter_;
   FaultInjector injector_;
   std::atomic<bool> faultsActive_{false};
+  int faultRank_ = -1;  // MCSIM_RANK as the driver last passed it to onEntry
   std::set<int> linksDown_;  // GPUs whose NVLinks a fault plan took down
   bool switchDown_ = false;
 };

@@ -6,10 +6,28 @@
 namespace mcsim::fabric {
 
 FaultInjector::FaultInjector(std::vector<FaultRule> rules, uint64_t seed)
-    : rules_(std::move(rules)), counts_(rules_.size()) {
-  for (size_t i = 0; i < rules_.size(); ++i) {
-    streams_.push_back(model::deriveStream(seed, "fault-rule-" + std::to_string(i)));
+    : rules_(std::move(rules)),
+      counts_(rules_.size()),
+      perDevice_(rules_.size()),
+      streams_(rules_.size()),
+      seed_(seed) {}
+
+FaultRuleCounts& FaultInjector::triggerCounts(size_t i, const FaultEvent& e) {
+  return rules_[i].devices.empty() ? counts_[i] : perDevice_[i][e.device];
+}
+
+model::RandomStream& FaultInjector::stream(size_t i, const FaultEvent& e) {
+  // One stream per listed device for rules that name devices; one for the rule otherwise (named
+  // as before per-device streams existed, so that plans without device= draw as they always did).
+  const int key = rules_[i].devices.empty() ? -1 : e.device;
+  auto& byDevice = streams_[i];
+  auto it = byDevice.find(key);
+  if (it == byDevice.end()) {
+    std::string name = "fault-rule-" + std::to_string(i);
+    if (key >= 0) name += "-device-" + std::to_string(key);
+    it = byDevice.emplace(key, model::deriveStream(seed_, name)).first;
   }
+  return it->second;
 }
 
 std::string FaultInjector::baseName(const std::string& symbol) {
@@ -42,7 +60,9 @@ std::optional<size_t> FaultInjector::consult(const FaultEvent& e) {
   for (size_t i = 0; i < rules_.size(); ++i) {
     const FaultRule& r = rules_[i];
     if (!matches(r, e)) continue;
-    FaultRuleCounts& c = counts_[i];
+    FaultRuleCounts& total = counts_[i];
+    FaultRuleCounts& c = triggerCounts(i, e);  // `total` itself unless the rule names devices
+    if (&c != &total) ++total.matched;
     const uint64_t m = ++c.matched;
     if (chosen) continue;  // an earlier rule fires; later ones only count the event
     bool holds = true;
@@ -52,9 +72,10 @@ std::optional<size_t> FaultInjector::consult(const FaultEvent& e) {
     if (r.max != 0) holds = holds && c.fired < r.max;
     // Drawn last, and only when everything else holds, so that a rule's draws depend on nothing
     // but the events that could fire it.
-    if (holds && r.probability >= 0) holds = streams_[i].uniform() < r.probability;
+    if (holds && r.probability >= 0) holds = stream(i, e).uniform() < r.probability;
     if (!holds) continue;
     ++c.fired;
+    if (&c != &total) ++total.fired;
     chosen = i;
   }
   return chosen;

@@ -1,6 +1,7 @@
 // Evaluates a fault plan: which rule, if any, fires for an event at a point. Deterministic: the
 // same sequence of events and seed fires the same rules (each rule draws from its own stream
-// derived from MCSIM_SEED, and only when its other triggers hold).
+// derived from MCSIM_SEED, one per listed device when it names devices, and only when its other
+// triggers hold).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,15 @@ struct FaultRuleCounts {
   uint64_t fired = 0;
 };
 
+// A rule that names devices (device=1,4,6) keeps its trigger state for each of them: nth/after/max
+// count each listed device's calls ("cuMulticastBindMem device=1,4,6 : nth=1" fails the first
+// bind of every listed device, 3 of 8 ranks as in the field report, not only the first of the
+// three to get there), and prob= draws from a stream per device, so that in a program whose
+// threads each drive one device the draws do not depend on how the threads interleave. A rule
+// without a device filter counts every matching call together ("the 3rd cuMemCreate") and draws
+// from one stream: in a multi-threaded program its draws follow the order of the calls (list the
+// devices to make them independent of it).
+
 class FaultInjector {
  public:
   FaultInjector() = default;
@@ -48,9 +58,14 @@ class FaultInjector {
 
  private:
   bool matches(const FaultRule& r, const FaultEvent& e) const;
+  // The counts the triggers of rule `i` use for event `e`, and the stream it draws from (above).
+  FaultRuleCounts& triggerCounts(size_t i, const FaultEvent& e);
+  model::RandomStream& stream(size_t i, const FaultEvent& e);
   std::vector<FaultRule> rules_;
-  std::vector<FaultRuleCounts> counts_;
-  std::vector<model::RandomStream> streams_;
+  std::vector<FaultRuleCounts> counts_;  // totals, for reports
+  std::vector<std::map<int, FaultRuleCounts>> perDevice_;  // rules that name devices: by device
+  std::vector<std::map<int, model::RandomStream>> streams_;  // by listed device (-1: the rule's one)
+  uint64_t seed_ = 0;
   std::map<std::string, bool> released_;
 };
 

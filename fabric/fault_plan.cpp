@@ -108,6 +108,12 @@ class RuleParser {
         fail("unknown filter '" + k + "' (device, rank, gpu)");
       }
     }
+    // Fabric-level events carry no device, and only link events a GPU: such a filter elsewhere
+    // would make the rule silently never fire (or be silently ignored), so it is refused.
+    if (!r->devices.empty() && r->point != FaultPointKind::kEntryPoint) {
+      fail("device= applies to driver entry points only ('" + p + "' events have no device)");
+    }
+    if (r->gpu >= 0 && r->point != FaultPointKind::kLink) fail("gpu= applies to link rules only");
   }
 
   void parseTriggers(const std::vector<std::string>& w, FaultRule* r) const {

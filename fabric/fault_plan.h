@@ -14,7 +14,8 @@
 // rank=LIST (MCSIM_RANK of the process), gpu=N (links). Triggers (all must hold): nth=N (the
 // Nth matching call), after=N (every matching call after the Nth), prob=P (drawn from the seeded
 // source), at=TIME (simulated time at least TIME: 10us, 2ms, 0), max=K (at most K firings),
-// always. Actions: return CUresult-name | block [name=ID] | release ID | delay TIME |
+// always. With device=, nth/after/max count each listed device's calls on their own (nth=1: the
+// first call of every listed device). Actions: return CUresult-name | block [name=ID] | release ID | delay TIME |
 // state not-started|initialising|ready|degraded|restarted | exhaust | absent | present | down | up.
 #pragma once
 
