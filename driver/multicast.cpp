@@ -54,7 +54,7 @@ CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const
   }
   if (prop->size == 0 || !aligned(prop->size)) return CUDA_ERROR_INVALID_VALUE;
   // FABRIC handles need an IMEX channel, as for memory (NOT_PERMITTED without one).
-  if ((prop->handleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0 && !state().node->preset().imexChannel) {
+  if ((prop->handleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0 && !state().node->imexChannelPresent()) {
     return CUDA_ERROR_NOT_PERMITTED;
   }
   fabric::MulticastProps p;

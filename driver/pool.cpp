@@ -159,7 +159,7 @@ CUresult readPoolProps(const CUmemPoolProps* props, fabric::AllocationProps* out
   if ((types & ~(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC)) != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if ((types & CU_MEM_HANDLE_TYPE_FABRIC) != 0 && !state().node->preset().imexChannel) return CUDA_ERROR_NOT_PERMITTED;
+  if ((types & CU_MEM_HANDLE_TYPE_FABRIC) != 0 && !state().node->imexChannelPresent()) return CUDA_ERROR_NOT_PERMITTED;
   for (unsigned char r : props->reserved) {
     if (r != 0) return CUDA_ERROR_INVALID_VALUE;
   }

@@ -90,7 +90,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     }
     // FABRIC handles go through an IMEX channel; without one the driver refuses (field reports:
     // nvbandwidth 39, mscclpp 467).
-    if (!state().node->preset().imexChannel) return CUDA_ERROR_NOT_PERMITTED;
+    if (!state().node->imexChannelPresent()) return CUDA_ERROR_NOT_PERMITTED;
   }
   p.size = size;
   uint64_t h = 0;

@@ -103,6 +103,7 @@ class EmbeddedNode final : public Node {
         hostUsed_(static_cast<size_t>(preset_.hostNumaNodes), 0),
         fabric_(preset_),
         waiter_(HangPolicy::fromEnvironment()) {
+    imexPresent_.store(preset_.imexChannel);
     // Fault plans may deny switch group slots (the multicast-slot point).
     fabric_.setSlotVeto([this] {
       FaultEvent e;
@@ -231,7 +232,7 @@ class EmbeddedNode final : public Node {
     if (it == handles_.end()) return Status::kInvalidValue;
     const uint64_t id = it->second.alloc;
     if ((objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
-    if (!preset_.imexChannel) return Status::kNotPermitted;
+    if (!imexPresent_.load()) return Status::kNotPermitted;
     std::memset(out, 0, 64);
     std::memcpy(out, kFabricMagic, 8);
     std::memcpy(out + 8, &id, 8);
@@ -242,7 +243,7 @@ class EmbeddedNode final : public Node {
 
   Status importFabric(const uint8_t in[64], uint64_t* handle) override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!preset_.imexChannel) return Status::kNotPermitted;
+    if (!imexPresent_.load()) return Status::kNotPermitted;
     AllocId id = 0;
     uint64_t check = 0;
     std::memcpy(&id, in + 8, 8);
@@ -627,6 +628,8 @@ class EmbeddedNode final : public Node {
     return injector_.rules();
   }
 
+  bool imexChannelPresent() const override { return imexPresent_.load(); }
+
   bool nvlinkUp(int gpu) override {
     std::lock_guard<std::mutex> lock(mu_);
     return linksDown_.count(gpu) == 0;
@@ -687,8 +690,8 @@ class EmbeddedNode final : public Node {
         else fabric_.setState(FabricManagerState::kDegraded);
         break;
       case FaultActionKind::kRelease: injector_.release(r.label); break;
-      case FaultActionKind::kAbsent: preset_.imexChannel = false; break;
-      case FaultActionKind::kPresent: preset_.imexChannel = true; break;
+      case FaultActionKind::kAbsent: imexPresent_.store(false); break;
+      case FaultActionKind::kPresent: imexPresent_.store(true); break;
       case FaultActionKind::kDown:
       case FaultActionKind::kUp: {
         const bool down = r.action == FaultActionKind::kDown;
@@ -1090,6 +1093,9 @@ class EmbeddedNode final : public Node {
   TeamWaiter waiter_;
   FaultInjector injector_;
   std::atomic<bool> faultsActive_{false};
+  // Whether an IMEX channel exists: the preset's answer until a fault plan changes it. Atomic,
+  // since the driver asks without the node's lock.
+  std::atomic<bool> imexPresent_{false};
   int faultRank_ = -1;  // MCSIM_RANK as the driver last passed it to onEntry
   std::set<int> linksDown_;  // GPUs whose NVLinks a fault plan took down
   bool switchDown_ = false;

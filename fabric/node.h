@@ -152,6 +152,8 @@ class Node {
   virtual void releaseFault(const std::string& label) = 0;
   virtual std::vector<FaultRuleCounts> faultCounts() = 0;
   virtual std::vector<FaultRule> faultRules() = 0;
+  // Whether an IMEX channel is present (the preset's answer, until a fault plan changes it).
+  virtual bool imexChannelPresent() const = 0;
   // Whether `gpu`'s NVLinks are up (a fault plan can take them down).
   virtual bool nvlinkUp(int gpu) = 0;
 

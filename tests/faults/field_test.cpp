@@ -517,7 +517,7 @@ TEST_F(Field, SlotsExhausted) {
 // imports; both add, allocate, bind; teardown unbinds and frees everything but the creator's
 // handle (the bug). Each leaked object keeps its switch group, so iteration 129 cannot bind.
 // `leak` false: the same loop with the release, which runs on.
-void creatorLoop(Field* test, bool leak, int iterations, int* failedAt, Results* failure) {
+void creatorLoop(bool leak, int iterations, int* failedAt, Results* failure) {
   constexpr int kRanks = 2;
   constexpr size_t kSize = size_t{1} << 30;
   Barrier barrier(kRanks);
@@ -562,7 +562,6 @@ void creatorLoop(Field* test, bool leak, int iterations, int* failedAt, Results*
   *failure = bind;
   // What the process exit would have done for the leaky program.
   for (CUmemGenericAllocationHandle mc : leaked) EXPECT_OK(cuMemRelease(mc));
-  (void)test;
 }
 
 TEST_F(Field, CreatorNeverReleasesRunsOutAtIteration129) {
@@ -572,7 +571,7 @@ TEST_F(Field, CreatorNeverReleasesRunsOutAtIteration129) {
   const Snapshot base = Snapshot::now();
   int failedAt = 0;
   Results failure;
-  creatorLoop(this, true, 200, &failedAt, &failure);
+  creatorLoop(true, 200, &failedAt, &failure);
   EXPECT_OK(cuCtxSetCurrent(ctx));
   EXPECT_EQ(base.freeMulticastSlots + 1, failedAt);  // 128 groups per switch
   EXPECT_RESULTS(all(2, CUDA_ERROR_OUT_OF_MEMORY), failure);
@@ -585,7 +584,7 @@ TEST_F(Field, CreatorNeverReleasesFixedLoopRunsOn) {
   const Snapshot base = Snapshot::now();
   int failedAt = 0;
   Results failure;
-  creatorLoop(this, false, 200, &failedAt, &failure);
+  creatorLoop(false, 200, &failedAt, &failure);
   EXPECT_OK(cuCtxSetCurrent(ctx));
   EXPECT_EQ(-1, failedAt);
   EXPECT_RESULTS(all(2, CUDA_SUCCESS), failure);
@@ -598,7 +597,7 @@ TEST_F(Field, CreatorNeverReleasesFixedLoopRunsOn) {
 // rank imports, adds its device and binds. With the plan, the late importer's (device 3's) add
 // joins nothing: every bind waits for it, and with every thread blocked mcsim reports the
 // deadlock and fails them.
-void creatorReleasesEarly(Field* test, int ranks, Results* add, Results* bind, bool* dataKept) {
+void creatorReleasesEarly(int ranks, Results* add, Results* bind, bool* dataKept) {
   Barrier barrier(ranks);
   FdBroadcast fds;
   SetupLog setup(ranks);
@@ -638,7 +637,6 @@ void creatorReleasesEarly(Field* test, int ranks, Results* add, Results* bind, b
   fds.close();
   setup.expectAllSucceeded();
   *dataKept = kept == std::vector<int>(static_cast<size_t>(ranks), 1);
-  (void)test;
 }
 
 TEST_F(Field, CreatorReleasesEarly) {
@@ -648,7 +646,7 @@ TEST_F(Field, CreatorReleasesEarly) {
   Results add, bind;
   bool dataKept = false;
   StderrCapture capture;
-  creatorReleasesEarly(this, 4, &add, &bind, &dataKept);
+  creatorReleasesEarly(4, &add, &bind, &dataKept);
   const std::string err = capture.take();
   EXPECT_OK(cuCtxSetCurrent(ctx));
   EXPECT_RESULTS(all(4, CUDA_SUCCESS), add);  // device 3's too: it "joined" the empty object
@@ -669,7 +667,7 @@ TEST_F(Field, CreatorReleasesEarlyWithoutThePlanDoesNotHang) {
   const Snapshot base = Snapshot::now();
   Results add, bind;
   bool dataKept = false;
-  creatorReleasesEarly(this, 4, &add, &bind, &dataKept);
+  creatorReleasesEarly(4, &add, &bind, &dataKept);
   EXPECT_OK(cuCtxSetCurrent(ctx));
   EXPECT_RESULTS(all(4, CUDA_SUCCESS), add);
   EXPECT_RESULTS(all(4, CUDA_SUCCESS), bind);
