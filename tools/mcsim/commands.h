@@ -25,5 +25,6 @@ constexpr int kExitCannotStart = 127;  // as a shell reports a program it cannot
 Command addRunCommand(CLI::App& parent);
 Command addPresetsCommand(CLI::App& parent);
 Command addTopoCommand(CLI::App& parent);
+Command addCampaignCommand(CLI::App& parent);
 
 }  // namespace mcsim::tools

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
       addRunCommand(app),
       addPresetsCommand(app),
       addTopoCommand(app),
+      addCampaignCommand(app),
   };
 
   try {

@@ -10,12 +10,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "driver_library.h"
+#include "fabric/fault_plan.h"
+#include "fabric/json_source.h"
 #include "fabric/preset.h"
 #include "preset_errors.h"
 
@@ -25,6 +30,7 @@ namespace {
 
 struct RunOptions {
   std::string topology;
+  std::string faults;
   uint64_t seed = 0;
   int driverVersion = 0;
   std::vector<std::string> command;
@@ -59,6 +65,25 @@ int run(const RunOptions& o) {
     }
     setEnv("MCSIM_TOPOLOGY", o.topology);
   }
+  if (!o.faults.empty()) {
+    // Refuse a plan the driver would refuse (cuInit would fail with CUDA_ERROR_NO_DEVICE).
+    std::ifstream in(o.faults);
+    if (!in) {
+      std::fprintf(stderr, "mcsim run: %s: cannot read the fault plan\n", o.faults.c_str());
+      return kExitBadInput;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      fabric::parseFaultPlan(text.str(), o.faults);
+    } catch (const fabric::InputError& e) {
+      std::fprintf(stderr, "mcsim run: %s\n", e.what());
+      return kExitBadInput;
+    }
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(o.faults, ec);
+    setEnv("MCSIM_FAULTS_FILE", ec ? o.faults : absolute.string());
+  }
   if (o.seedOption->count() > 0) setEnv("MCSIM_SEED", std::to_string(o.seed));
   if (o.versionOption->count() > 0) setEnv("MCSIM_DRIVER_VERSION", std::to_string(o.driverVersion));
 
@@ -85,6 +110,7 @@ Command addRunCommand(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "run", "Run a program against mcsim's libcuda.so.1: mcsim run [OPTIONS] -- PROGRAM [ARGS...]");
   cmd->add_option("--topology", o->topology, "Built-in preset name or preset file (MCSIM_TOPOLOGY)");
+  cmd->add_option("--faults", o->faults, "Fault plan file to install at cuInit (MCSIM_FAULTS_FILE; docs/faults.md)");
   o->seedOption = cmd->add_option("--seed", o->seed, "Seed of every random choice (MCSIM_SEED)");
   o->versionOption = cmd->add_option("--driver-version", o->driverVersion,
                                      "Driver version to emulate, e.g. 12080 (MCSIM_DRIVER_VERSION)")

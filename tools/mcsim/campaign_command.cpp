@@ -1,0 +1,412 @@
+// `mcsim campaign`: runs the sample workloads (tools/workloads) under randomized fault plans, one
+// plan per seed, FoundationDB style, and checks the invariants every run reports: a failing call
+// changes nothing, nothing leaks, memory no failing call touched keeps its data, no crash, no hang.
+// A sample of the runs is made twice to check that a seed reproduces its run, and the campaign
+// checks that every fault point fired somewhere. docs/faults.md describes it for users.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child_process.h"
+#include "commands.h"
+#include "driver_library.h"
+#include "fabric/fault_plan.h"
+#include "fabric/json_source.h"
+#include "plan_generator.h"
+
+extern char** environ;
+
+namespace mcsim::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct WorkloadKind {
+  const char* name;
+  int devices;       // devices it uses (device= filters stay below)
+  uint64_t horizon;  // about how many driver calls a run without faults makes
+};
+const std::vector<WorkloadKind> kWorkloads = {{"nccl", 8, 250}, {"pytorch", 8, 200}, {"vmm", 4, 110}};
+
+struct CampaignOptions {
+  uint64_t seeds = 0;
+  uint64_t firstSeed = 0;
+  std::string workload = "all";
+  unsigned jobs = 0;
+  int checkRepro = -1;  // -1: 10% of the runs, at least 2
+  bool requireCoverage = false;
+  double hangGrace = 0.3;
+  double timeout = 20;
+  double pointOn = 0.3;
+  std::string workloadDir;
+  bool dryRun = false;
+  bool verbose = false;
+};
+
+struct Workload {
+  WorkloadKind kind;
+  std::string path;
+  std::vector<std::string> entryPoints;
+};
+
+struct Job {
+  uint64_t seed = 0;
+  const Workload* workload = nullptr;
+};
+
+struct RunResult {
+  uint64_t seed = 0;
+  const Workload* workload = nullptr;
+  std::string plan;
+  std::vector<std::string> violations;
+  std::string digest;
+  std::map<std::string, uint64_t> fired;
+  double seconds = 0;
+};
+
+std::string shellQuote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") ==
+                        std::string::npos) {
+    return s;
+  }
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string selfPath() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("mcsim") : p.string();
+}
+
+// Variables the campaign sets for each run; everything else of its own environment passes through.
+bool setByCampaign(const std::string& name) {
+  return name == "MCSIM_FAULTS" || name == "MCSIM_FAULTS_FILE" || name == "MCSIM_SEED" ||
+         name == "MCSIM_HANG_GRACE_S" || name == "LD_LIBRARY_PATH";
+}
+
+class Campaign {
+ public:
+  Campaign(const CampaignOptions& o, std::string libDir) : o_(o), libDir_(std::move(libDir)) {
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      const std::string name = kv.substr(0, kv.find('='));
+      if (setByCampaign(name)) continue;
+      inherited_.push_back(kv);
+      if (name.compare(0, 6, "MCSIM_") == 0) passedMcsim_.push_back(kv);
+    }
+    std::sort(passedMcsim_.begin(), passedMcsim_.end());
+    const char* old = std::getenv("LD_LIBRARY_PATH");
+    ldPath_ = (old != nullptr && *old != '\0') ? libDir_ + ":" + old : libDir_;
+  }
+
+  // Finds the workloads' programs and asks each for its entry points. "" or the problem.
+  std::string loadWorkloads(const std::string& dir) {
+    for (const WorkloadKind& k : kWorkloads) {
+      if (o_.workload != "all" && o_.workload != k.name) continue;
+      Workload w{k, (fs::path(dir) / (std::string("mcsim_workload_") + k.name)).string(), {}};
+      const ChildResult r = runChild({w.path, "--points"}, environment(0, ""), o_.timeout);
+      if (!r.started || r.exitStatus != 0) {
+        return "cannot ask " + w.path + " for its entry points: " +
+               (r.started ? "exit status " + std::to_string(r.exitStatus) : r.output) +
+               " (build the workloads, or point --workload-dir at them)";
+      }
+      std::istringstream in(r.output);
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty()) w.entryPoints.push_back(line);
+      }
+      workloads_.push_back(std::move(w));
+    }
+    return "";
+  }
+
+  std::string planFor(uint64_t seed, const Workload& w) const {
+    PlanSettings s;
+    s.pointOn = o_.pointOn;
+    s.devices = w.kind.devices;
+    s.horizon = w.kind.horizon;
+    return generatePlan(seed, w.kind.name, w.entryPoints, s);
+  }
+
+  std::vector<std::string> environment(uint64_t seed, const std::string& plan) const {
+    std::vector<std::string> env = inherited_;
+    env.push_back("LD_LIBRARY_PATH=" + ldPath_);
+    env.push_back("MCSIM_FAULTS=" + plan);
+    env.push_back("MCSIM_SEED=" + std::to_string(seed));
+    env.push_back("MCSIM_HANG_GRACE_S=" + graceText());
+    return env;
+  }
+
+  std::string graceText() const { return fmt::format("{}", o_.hangGrace); }
+
+  // The command that runs `seed` again, by hand.
+  std::string reproCommand(const RunResult& r) const {
+    std::string cmd = "MCSIM_FAULTS=" + shellQuote(r.plan) + " MCSIM_SEED=" + std::to_string(r.seed) +
+                      " MCSIM_HANG_GRACE_S=" + graceText();
+    for (const std::string& kv : passedMcsim_) {
+      const auto eq = kv.find('=');
+      cmd += " " + kv.substr(0, eq) + "=" + shellQuote(kv.substr(eq + 1));
+    }
+    return cmd + " " + shellQuote(selfPath()) + " run -- " + shellQuote(r.workload->path);
+  }
+
+  RunResult runOne(const Job& job) const {
+    RunResult res;
+    res.seed = job.seed;
+    res.workload = job.workload;
+    res.plan = planFor(job.seed, *job.workload);
+    const uint64_t seed = job.seed;
+    // A plan the driver would refuse is a bug of the generator: say so rather than run it.
+    try {
+      fabric::parseFaultPlan(res.plan, "MCSIM_FAULTS");
+    } catch (const fabric::InputError& e) {
+      res.violations.push_back(std::string("the generated plan does not parse: ") + e.what());
+      return res;
+    }
+    const ChildResult c = runChild({res.workload->path}, environment(seed, res.plan), o_.timeout);
+    res.seconds = c.seconds;
+    bool ok = false;
+    std::istringstream in(c.output);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("mcsim-digest: ", 0) == 0) {
+        res.digest = line.substr(14);
+      } else if (line.rfind("mcsim-fired: ", 0) == 0) {
+        std::istringstream f(line.substr(13));
+        std::string point;
+        uint64_t n = 0;
+        if (f >> point >> n) res.fired[point] += n;
+      } else if (line == "mcsim-invariants: ok") {
+        ok = true;
+      } else if (line.rfind("mcsim-invariants: violation ", 0) == 0) {
+        res.violations.push_back(line.substr(28));
+      }
+    }
+    if (!c.started) {
+      res.violations.push_back("cannot start: " + c.output);
+    } else if (c.timedOut) {
+      res.violations.push_back(fmt::format("hang: no exit within {} s (killed)", o_.timeout));
+    } else if (c.signal != 0) {
+      res.violations.push_back(fmt::format("crash: killed by signal {} ({})", c.signal, strsignal(c.signal)));
+    } else if (!ok && res.violations.empty()) {
+      res.violations.push_back(fmt::format("no mcsim-invariants line (exit status {})", c.exitStatus));
+    } else if (ok && c.exitStatus != 0) {
+      res.violations.push_back(fmt::format("exit status {} after mcsim-invariants: ok", c.exitStatus));
+    }
+    if (o_.verbose) {
+      std::lock_guard<std::mutex> lock(printMu_);
+      fmt::print("seed {} ({}): {:.2f} s, {}\n", seed, res.workload->kind.name, res.seconds,
+                 res.violations.empty() ? "ok" : res.violations.front());
+      std::fflush(stdout);
+    }
+    return res;
+  }
+
+  // Runs `runs` on `jobs` threads; results in the order of `runs`.
+  std::vector<RunResult> runAll(const std::vector<Job>& runs, unsigned jobs) const {
+    std::vector<RunResult> results(runs.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < runs.size();) results[i] = runOne(runs[i]);
+    };
+    std::vector<std::thread> threads;
+    for (unsigned j = 0; j < std::max(1u, std::min<unsigned>(jobs, static_cast<unsigned>(runs.size()))); ++j) {
+      threads.emplace_back(worker);
+    }
+    for (auto& t : threads) t.join();
+    return results;
+  }
+
+  std::set<std::string> allPoints() const {
+    std::set<std::string> points(fabricFaultPoints().begin(), fabricFaultPoints().end());
+    for (const Workload& w : workloads_) points.insert(w.entryPoints.begin(), w.entryPoints.end());
+    return points;
+  }
+
+  const std::vector<Workload>& workloads() const { return workloads_; }
+
+ private:
+  const CampaignOptions& o_;
+  std::string libDir_;
+  std::string ldPath_;
+  std::vector<std::string> inherited_;
+  std::vector<std::string> passedMcsim_;
+  std::vector<Workload> workloads_;
+  mutable std::mutex printMu_;
+};
+
+std::string describeFired(const std::map<std::string, uint64_t>& fired) {
+  std::string s;
+  for (const auto& [p, n] : fired) s += (s.empty() ? "" : " ") + p + "=" + std::to_string(n);
+  return s.empty() ? "none" : s;
+}
+
+int campaign(const CampaignOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  const DriverLibraryDir lib = findDriverLibraryDir();
+  if (lib.dir.empty()) {
+    std::fprintf(stderr, "mcsim campaign: %s\n", lib.problem.c_str());
+    return kExitFailure;
+  }
+  std::string dir = o.workloadDir;
+  if (dir.empty()) {
+    const char* env = std::getenv("MCSIM_WORKLOAD_DIR");
+    dir = (env != nullptr && *env != '\0') ? env : fs::path(selfPath()).parent_path().string();
+  }
+  Campaign c(o, lib.dir);
+  if (const std::string problem = c.loadWorkloads(dir); !problem.empty()) {
+    std::fprintf(stderr, "mcsim campaign: %s\n", problem.c_str());
+    return kExitFailure;
+  }
+
+  // Every seed runs every workload chosen, each under a plan of its own.
+  std::vector<Job> jobsList;
+  for (uint64_t i = 0; i < o.seeds; ++i) {
+    for (const Workload& w : c.workloads()) jobsList.push_back({o.firstSeed + i, &w});
+  }
+  if (o.dryRun) {
+    for (const Job& j : jobsList) fmt::print("seed {} ({}): {}\n", j.seed, j.workload->kind.name, c.planFor(j.seed, *j.workload));
+    return kExitOk;
+  }
+  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::string names;
+  for (const Workload& w : c.workloads()) names += std::string(names.empty() ? "" : ", ") + w.kind.name;
+  fmt::print("mcsim campaign: {} seeds from {}, each over {} ({} runs at a time)\n", o.seeds, o.firstSeed, names, jobs);
+  std::fflush(stdout);
+
+  const std::vector<RunResult> results = c.runAll(jobsList, jobs);
+  uint64_t runs = results.size(), violations = 0;
+  for (const RunResult& r : results) {
+    if (r.violations.empty()) continue;
+    ++violations;
+    fmt::print("seed {} ({}): violation {}\n", r.seed, r.workload->kind.name, r.violations.front());
+    for (size_t i = 1; i < r.violations.size() && i < 5; ++i) fmt::print("    and {}\n", r.violations[i]);
+    fmt::print("  {}\n", c.reproCommand(r));
+  }
+
+  // Reproducibility: a sample of the runs, run again, must make the same calls with the same
+  // results and fire the same rules.
+  const uint64_t want = o.checkRepro >= 0 ? static_cast<uint64_t>(o.checkRepro)
+                                          : std::max<uint64_t>(2, (jobsList.size() + 9) / 10);
+  const uint64_t k = std::min<uint64_t>(want, jobsList.size());
+  std::vector<Job> again;
+  std::vector<size_t> againIndex;
+  for (uint64_t i = 0; i < k; ++i) {
+    const size_t at = static_cast<size_t>(i * jobsList.size() / k);
+    again.push_back(jobsList[at]);
+    againIndex.push_back(at);
+  }
+  const std::vector<RunResult> second = c.runAll(again, jobs);
+  runs += second.size();
+  uint64_t differ = 0;
+  for (size_t i = 0; i < second.size(); ++i) {
+    const RunResult& a = results[againIndex[i]];
+    const RunResult& b = second[i];
+    std::string what;
+    if (a.digest != b.digest) {
+      what = "trace digest " + (a.digest.empty() ? "(none)" : a.digest) + ", then " + (b.digest.empty() ? "(none)" : b.digest);
+    } else if (a.fired != b.fired) {
+      what = "fired " + describeFired(a.fired) + ", then " + describeFired(b.fired);
+    } else if (a.violations != b.violations) {
+      what = "invariants " + (a.violations.empty() ? std::string("ok") : a.violations.front()) + ", then " +
+             (b.violations.empty() ? std::string("ok") : b.violations.front());
+    }
+    if (what.empty()) continue;
+    ++differ;
+    ++violations;
+    fmt::print("seed {} ({}): violation not reproducible: {}\n", a.seed, a.workload->kind.name, what);
+    fmt::print("  {}\n", c.reproCommand(a));
+  }
+  fmt::print("reproducibility: {} of {} runs made again gave the same trace\n", second.size() - differ, second.size());
+
+  // Coverage: every fault point must have fired in some run.
+  std::map<std::string, uint64_t> fired, firedRuns;
+  for (const RunResult& r : results) {
+    for (const auto& [p, n] : r.fired) {
+      fired[p] += n;
+      firedRuns[p] += n != 0;
+    }
+  }
+  std::vector<std::string> never;
+  const std::set<std::string> points = c.allPoints();
+  for (const std::string& p : points) {
+    if (fired[p] == 0) never.push_back(p);
+  }
+  std::string neverText;
+  for (const std::string& p : never) neverText += " " + p;
+  fmt::print("coverage: {} of {} fault points fired{}{}\n", points.size() - never.size(), points.size(),
+             never.empty() ? "" : "; never fired:", neverText);
+  // The points that fired in the fewest runs: how close the campaign came to missing one.
+  std::vector<std::pair<uint64_t, std::string>> rarest;
+  for (const std::string& p : points) {
+    if (firedRuns[p] != 0) rarest.emplace_back(firedRuns[p], p);
+  }
+  std::sort(rarest.begin(), rarest.end());
+  std::string rarestText;
+  for (size_t i = 0; i < rarest.size() && i < 3; ++i) {
+    rarestText += fmt::format("{}{} ({} run{})", i == 0 ? "" : ", ", rarest[i].second, rarest[i].first,
+                              rarest[i].first == 1 ? "" : "s");
+  }
+  if (!rarestText.empty()) fmt::print("coverage: fired in the fewest runs: {}\n", rarestText);
+  if (o.requireCoverage && !never.empty()) {
+    violations += never.size();
+    fmt::print("coverage: violation: {} fault point{} never fired (--require-coverage)\n", never.size(),
+               never.size() == 1 ? "" : "s");
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  fmt::print("time: {:.1f} s\n", seconds);
+  fmt::print("{} runs, {} invariant violations\n", runs, violations);
+  std::fflush(stdout);
+  return violations == 0 ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+Command addCampaignCommand(CLI::App& parent) {
+  auto o = std::make_shared<CampaignOptions>();
+  CLI::App* cmd = parent.add_subcommand(
+      "campaign", "Run the sample workloads under random fault plans, one per seed, and check the invariants");
+  cmd->add_option("--seeds", o->seeds, "How many seeds to try (each runs every workload chosen)")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--first-seed", o->firstSeed, "The first seed (the others follow it)");
+  std::vector<std::string> names = {"all"};
+  for (const WorkloadKind& k : kWorkloads) names.push_back(k.name);
+  cmd->add_option("--workload", o->workload, "The workload to run, or all (each seed runs each workload)")
+      ->check(CLI::IsMember(names));
+  cmd->add_option("--jobs,-j", o->jobs, "Runs at a time (default: the number of processors)");
+  cmd->add_option("--check-repro", o->checkRepro, "Runs to make twice to check reproducibility (default: 10%, at least 2)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--require-coverage", o->requireCoverage, "Count every fault point that never fired as a violation");
+  cmd->add_option("--hang-grace", o->hangGrace, "MCSIM_HANG_GRACE_S of each run, in seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", o->timeout, "Seconds after which a run counts as hung and is killed")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--point-probability", o->pointOn, "The most a fault point is switched on in a run (each run draws a quarter, half or all of it)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--workload-dir", o->workloadDir,
+                  "Where the mcsim_workload_* programs are (default: MCSIM_WORKLOAD_DIR, else beside mcsim)");
+  cmd->add_flag("--dry-run", o->dryRun, "Print each seed's workload and plan; run nothing");
+  cmd->add_flag("--verbose,-v", o->verbose, "Print every run's outcome");
+  return {cmd, [o] { return campaign(*o); }};
+}
+
+}  // namespace mcsim::tools

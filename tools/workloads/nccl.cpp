@@ -1,0 +1,231 @@
+// mcsim_workload_nccl: NCCL's NVLS setup and teardown, one thread per device (8 ranks), written
+// after the description in shared/reference/clients.md.
+//
+// Rank 0 probes FABRIC handles (create, export; dropped on failure), creates the multicast object
+// and exports a POSIX descriptor; every other rank imports it. Every rank adds its device, makes,
+// maps and grants its own memory (to itself and to the previous rank, which copies into it), and
+// fills it. A barrier (which, as in NCCL, carries no word of who failed), then every rank binds,
+// maps the multicast range, and copies the start of its buffer into the next rank's (a ring).
+// Each rank checks its buffer, then everything is torn down.
+//
+// Failures: a rank whose call fails before the bind cleans up and leaves without a word (a peer
+// that never joins: the others' binds then block until mcsim reports the hang). A rank whose call
+// fails from the bind on cleans up and raises the abort flag; the others see it before their next
+// call and clean up too (NCCL's abort flag).
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace {
+
+using namespace mcsim::workload;
+
+constexpr int kRanks = 8;
+constexpr size_t kWindowWords = 8192;  // the part of each buffer that is checked (32 KiB)
+constexpr size_t kCopyWords = 1024;    // the ring copy: the first 4 KiB of a rank's buffer ...
+constexpr size_t kInboxWord = 4096;    // ... to this word of the next rank's
+constexpr size_t kMemsetWord = 6144;   // a memset covers words [6144, 7168)
+constexpr size_t kMemsetWords = 1024;
+
+struct Shared {
+  Harness h{kRanks};
+  int fd = -1;          // rank 0's exported descriptor, closed by main after every rank is done
+  bool abort = false;   // raised by a rank that failed from the bind on
+  size_t size = 0;      // the multicast object's size, and every rank's buffer's
+  std::array<CUdeviceptr, kRanks> buffer{};  // each rank's buffer while it is mapped and granted
+  std::array<std::vector<uint32_t>, kRanks> expected;  // what each buffer's window must hold
+};
+
+// What one rank holds, so that it can clean up from any point.
+struct Rank {
+  int r = 0;
+  bool ctxRetained = false, ctxCurrent = false;
+  CUmemGenericAllocationHandle mc = 0, mem = 0;
+  CUdeviceptr ucVa = 0, mcVa = 0;
+  bool ucMapped = false, mcMapped = false, bound = false;
+};
+
+void cleanup(Shared& s, Rank& k) {
+  Harness& h = s.h;
+  const int r = k.r;
+  s.buffer[size_t(r)] = 0;
+  if (k.bound) h.teardown(r, "cuMulticastUnbind", [&] { return cuMulticastUnbind(k.mc, r, 0, s.size); });
+  if (k.mc != 0) h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(k.mc); });
+  if (k.mcMapped) h.teardown(r, "cuMemUnmap", [&] { return cuMemUnmap(k.mcVa, s.size); });
+  if (k.mcVa != 0) h.teardown(r, "cuMemAddressFree", [&] { return cuMemAddressFree(k.mcVa, s.size); });
+  if (k.ucMapped) h.teardown(r, "cuMemUnmap", [&] { return cuMemUnmap(k.ucVa, s.size); });
+  // MCSIM_WORKLOAD_LEAK=1: rank 3 "forgets" its memory (the campaign must catch it).
+  if (k.mem != 0 && !(Harness::plantLeak() && r == 3)) {
+    h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(k.mem); });
+  }
+  if (k.ucVa != 0) h.teardown(r, "cuMemAddressFree", [&] { return cuMemAddressFree(k.ucVa, s.size); });
+  if (k.ctxCurrent) h.teardown(r, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(nullptr); });
+  if (k.ctxRetained) h.teardown(r, "cuDevicePrimaryCtxRelease", [&] { return cuDevicePrimaryCtxRelease(r); });
+  k = Rank{r};
+}
+
+// NCCL probes FABRIC handles first and drops them on failure (no IMEX channel: NOT_PERMITTED).
+void probeFabric(Harness& h, int r, size_t size) {
+  CUmemAllocationProp prop = deviceProp(r, CU_MEM_HANDLE_TYPE_FABRIC);
+  CUmemGenericAllocationHandle probe = 0;
+  if (h.call(r, "cuMemCreate", [&] { return cuMemCreate(&probe, size, &prop, 0); }) != CUDA_SUCCESS) return;
+  CUmemFabricHandle fh;
+  h.call(r, "cuMemExportToShareableHandle",
+         [&] { return cuMemExportToShareableHandle(&fh, probe, CU_MEM_HANDLE_TYPE_FABRIC, 0); });
+  h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(probe); });
+}
+
+void rank(Shared& s, int r) {
+  Harness& h = s.h;
+  h.start(r);
+  Rank k;
+  k.r = r;
+  auto ok = [](CUresult res) { return res == CUDA_SUCCESS; };
+  // Leaves the team: before the bind without a word, from the bind on with the abort flag raised.
+  auto leave = [&](bool raiseAbort) {
+    if (raiseAbort) s.abort = true;
+    cleanup(s, k);
+    h.finish(r);
+  };
+  // From the bind on, a failing call raises the abort flag at once, in the rank's turn, so that
+  // the ranks after it see the flag before their own next call.
+  auto team = [&](const char* name, const std::function<CUresult()>& fn) {
+    return h.call(r, name, [&] {
+      const CUresult res = fn();
+      if (res != CUDA_SUCCESS) s.abort = true;
+      return res;
+    });
+  };
+
+  CUcontext ctx = nullptr;
+  if (!ok(h.call(r, "cuDevicePrimaryCtxRetain", [&] { return cuDevicePrimaryCtxRetain(&ctx, r); }))) return leave(false);
+  k.ctxRetained = true;
+  if (!ok(h.call(r, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(ctx); }))) return leave(false);
+  k.ctxCurrent = true;
+  int supported = 0;
+  if (!ok(h.call(r, "cuDeviceGetAttribute",
+                 [&] { return cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, r); })) ||
+      supported == 0) {
+    return leave(false);
+  }
+  CUmulticastObjectProp mp = multicastProp(kRanks, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  size_t gran = 0;
+  if (!ok(h.call(r, "cuMulticastGetGranularity",
+                 [&] { return cuMulticastGetGranularity(&gran, &mp, CU_MULTICAST_GRANULARITY_RECOMMENDED); }))) {
+    return leave(false);
+  }
+  mp.size = gran;
+  if (r == 0) {
+    s.size = gran;
+    probeFabric(h, r, gran);
+    if (!ok(h.call(r, "cuMulticastCreate", [&] { return cuMulticastCreate(&k.mc, &mp); }))) return leave(false);
+    int fd = -1;
+    if (!ok(h.call(r, "cuMemExportToShareableHandle", [&] {
+          return cuMemExportToShareableHandle(&fd, k.mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+        }))) {
+      return leave(false);
+    }
+    s.fd = fd;
+  }
+  h.barrier(r);  // the descriptor is out (or rank 0 is gone)
+
+  if (r != 0) {
+    if (s.fd < 0 || s.size != gran) return leave(false);
+    void* arg = reinterpret_cast<void*>(static_cast<intptr_t>(s.fd));
+    if (!ok(h.call(r, "cuMemImportFromShareableHandle", [&] {
+          return cuMemImportFromShareableHandle(&k.mc, arg, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        }))) {
+      return leave(false);
+    }
+  }
+  if (!ok(h.call(r, "cuMulticastAddDevice", [&] { return cuMulticastAddDevice(k.mc, r); }))) return leave(false);
+  CUmemAllocationProp prop = deviceProp(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  size_t memGran = 0;
+  if (!ok(h.call(r, "cuMemGetAllocationGranularity", [&] {
+        return cuMemGetAllocationGranularity(&memGran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+      }))) {
+    return leave(false);
+  }
+  if (!ok(h.call(r, "cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.ucVa, s.size, memGran, 0, 0); }))) {
+    return leave(false);
+  }
+  if (!ok(h.call(r, "cuMemCreate", [&] { return cuMemCreate(&k.mem, s.size, &prop, 0); }))) return leave(false);
+  if (!ok(h.call(r, "cuMemMap", [&] { return cuMemMap(k.ucVa, s.size, 0, k.mem, 0); }))) return leave(false);
+  k.ucMapped = true;
+  // Granted to this rank and to the previous one, which copies into it.
+  const CUmemAccessDesc access[2] = {readWrite(r), readWrite((r + kRanks - 1) % kRanks)};
+  if (!ok(h.call(r, "cuMemSetAccess", [&] { return cuMemSetAccess(k.ucVa, s.size, access, 2); }))) return leave(false);
+  std::vector<uint32_t>& mine = s.expected[size_t(r)];
+  mine.assign(kWindowWords, 0);  // memory nobody wrote reads as zeros
+  std::vector<uint32_t> pattern(kWindowWords);
+  for (size_t i = 0; i < kWindowWords; ++i) pattern[i] = patternWord(r, i);
+  if (ok(h.call(r, "cuMemcpyHtoD", [&] { return cuMemcpyHtoD(k.ucVa, pattern.data(), pattern.size() * 4); }))) {
+    mine = pattern;
+  }
+  const uint32_t fill = 0xF1110000u | uint32_t(r);
+  if (ok(h.call(r, "cuMemsetD32",
+                [&] { return cuMemsetD32(k.ucVa + kMemsetWord * 4, fill, kMemsetWords); }))) {
+    for (size_t i = 0; i < kMemsetWords; ++i) mine[kMemsetWord + i] = fill;
+  }
+  s.buffer[size_t(r)] = k.ucVa;
+  h.barrier(r);  // NCCL's barrier before the bind
+
+  if (s.abort) return leave(false);
+  if (!ok(team("cuMulticastBindMem", [&] { return cuMulticastBindMem(k.mc, 0, k.mem, 0, s.size, 0); }))) {
+    return leave(true);
+  }
+  k.bound = true;
+  if (s.abort) return leave(false);
+  if (!ok(team("cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.mcVa, s.size, gran, 0, 0); }))) {
+    return leave(true);
+  }
+  if (s.abort) return leave(false);
+  if (!ok(team("cuMemMap", [&] { return cuMemMap(k.mcVa, s.size, 0, k.mc, 0); }))) return leave(true);
+  k.mcMapped = true;
+  if (s.abort) return leave(false);
+  const CUmemAccessDesc self = readWrite(r);
+  if (!ok(team("cuMemSetAccess", [&] { return cuMemSetAccess(k.mcVa, s.size, &self, 1); }))) return leave(true);
+  h.barrier(r);  // everyone still here is bound and mapped; the buffers stay until the next barrier
+
+  // The ring: the start of this rank's buffer into the next rank's inbox (over NVLink: a fault
+  // plan that takes a link down fails it, and then nothing may have been written).
+  const int next = (r + 1) % kRanks;
+  if (!s.abort && s.buffer[size_t(next)] != 0) {
+    const CUdeviceptr to = s.buffer[size_t(next)] + kInboxWord * 4;
+    if (ok(h.call(r, "cuMemcpyDtoD", [&] { return cuMemcpyDtoD(to, k.ucVa, kCopyWords * 4); }))) {
+      for (size_t i = 0; i < kCopyWords; ++i) s.expected[size_t(next)][kInboxWord + i] = mine[i];
+    }
+  }
+  h.barrier(r);
+  h.verify(r, k.ucVa, mine, "rank " + std::to_string(r) + "'s buffer");
+  h.barrier(r);  // nobody tears down before every rank has checked
+  leave(false);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (wantsPoints(argc, argv)) {
+    return printPoints({"cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuDeviceGetAttribute",
+                        "cuMulticastGetGranularity", "cuMemCreate", "cuMemExportToShareableHandle",
+                        "cuMulticastCreate", "cuMemImportFromShareableHandle", "cuMulticastAddDevice",
+                        "cuMemGetAllocationGranularity", "cuMemAddressReserve", "cuMemMap", "cuMemSetAccess",
+                        "cuMemcpyHtoD", "cuMemsetD32", "cuMulticastBindMem", "cuMemcpyDtoD", "cuMemcpyDtoH",
+                        "cuMulticastUnbind", "cuMemRelease", "cuMemUnmap", "cuMemAddressFree",
+                        "cuDevicePrimaryCtxRelease"});
+  }
+  Shared s;
+  if (s.h.begin()) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r) threads.emplace_back(rank, std::ref(s), r);
+    for (auto& t : threads) t.join();
+    if (s.fd >= 0) ::close(s.fd);
+  }
+  return s.h.end();
+}
