@@ -24,7 +24,9 @@ struct Contexts {
   std::mutex mu;
   std::set<CUctx_st*> registry;   // every context ever made; lookups only, never iterated for output
   std::vector<Primary*> primaries;  // one per device, made at first use
-  unsigned long long nextId = 1;
+  // Created contexts' ids follow the primaries' (1..deviceCount), so that making the primary
+  // table, which happens on first use, changes no id a later call hands out.
+  unsigned long long nextCreatedId = 0;
 };
 
 Contexts& contexts() {
@@ -41,7 +43,7 @@ Primary& primaryFor(int device) {
       auto* p = new Primary();
       p->ctx.device = d;
       p->ctx.primary = true;
-      p->ctx.id = c.nextId++;
+      p->ctx.id = static_cast<unsigned long long>(d) + 1;
       c.registry.insert(&p->ctx);
       c.primaries.push_back(p);
     }
@@ -67,10 +69,14 @@ bool validSchedFlags(unsigned flags) {
 
 void addContextsToDigest(model::Digest& d) {
   std::lock_guard<std::mutex> lock(contexts().mu);
-  for (const Primary* p : contexts().primaries) {
-    d.add(static_cast<uint64_t>(p->refs)).add(p->flags).add(p->active ? 1 : 0);
+  // A primary not made yet digests as one made and never retained: making the table on first
+  // use (even by a call that then fails) is no change of state.
+  for (int dev = 0; dev < state().deviceCount; ++dev) {
+    const Primary* p = contexts().primaries.empty() ? nullptr : contexts().primaries[static_cast<size_t>(dev)];
+    d.add(p != nullptr ? static_cast<uint64_t>(p->refs) : 0).add(p != nullptr ? p->flags : 0u);
+    d.add(p != nullptr && p->active ? 1 : 0);
   }
-  d.add(contexts().nextId);
+  d.add(contexts().nextCreatedId);
   d.add(tlsStack.size());
   for (const CUctx_st* c : tlsStack) d.add(c->id);
 }
@@ -185,7 +191,8 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsi
   ctx->flags = flags;
   {
     std::lock_guard<std::mutex> lock(contexts().mu);
-    ctx->id = contexts().nextId++;
+    Contexts& c = contexts();
+    ctx->id = static_cast<unsigned long long>(state().deviceCount) + 1 + c.nextCreatedId++;
     contexts().registry.insert(ctx);
   }
   tlsStack.push_back(ctx);

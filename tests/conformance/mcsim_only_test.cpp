@@ -346,6 +346,24 @@ TEST(McsimPreset, UnknownPresetNameListsTheBuiltInOnes) {
   EXPECT_NE(std::string::npos, err.find("hgx-h100,")) << err;
 }
 
+// A failing call made before any context exists changes nothing, not even by making the
+// primary-context table on first use (found by `mcsim campaign`, seed 3547).
+TEST(McsimFirstUse, FailingPrimaryReleaseBeforeAnyRetainChangesNothing) {
+  ASSERT_OK(cuInit(0));
+  const uint64_t before = mcsim::api::stateDigest();
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuDevicePrimaryCtxRelease(0));
+  EXPECT_EQ(before, mcsim::api::stateDigest());
+  // Context ids handed out later do not depend on it either.
+  CUcontext ctx = nullptr;
+  unsigned long long id = 0;
+  ASSERT_OK(cuCtxCreate(&ctx, nullptr, 0, 0));
+  ASSERT_OK(cuCtxGetId(ctx, &id));
+  int devices = 0;
+  ASSERT_OK(cuDeviceGetCount(&devices));
+  EXPECT_EQ(static_cast<unsigned long long>(devices) + 1, id);
+  EXPECT_CU(CUDA_SUCCESS, cuCtxDestroy(ctx));
+}
+
 }  // namespace
 
 #endif  // MCSIM_CONFORMANCE_REAL

@@ -10,12 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -387,21 +384,28 @@ Command addCampaignCommand(CLI::App& parent) {
   auto o = std::make_shared<CampaignOptions>();
   CLI::App* cmd = parent.add_subcommand(
       "campaign", "Run the sample workloads under random fault plans, one per seed, and check the invariants");
-  cmd->add_option("--seeds", o->seeds, "How many seeds to try (each runs every workload chosen)")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--first-seed", o->firstSeed, "The first seed (the others follow it)");
+  cmd->add_option("--seeds", o->seeds, "How many seeds to try (each runs every workload chosen)")
+      ->required()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  cmd->add_option("--first-seed", o->firstSeed, "The first seed (the others follow it)")->capture_default_str();
   std::vector<std::string> names = {"all"};
   for (const WorkloadKind& k : kWorkloads) names.push_back(k.name);
   cmd->add_option("--workload", o->workload, "The workload to run, or all (each seed runs each workload)")
-      ->check(CLI::IsMember(names));
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
   cmd->add_option("--jobs,-j", o->jobs, "Runs at a time (default: the number of processors)");
   cmd->add_option("--check-repro", o->checkRepro, "Runs to make twice to check reproducibility (default: 10%, at least 2)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--require-coverage", o->requireCoverage, "Count every fault point that never fired as a violation");
-  cmd->add_option("--hang-grace", o->hangGrace, "MCSIM_HANG_GRACE_S of each run, in seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--hang-grace", o->hangGrace, "MCSIM_HANG_GRACE_S of each run, in seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds after which a run counts as hung and is killed")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--point-probability", o->pointOn, "The most a fault point is switched on in a run (each run draws a quarter, half or all of it)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_option("--workload-dir", o->workloadDir,
                   "Where the mcsim_workload_* programs are (default: MCSIM_WORKLOAD_DIR, else beside mcsim)");
   cmd->add_flag("--dry-run", o->dryRun, "Print each seed's workload and plan; run nothing");
