@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/cu_expect.h"
+#include "tests/common/vmm_props.h"
 
 #include <cstdint>
 #include <cstring>
@@ -52,23 +53,11 @@ class DriverTest : public ::testing::Test {
     cuDevicePrimaryCtxRelease(0);
   }
 
+  // The shared builders (tests/common/vmm_props.h), reachable unqualified from the tests.
   static CUmemAllocationProp devicePinned(int dev, unsigned handleTypes = 0) {
-    CUmemAllocationProp p;
-    std::memset(&p, 0, sizeof p);
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = dev;
-    p.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handleTypes);
-    return p;
+    return cutest::devicePinned(dev, handleTypes);
   }
-  static CUmemAccessDesc readWrite(int dev) {
-    CUmemAccessDesc d;
-    std::memset(&d, 0, sizeof d);
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = dev;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return d;
-  }
+  static CUmemAccessDesc readWrite(int dev) { return cutest::readWrite(dev); }
 
   // A VMM range: one allocation of `granules` granules, reserved, mapped, read-write on dev 0.
   struct Range {

@@ -112,7 +112,7 @@ struct UcBuffer {
   CUresult make(int device, size_t bytes, unsigned handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
     dev = device;
     size = bytes;
-    CUmemAllocationProp p = deviceProp(dev, handleTypes);
+    CUmemAllocationProp p = devicePinned(dev, handleTypes);
     CUresult r = cuMemCreate(&mem, size, &p, 0);
     if (r != CUDA_SUCCESS) return r;
     if ((r = cuMemAddressReserve(&va, size, 0, 0, 0)) != CUDA_SUCCESS) return r;

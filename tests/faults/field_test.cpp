@@ -541,7 +541,7 @@ void creatorLoop(bool leak, int iterations, int* failedAt, Results* failure) {
       if (r == 0) ::close(sharedFd);
       SETUP(setup, r, cuMulticastAddDevice(mc, r));
       CUmemGenericAllocationHandle mem = 0;
-      CUmemAllocationProp p = deviceProp(r, kPosix);
+      CUmemAllocationProp p = devicePinned(r, kPosix);
       SETUP(setup, r, cuMemCreate(&mem, kSize, &p, 0));
       barrier.arriveAndWait();
       bind[r] = cuMulticastBindMem(mc, 0, mem, 0, kSize, 0);
@@ -702,7 +702,7 @@ TEST_F(Field, FabricWithoutImex) {
       std::lock_guard<std::mutex> lock(serial);
       const uint64_t before = mcsim::api::stateDigest();
       CUmemGenericAllocationHandle h = 0;
-      CUmemAllocationProp p = deviceProp(dev, CU_MEM_HANDLE_TYPE_FABRIC);
+      CUmemAllocationProp p = devicePinned(dev, CU_MEM_HANDLE_TYPE_FABRIC);
       probeMem[r] = cuMemCreate(&h, kMin, &p, 0);
       CUmulticastObjectProp mp = mcProp(kRanks, kMin, CU_MEM_HANDLE_TYPE_FABRIC);
       probeMc[r] = cuMulticastCreate(&h, &mp);

@@ -280,7 +280,7 @@ TEST_F(Mechanics, ReturnChangesNothing) {
           "cuMemAddressReserve : always -> return CUDA_ERROR_OUT_OF_MEMORY\n"
           "cuMulticastCreate : always -> return CUDA_ERROR_NOT_SUPPORTED");
   CUmemGenericAllocationHandle h = 0;
-  CUmemAllocationProp p = deviceProp(0);
+  CUmemAllocationProp p = devicePinned(0);
   EXPECT_FAILS_CLEANLY(CUDA_ERROR_OUT_OF_MEMORY, cuMemCreate(&h, kMin, &p, 0));
   EXPECT_EQ(0u, h);
   CUdeviceptr va = 0;
@@ -490,7 +490,7 @@ TEST_F(Mechanics, SwitchDownFailsMulticastBinds) {
 TEST_F(Mechanics, ImexAbsentAndPresent) {
   INIT();  // hgx-h100: no IMEX channel, although the GPUs support FABRIC handles
   CUmemGenericAllocationHandle h = 0;
-  CUmemAllocationProp p = deviceProp(0, CU_MEM_HANDLE_TYPE_FABRIC);
+  CUmemAllocationProp p = devicePinned(0, CU_MEM_HANDLE_TYPE_FABRIC);
   EXPECT_FAILS_CLEANLY(CUDA_ERROR_NOT_PERMITTED, cuMemCreate(&h, kMin, &p, 0));
   install("imex : always -> present");
   ASSERT_OK(cuMemCreate(&h, kMin, &p, 0));

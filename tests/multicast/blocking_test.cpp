@@ -344,7 +344,7 @@ void bindOnIncompleteTeam(bool withSleeper) {
   if (cuInit(0) != CUDA_SUCCESS) std::_Exit(3);
   CUmemGenericAllocationHandle mc = 0, mem = 0;
   CUmulticastObjectProp p = mcProp(2, kMin);
-  CUmemAllocationProp mp = deviceProp(0);
+  CUmemAllocationProp mp = devicePinned(0);
   if (cuMulticastCreate(&mc, &p) != CUDA_SUCCESS || cuMulticastAddDevice(mc, 0) != CUDA_SUCCESS ||
       cuMemCreate(&mem, kMin, &mp, 0) != CUDA_SUCCESS) {
     std::_Exit(4);

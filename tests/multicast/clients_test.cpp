@@ -94,7 +94,7 @@ TEST_F(Clients, NcclStyle) {
       check(cuMemImportFromShareableHandle(&mc, fdArg(fd), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     }
     check(api.addDevice(mc, r));
-    CUmemAllocationProp prop = deviceProp(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUmemAllocationProp prop = devicePinned(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     size_t memGran = 0;
     check(cuMemGetAllocationGranularity(&memGran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
     CUdeviceptr ucVa = 0;
@@ -159,7 +159,7 @@ TEST_F(Clients, PyTorchStyle) {
     check(cuMemImportFromShareableHandle(&mc, fdArg(fdFuture.get()), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     check(api.addDevice(mc, r));
     CUmemGenericAllocationHandle mem = 0;
-    CUmemAllocationProp prop = deviceProp(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUmemAllocationProp prop = devicePinned(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     check(cuMemCreate(&mem, size, &prop, 0));
     // Binds block until the last rank has added its device.
     if (api.bindMem(mc, 0, mem, 0, size, 0) == CUDA_SUCCESS) ++bound;
@@ -221,7 +221,7 @@ TEST_F(Clients, TensorRtLlmStyle) {
     CUmemAccessDesc a = readWrite(r);
     check(cuMemSetAccess(mcVa, size, &a, 1));
     CUmemGenericAllocationHandle mem = 0;
-    CUmemAllocationProp prop = deviceProp(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUmemAllocationProp prop = devicePinned(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     check(cuMemCreate(&mem, size, &prop, 0));
     CUdeviceptr ucVa = 0;
     check(cuMemAddressReserve(&ucVa, size, 0, 0, 0));
@@ -283,7 +283,7 @@ TEST_F(Clients, MscclppStyle) {
     CUdeviceptr buf[2] = {0, 0};
     CUmemAccessDesc a = readWrite(dev);
     for (int i = 0; i < 2; ++i) {
-      CUmemAllocationProp prop = deviceProp(dev, types);
+      CUmemAllocationProp prop = devicePinned(dev, types);
       check(cuMemCreate(&mem[i], sizes[i], &prop, 0));
       check(cuMemAddressReserve(&buf[i], sizes[i], 0, 0, 0));
       check(cuMemMap(buf[i], sizes[i], 0, mem[i], 0));

@@ -22,6 +22,7 @@
 
 #include "mcsim/api.h"
 #include "tests/common/cu_expect.h"
+#include "tests/common/vmm_props.h"
 #include "mcsim/cuda_multicast_v2.h"
 
 
@@ -57,31 +58,16 @@ inline CUmulticastObjectProp mcProp(unsigned numDevices, size_t size, unsigned l
   return p;
 }
 
-inline CUmemAllocationProp deviceProp(int dev, unsigned handleTypes = 0) {
-  CUmemAllocationProp p;
-  std::memset(&p, 0, sizeof p);
-  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = dev;
-  p.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(handleTypes);
-  return p;
-}
+using cutest::devicePinned;  // tests/common/vmm_props.h
 
 inline CUmemAllocationProp hostNumaProp(int numaNode, unsigned handleTypes = 0) {
-  CUmemAllocationProp p = deviceProp(0, handleTypes);
+  CUmemAllocationProp p = devicePinned(0, handleTypes);
   p.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
   p.location.id = numaNode;
   return p;
 }
 
-inline CUmemAccessDesc readWrite(int dev) {
-  CUmemAccessDesc d;
-  std::memset(&d, 0, sizeof d);
-  d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  d.location.id = dev;
-  d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  return d;
-}
+using cutest::readWrite;
 
 inline void setEnv(const char* name, const char* value) { ::setenv(name, value, 1); }
 
@@ -175,7 +161,7 @@ class McTest : public ::testing::Test {
 
   CUmemGenericAllocationHandle makeMem(int dev, size_t size, unsigned handleTypes = 0) {
     CUmemGenericAllocationHandle h = 0;
-    CUmemAllocationProp p = deviceProp(dev, handleTypes);
+    CUmemAllocationProp p = devicePinned(dev, handleTypes);
     EXPECT_OK(cuMemCreate(&h, size, &p, 0));
     return h;
   }
