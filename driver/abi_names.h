@@ -15,3 +15,6 @@
 #undef cuDeviceGetUuid
 #undef cuGetProcAddress
 #undef cuMemAlloc
+#undef cuStreamDestroy
+#undef cuEventDestroy
+#undef cuEventElapsedTime

@@ -3,6 +3,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/stream.h"
 #include "driver/memory.h"
 #include "driver/pool.h"
 #include "model/digest.h"
@@ -19,6 +20,7 @@ uint64_t stateDigest() {
   driver::addMemoryTablesToDigest(d);
   driver::addContextsToDigest(d);
   driver::addPoolsToDigest(d);
+  driver::addStreamsToDigest(d);
   return d.value();
 }
 

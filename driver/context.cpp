@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "driver/driver.h"
+#include "driver/stream.h"
 
 namespace mcsim::driver {
 
@@ -263,7 +264,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   MCSIM_REQUIRE_INIT();
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
-  // Every operation mcsim accepts has completed by the time its call returns.
+  synchronizeContext(ctx);
   return CUDA_SUCCESS;
 }
 
@@ -290,10 +291,13 @@ CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   // (nth=1 would see the first cuCtxSynchronize_v2(NULL) twice; a delay would be taken twice).
   if (ctx == nullptr) {
     CUctx_st* current = nullptr;
-    return currentContext(&current);
+    MCSIM_TRY(currentContext(&current));
+    synchronizeContext(current);
+    return CUDA_SUCCESS;
   }
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  synchronizeContext(ctx);
   return CUDA_SUCCESS;
 }
 

@@ -12,6 +12,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/stream.h"
 
 namespace mcsim::driver {
 
@@ -68,6 +69,7 @@ uint64_t hostAllocationCount() {
 }
 
 void releaseContextResources(CUctx_st* ctx) {
+  releaseContextStreams(ctx);  // its work finishes before its memory goes
   std::vector<uint64_t> linear, host;
   {
     std::lock_guard<std::mutex> lock(tables().mu);
@@ -87,10 +89,8 @@ void releaseContextResources(CUctx_st* ctx) {
 }
 
 CUresult checkStream(CUstream stream) {
-  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
-    return CUDA_SUCCESS;
-  }
-  return CUDA_ERROR_INVALID_HANDLE;
+  CUstream_st* st = nullptr;
+  return resolveStream(stream, false, &st);
 }
 
 namespace {
@@ -102,70 +102,106 @@ bool knownMemory(uint64_t p) {
   return isDeviceAddress(p) || findHostAllocation(p, &h);
 }
 
+bool pinnedHost(uint64_t p) {
+  HostAllocation h;
+  return findHostAllocation(p, &h);
+}
+
+// The stream an operation goes on: the one named (asynchronous calls), or the default stream of
+// the calling thread's context (synchronous calls, which then wait for it).
+CUresult orderingStream(const Ordering& o, CUstream_st** st) {
+  return resolveStream(o.async ? o.stream : nullptr, o.perThreadDefault, st);
+}
+
 // Moves `bytes` from `src` to `dst`, each a device address or a host pointer (unified
-// addressing tells them apart). The real driver requires the "device" operands of the typed
-// copies to be memory it knows (device or pinned host memory) and takes any pointer on a "host"
-// side, device addresses included.
+// addressing tells them apart), on stream `st`. The real driver requires the "device" operands
+// of the typed copies to be memory it knows (device or pinned host memory) and takes any pointer
+// on a "host" side, device addresses included.
 CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown, int dstDevice,
-                  int srcDevice) {
+                  int srcDevice, CUstream_st* st, bool async) {
   if (bytes == 0) return CUDA_SUCCESS;
   if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
   if ((dstKnown && !knownMemory(dst)) || (srcKnown && !knownMemory(src))) return CUDA_ERROR_INVALID_VALUE;
-  const bool dDev = isDeviceAddress(dst), sDev = isDeviceAddress(src);
-  fabric::Node& n = *state().node;
-  if (dDev && sDev) return toResult(n.copy(dst, src, bytes, dstDevice, srcDevice));
-  if (dDev) return toResult(n.write(dst, reinterpret_cast<const void*>(src), bytes, dstDevice));
-  if (sDev) return toResult(n.read(reinterpret_cast<void*>(dst), src, bytes, srcDevice));
-  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kCopy;
+  op.dst = dst;
+  op.src = src;
+  op.dstDevice = isDeviceAddress(dst);
+  op.srcDevice = isDeviceAddress(src);
+  op.dstPinned = !op.dstDevice && pinnedHost(dst);
+  op.srcPinned = !op.srcDevice && pinnedHost(src);
+  op.dstAccessor = dstDevice;
+  op.srcAccessor = srcDevice;
+  op.bytes = bytes;
+  // A copy into pageable host memory returns only once it is done, as the reference says for
+  // the asynchronous calls too; synchronous calls always wait.
+  op.callerWaits = !async || (!op.dstDevice && !op.dstPinned);
+  fabric::WorkDone done;
+  MCSIM_TRY(enqueue(st, op, &done));
+  if (op.callerWaits) waitWork(done);
   return CUDA_SUCCESS;
 }
 
-// Copies on the calling thread's context, whose device's access rights apply.
-CUresult contextTransfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown) {
-  CUresult r;
-  const int dev = currentDevice(&r);
-  if (r != CUDA_SUCCESS) return r;
-  return transfer(dst, src, bytes, dstKnown, srcKnown, dev, dev);
+// Copies on a stream of the calling thread's context, whose device's access rights apply.
+CUresult contextTransfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown, const Ordering& o) {
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(orderingStream(o, &st));
+  const int dev = st->ctx->device;
+  return transfer(dst, src, bytes, dstKnown, srcKnown, dev, dev, st, o.async);
 }
 
 }  // namespace
 
-CUresult copyHtoD(uint64_t dst, const void* src, size_t bytes) {
-  return contextTransfer(dst, reinterpret_cast<uint64_t>(src), bytes, true, false);
+CUresult copyHtoD(uint64_t dst, const void* src, size_t bytes, const Ordering& o) {
+  return contextTransfer(dst, reinterpret_cast<uint64_t>(src), bytes, true, false, o);
 }
 
-CUresult copyDtoH(void* dst, uint64_t src, size_t bytes) {
-  return contextTransfer(reinterpret_cast<uint64_t>(dst), src, bytes, false, true);
+CUresult copyDtoH(void* dst, uint64_t src, size_t bytes, const Ordering& o) {
+  return contextTransfer(reinterpret_cast<uint64_t>(dst), src, bytes, false, true, o);
 }
 
-CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes) { return contextTransfer(dst, src, bytes, true, true); }
-
-CUresult copyUnified(uint64_t dst, uint64_t src, size_t bytes) {
-  return contextTransfer(dst, src, bytes, false, false);
+CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes, const Ordering& o) {
+  return contextTransfer(dst, src, bytes, true, true, o);
 }
 
-CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes) {
+CUresult copyUnified(uint64_t dst, uint64_t src, size_t bytes, const Ordering& o) {
+  return contextTransfer(dst, src, bytes, false, false, o);
+}
+
+CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes, const Ordering& o) {
   // NULL names the current context (the real driver accepts it); others must be contexts.
   if ((dstCtx != nullptr && !usableContext(dstCtx)) || (srcCtx != nullptr && !usableContext(srcCtx))) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(orderingStream(o, &st));
   CUresult r;
   const int current = currentDevice(&r);
   if (r != CUDA_SUCCESS) return r;
   // A peer copy reads with the source context's device and writes with the destination's.
   const int dstDevice = dstCtx != nullptr ? dstCtx->device : current;
   const int srcDevice = srcCtx != nullptr ? srcCtx->device : current;
-  return transfer(dst, src, bytes, true, true, dstDevice, srcDevice);
+  return transfer(dst, src, bytes, true, true, dstDevice, srcDevice, st, o.async);
 }
 
-CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count) {
-  CUresult r;
-  const int dev = currentDevice(&r);
-  if (r != CUDA_SUCCESS) return r;
+CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count, const Ordering& o) {
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(orderingStream(o, &st));
   if (dst % elementBytes != 0) return CUDA_ERROR_INVALID_VALUE;
   if (count == 0) return CUDA_SUCCESS;
   if (!isDeviceAddress(dst)) return CUDA_ERROR_INVALID_VALUE;
-  return toResult(state().node->fill(dst, value, elementBytes, count, dev));
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kFill;
+  op.dst = dst;
+  op.dstAccessor = st->ctx->device;
+  op.value = value;
+  op.elementBytes = elementBytes;
+  op.count = count;
+  op.callerWaits = !o.async;
+  fabric::WorkDone done;
+  MCSIM_TRY(enqueue(st, op, &done));
+  if (op.callerWaits) waitWork(done);
+  return CUDA_SUCCESS;
 }
 
 }  // namespace mcsim::driver

@@ -29,15 +29,23 @@ bool findHostAllocation(uint64_t p, HostAllocation* out);
 // The context that made the cuMemAlloc allocation at `base`, or nullptr.
 CUctx_st* linearOwner(uint64_t base);
 
-// Streams that exist before issue-4 stream objects: the NULL stream, CU_STREAM_LEGACY and
-// CU_STREAM_PER_THREAD. Anything else is an unknown handle.
+// Whether a stream argument names a usable stream (NULL, the special handles, or a live stream).
 CUresult checkStream(CUstream stream);
 
-CUresult copyUnified(uint64_t dst, uint64_t src, size_t bytes);
-CUresult copyHtoD(uint64_t dst, const void* src, size_t bytes);
-CUresult copyDtoH(void* dst, uint64_t src, size_t bytes);
-CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes);
-CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes);
-CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count);
+// How an entry point orders its operation: asynchronous calls go on `stream`; synchronous ones
+// on the calling thread's default stream, and wait for it. `perThreadDefault`: the entry point's
+// ABI reads a NULL stream as the per-thread default stream.
+struct Ordering {
+  CUstream stream = nullptr;
+  bool async = false;
+  bool perThreadDefault = false;
+};
+
+CUresult copyUnified(uint64_t dst, uint64_t src, size_t bytes, const Ordering& o);
+CUresult copyHtoD(uint64_t dst, const void* src, size_t bytes, const Ordering& o);
+CUresult copyDtoH(void* dst, uint64_t src, size_t bytes, const Ordering& o);
+CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes, const Ordering& o);
+CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes, const Ordering& o);
+CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count, const Ordering& o);
 
 }  // namespace mcsim::driver

@@ -9,7 +9,9 @@
 #include "driver/driver.h"
 #include "driver/memory.h"
 #include "driver/pool.h"
+#include "driver/stream.h"
 
 using namespace mcsim::driver;
 
 #include "driver/memops_entries.inc"
+#include "driver/stream_entries.inc"

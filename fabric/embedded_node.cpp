@@ -11,12 +11,15 @@
 #include <set>
 #include <unordered_map>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "fabric/node.h"
+#include "fabric/node_model.h"
 #include "fabric/team_wait.h"
 #include "model/digest.h"
 #include "model/engine.h"
@@ -44,6 +47,19 @@ constexpr uint64_t kHandleStride = 0x10;
 // A FABRIC handle: magic, node identity, allocation id, and a check value.
 constexpr char kFabricMagic[8] = {'m', 'c', 's', 'i', 'm', 'F', 'A', 'B'};
 
+bool envFlag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+uint64_t envUnsigned(const char* name, uint64_t dflt) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return dflt;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  return end != nullptr && *end == '\0' ? x : dflt;
+}
+
 uint64_t reserveVaWindow() {
   void* want = reinterpret_cast<void*>(kVaWindowBase);
   void* p = mmap(want, kVaWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
@@ -69,7 +85,7 @@ struct Allocation {
   uint64_t refs = 0;             // live handle values + mappings
   uint64_t firstHandle = 0;      // the handle value this process first had for it
   bool heldByDescriptors = false;  // no refs left, but an exported descriptor is still open
-  std::unique_ptr<model::LazyRegion> region;  // made on first write
+  std::shared_ptr<model::LazyRegion> region;  // made on first write; device work in flight shares it
 };
 
 struct HandleEntry {
@@ -102,7 +118,10 @@ class EmbeddedNode final : public Node {
         deviceUsed_(static_cast<size_t>(preset_.gpuCount), 0),
         hostUsed_(static_cast<size_t>(preset_.hostNumaNodes), 0),
         fabric_(preset_),
-        waiter_(HangPolicy::fromEnvironment()) {
+        waiter_(HangPolicy::fromEnvironment()),
+        model_(std::make_shared<NodeModel>(preset_)),
+        functional_(!envFlag("MCSIM_TIMING_ONLY")),
+        pollIntervalPs_(envUnsigned("MCSIM_HOST_POLL_NS", 1000) * 1000) {
     imexPresent_.store(preset_.imexChannel);
     // Fault plans may deny switch group slots (the multicast-slot point).
     fabric_.setSlotVeto([this] {
@@ -392,90 +411,25 @@ class EmbeddedNode final : public Node {
     return Status::kOk;
   }
 
-  Status write(uint64_t va, const void* src, uint64_t bytes, int accessor) override {
+  Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) override {
+    auto work = std::make_shared<DeviceWork>();
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<Segment> segs;
-    Status s = space_.resolve(va, bytes, accessor, Access::kReadWrite, &segs);
-    if (s == Status::kOk && !withinLinear(segs)) s = Status::kIllegalAddress;
+    const Status s = planWork(op, work.get());
     if (s != Status::kOk) return s;
-    std::vector<uint8_t*> dst;
-    if (!backSegments(segs, &dst)) return Status::kOutOfMemory;
-    model::Engine::instance().run([&] {
-      const auto* p = static_cast<const uint8_t*>(src);
-      for (size_t i = 0; i < segs.size(); ++i) {
-        std::memcpy(dst[i], p, segs[i].len);
-        p += segs[i].len;
-      }
-      return uint64_t{0};
-    });
+    // Submitted under the lock: the engine admits work in the order the node accepted it.
+    *done = model_->submit(std::move(work), after);
     return Status::kOk;
   }
 
-  Status read(void* dst, uint64_t va, uint64_t bytes, int accessor) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<Segment> segs;
-    Status s = space_.resolve(va, bytes, accessor, Access::kRead, &segs);
-    if (s == Status::kOk && !withinLinear(segs)) s = Status::kIllegalAddress;
-    if (s != Status::kOk) return s;
-    std::vector<const uint8_t*> src = peekSegments(segs);
-    model::Engine::instance().run([&] {
-      auto* p = static_cast<uint8_t*>(dst);
-      for (size_t i = 0; i < segs.size(); ++i) {
-        // Memory nobody has written reads as zeros, without backing it.
-        if (src[i] == nullptr) std::memset(p, 0, segs[i].len);
-        else std::memcpy(p, src[i], segs[i].len);
-        p += segs[i].len;
-      }
-      return uint64_t{0};
-    });
-    return Status::kOk;
+  uint64_t waitFor(const WorkDone& w) override { return model::Engine::instance().wait(w); }
+
+  bool poll(const WorkDone& w) override {
+    if (w->done()) return true;
+    model::Engine::instance().advance(pollIntervalPs_, w);
+    return false;
   }
 
-  Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int dstAccessor, int srcAccessor) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<Segment> from, to;
-    Status s = space_.resolve(srcVa, bytes, srcAccessor, Access::kRead, &from);
-    if (s == Status::kOk) s = space_.resolve(dstVa, bytes, dstAccessor, Access::kReadWrite, &to);
-    if (s == Status::kOk && (!withinLinear(from) || !withinLinear(to))) s = Status::kIllegalAddress;
-    if (s == Status::kOk && !linkPathUp(from, to)) s = Status::kLinkDown;
-    if (s != Status::kOk) return s;
-    std::vector<uint8_t*> dst;
-    if (!backSegments(to, &dst)) return Status::kOutOfMemory;
-    std::vector<const uint8_t*> src = peekSegments(from);
-    model::Engine::instance().run([&] {
-      // Walk both segment lists together; memmove because source and destination may overlap.
-      size_t i = 0, j = 0;
-      uint64_t oi = 0, oj = 0;
-      while (i < from.size() && j < to.size()) {
-        const uint64_t n = std::min(from[i].len - oi, to[j].len - oj);
-        if (src[i] == nullptr) std::memset(dst[j] + oj, 0, n);
-        else std::memmove(dst[j] + oj, src[i] + oi, n);
-        oi += n;
-        oj += n;
-        if (oi == from[i].len) { ++i; oi = 0; }
-        if (oj == to[j].len) { ++j; oj = 0; }
-      }
-      return uint64_t{0};
-    });
-    return Status::kOk;
-  }
-
-  Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count,
-              int accessor) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (elementBytes == 0 || count > UINT64_MAX / elementBytes) return Status::kInvalidValue;
-    std::vector<Segment> segs;
-    Status s = space_.resolve(va, count * elementBytes, accessor, Access::kReadWrite, &segs);
-    if (s == Status::kOk && !withinLinear(segs)) s = Status::kIllegalAddress;
-    if (s != Status::kOk) return s;
-    std::vector<uint8_t*> dst;
-    if (!backSegments(segs, &dst)) return Status::kOutOfMemory;
-    model::Engine::instance().run([&] {
-      for (size_t i = 0; i < segs.size(); ++i) fillBytes(dst[i], segs[i].len, value, elementBytes);
-      return uint64_t{0};
-    });
-    return Status::kOk;
-  }
+  uint64_t nowPs() override { return model::Engine::instance().nowPs(); }
 
   Status multicastCreate(const MulticastProps& props, uint64_t* handle) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -901,15 +855,137 @@ class EmbeddedNode final : public Node {
 
   static uint64_t fabricCheck(AllocId id) { return (id * 0x9e3779b97f4a7c15ull) ^ 0x6d6373696d464142ull; }
 
-  static void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) {
-    if (elementBytes == 1) {
-      std::memset(p, static_cast<int>(value & 0xff), len);
-    } else if (elementBytes == 2) {
-      const auto v = static_cast<uint16_t>(value);
-      for (uint64_t k = 0; k < len; k += 2) std::memcpy(p + k, &v, 2);
-    } else {
-      for (uint64_t k = 0; k < len; k += 4) std::memcpy(p + k, &value, 4);
+  // Where a resolved segment's memory is, for the timing model.
+  MemoryRef memoryRefOf(const Segment& sg) const {
+    const Allocation& a = allocs_.at(sg.alloc);
+    MemoryRef m;
+    m.device = a.props.location.kind == LocationKind::kDevice;
+    m.gpu = m.device ? a.props.location.id : -1;
+    m.alloc = sg.alloc;
+    m.offset = sg.allocOffset;
+    return m;
+  }
+
+  // One side of a device operation, resolved: pieces of memory with their data pointers.
+  struct Side {
+    std::vector<Segment> segs;       // device memory
+    std::vector<uint8_t*> data;      // per segment (nullptr: never written, reads as zeros)
+    bool device = true;
+    uint8_t* host = nullptr;
+    bool pinned = false;
+  };
+
+  Status resolveSide(uint64_t addr, bool device, bool pinned, uint64_t bytes, int accessor, bool write,
+                     Side* side, DeviceWork* work) {
+    side->device = device;
+    if (!device) {
+      side->host = reinterpret_cast<uint8_t*>(addr);
+      side->pinned = pinned;
+      return Status::kOk;
     }
+    Status s = space_.resolve(addr, bytes, accessor, write ? Access::kReadWrite : Access::kRead, &side->segs);
+    if (s == Status::kOk && !withinLinear(side->segs)) s = Status::kIllegalAddress;
+    if (s != Status::kOk) return s;
+    if (write) {
+      std::vector<uint8_t*> dst;
+      if (!backSegments(side->segs, &dst)) return Status::kOutOfMemory;
+      side->data = std::move(dst);
+    } else {
+      for (const uint8_t* p : peekSegments(side->segs)) side->data.push_back(const_cast<uint8_t*>(p));
+    }
+    // The work in flight keeps the backing memory alive, whatever the program frees meanwhile.
+    for (const Segment& sg : side->segs) {
+      const Allocation& a = allocs_.at(sg.alloc);
+      if (a.region) work->keepAlive.push_back(a.region);
+    }
+    return Status::kOk;
+  }
+
+  // Splits a side into (memory, data) runs of at most `bytes` in address order.
+  struct Run {
+    MemoryRef ref;
+    uint8_t* data;
+    uint64_t len;
+  };
+  std::vector<Run> runsOf(const Side& side, uint64_t bytes) const {
+    std::vector<Run> runs;
+    if (!side.device) {
+      MemoryRef m;
+      m.device = false;
+      m.pageable = !side.pinned;
+      runs.push_back(Run{m, side.host, bytes});
+      return runs;
+    }
+    for (size_t i = 0; i < side.segs.size(); ++i) {
+      runs.push_back(Run{memoryRefOf(side.segs[i]), side.data[i], side.segs[i].len});
+    }
+    return runs;
+  }
+
+  // Checks a device operation and turns it into work for the timing model. Changes nothing but
+  // first-touch backing of memory about to be written (which no digest sees).
+  Status planWork(const DeviceOp& op, DeviceWork* work) {
+    if (op.engineDevice < 0 || op.engineDevice >= preset_.gpuCount) return Status::kInvalidDevice;
+    work->engineGpu = op.engineDevice;
+    work->functional = functional_;
+    work->stream = op.stream;
+    if (op.kind == DeviceOp::Kind::kMarker) {
+      work->kind = DeviceWork::Kind::kMarker;
+      work->crossGpu = op.crossGpu;
+      return Status::kOk;
+    }
+    if (op.kind == DeviceOp::Kind::kFill) {
+      if (op.elementBytes == 0 || op.count > UINT64_MAX / op.elementBytes) return Status::kInvalidValue;
+      const uint64_t bytes = op.count * op.elementBytes;
+      Side dst;
+      Status s = resolveSide(op.dst, true, false, bytes, op.dstAccessor, true, &dst, work);
+      if (s != Status::kOk) return s;
+      work->kind = DeviceWork::Kind::kFill;
+      work->fillValue = op.value;
+      work->fillElementBytes = op.elementBytes;
+      work->label = "memset";
+      for (const Run& r : runsOf(dst, bytes)) {
+        WorkPiece p;
+        p.dst = r.ref;
+        p.dstData = r.data;
+        p.bytes = r.len;
+        work->pieces.push_back(p);
+      }
+      return Status::kOk;
+    }
+    Side src, dst;
+    Status s = resolveSide(op.src, op.srcDevice, op.srcPinned, op.bytes, op.srcAccessor, false, &src, work);
+    if (s == Status::kOk) s = resolveSide(op.dst, op.dstDevice, op.dstPinned, op.bytes, op.dstAccessor, true, &dst, work);
+    if (s == Status::kOk && op.srcDevice && op.dstDevice && !linkPathUp(src.segs, dst.segs)) s = Status::kLinkDown;
+    if (s != Status::kOk) return s;
+    work->kind = DeviceWork::Kind::kCopy;
+    // Pageable host data is staged now, as the real driver does, unless the caller waits anyway.
+    if (!op.srcDevice && !op.srcPinned && !op.callerWaits && functional_) {
+      work->staging.assign(src.host, src.host + op.bytes);
+      src.host = work->staging.data();
+    }
+    const std::vector<Run> from = runsOf(src, op.bytes), to = runsOf(dst, op.bytes);
+    // Walk both run lists together: each piece lies within one run of each side.
+    size_t i = 0, j = 0;
+    uint64_t oi = 0, oj = 0;
+    while (i < from.size() && j < to.size()) {
+      const uint64_t n = std::min(from[i].len - oi, to[j].len - oj);
+      WorkPiece p;
+      p.src = from[i].ref;
+      p.dst = to[j].ref;
+      if (p.src.device) p.src.offset += oi;
+      if (p.dst.device) p.dst.offset += oj;
+      p.srcData = from[i].data != nullptr ? from[i].data + oi : nullptr;
+      p.dstData = to[j].data + oj;
+      p.bytes = n;
+      work->pieces.push_back(p);
+      oi += n;
+      oj += n;
+      if (oi == from[i].len) { ++i; oi = 0; }
+      if (oj == to[j].len) { ++j; oj = 0; }
+    }
+    work->label = "copy";
+    return Status::kOk;
   }
 
   uint64_t* usedFor(const Location& loc, uint64_t* capacity) {
@@ -1034,6 +1110,7 @@ class EmbeddedNode final : public Node {
     auto it = allocs_.find(id);
     uint64_t capacity = 0;
     *usedFor(it->second.props.location, &capacity) -= it->second.props.size;
+    if (it->second.props.location.kind == LocationKind::kDevice) model_->forget(it->second.props.location.id, id);
     allocs_.erase(it);  // unmaps the backing region, giving its pages back
   }
 
@@ -1099,6 +1176,9 @@ class EmbeddedNode final : public Node {
   int faultRank_ = -1;  // MCSIM_RANK as the driver last passed it to onEntry
   std::set<int> linksDown_;  // GPUs whose NVLinks a fault plan took down
   bool switchDown_ = false;
+  std::shared_ptr<NodeModel> model_;  // the timing model; work in flight shares it
+  bool functional_;                   // false: timing only (MCSIM_TIMING_ONLY=1), no data moves
+  uint64_t pollIntervalPs_;           // how far a query that finds work unfinished lets time run
 };
 
 }  // namespace

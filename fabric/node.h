@@ -20,6 +20,7 @@
 #include "fabric/memory_types.h"
 #include "fabric/preset.h"
 #include "model/address_space.h"
+#include "model/completion.h"
 #include "model/status.h"
 
 namespace mcsim::fabric {
@@ -57,6 +58,34 @@ struct NodeStats {
   uint64_t residentBytes = 0;   // host memory actually backing simulated memory
   uint64_t multicastObjects = 0;
   int freeMulticastSlots = 0;   // per switch
+};
+
+// The completion of device work the node accepted.
+using WorkDone = model::CompletionPtr;
+
+// A device operation as a stream hands it to the node: a copy, a memset, or a marker (an event's
+// record point, which completes when the work it follows has).
+struct DeviceOp {
+  enum class Kind { kCopy, kFill, kMarker };
+  Kind kind = Kind::kMarker;
+  int engineDevice = 0;  // the stream's device, whose copy engine runs the operation
+  // kCopy: each side is a device address (used with its accessor's rights) or a host pointer.
+  uint64_t dst = 0, src = 0;
+  bool dstDevice = true, srcDevice = true;
+  bool dstPinned = false, srcPinned = false;  // host sides: pinned (else pageable) memory
+  int dstAccessor = 0, srcAccessor = 0;
+  uint64_t bytes = 0;
+  // kFill: `count` elements of `elementBytes` at `dst`, written with `dstAccessor`'s rights.
+  uint32_t value = 0;
+  unsigned elementBytes = 1;
+  uint64_t count = 0;
+  // The caller waits for the operation before touching its host memory again, so pageable host
+  // data need not be staged at submission.
+  bool callerWaits = false;
+  // kMarker: it follows work of another GPU (a stream waiting for another GPU's event), which
+  // costs the cross-GPU synchronisation time.
+  bool crossGpu = false;
+  std::string stream;  // the stream's name, for the timeline
 };
 
 class Node {
@@ -112,15 +141,25 @@ class Node {
   // Device memory left and in all (cuMemGetInfo).
   virtual Status memoryInfo(int device, uint64_t* free, uint64_t* total) = 0;
 
-  // Data. Device addresses are resolved against the rights of device `accessor`; host pointers
-  // are plain pointers into this process.
-  virtual Status write(uint64_t va, const void* src, uint64_t bytes, int accessor) = 0;
-  virtual Status read(void* dst, uint64_t va, uint64_t bytes, int accessor) = 0;
-  // A copy reads through `srcAccessor`'s rights and writes through `dstAccessor`'s (a peer copy
-  // names two contexts, hence two devices).
-  virtual Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int dstAccessor, int srcAccessor) = 0;
-  virtual Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count,
-                      int accessor) = 0;
+  // Device work. `submit` checks the operation (addresses mapped, rights, links up), then queues
+  // it to run once everything in `after` has completed; the operation takes simulated time in
+  // the node's timing model. A refused operation changes nothing.
+  virtual Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) = 0;
+  // Blocks until `w` completes (simulated time runs as far as that); returns the time it did.
+  virtual uint64_t waitFor(const WorkDone& w) = 0;
+  // Whether `w` is done; when it is not, lets simulated time run on for the host's polling
+  // interval first (so that a program spinning on a query makes progress, deterministically).
+  virtual bool poll(const WorkDone& w) = 0;
+  virtual uint64_t nowPs() = 0;
+
+  // Synchronous data movement (submit, then wait), for callers outside any stream. Device
+  // addresses are resolved against the rights of device `accessor`; host pointers are plain
+  // pointers into this process. A copy reads through `srcAccessor`'s rights and writes through
+  // `dstAccessor`'s (a peer copy names two contexts, hence two devices).
+  Status write(uint64_t va, const void* src, uint64_t bytes, int accessor);
+  Status read(void* dst, uint64_t va, uint64_t bytes, int accessor);
+  Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int dstAccessor, int srcAccessor);
+  Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count, int accessor);
 
   // Multicast, through the fabric manager. Multicast handles share the value space of
   // allocation handles: releaseHandle, map, export and import take either kind.

@@ -129,6 +129,64 @@ constexpr int64_t kTiB = int64_t{1} << 40;
 
 bool isPow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+int64_t attributeOr(const GpuSpec& g, const std::string& name, int64_t dflt) {
+  for (const auto& [n, v] : g.attributes) {
+    if (n == name) return v;
+  }
+  return dflt;
+}
+
+constexpr double kGB = 1e9;
+
+// The "timing" object of a GPU file: the memory system, the copy engines and PCIe.
+model::GpuTimingSpec readGpuTiming(const JsonSource& src, const GpuSpec& g) {
+  model::GpuTimingSpec t;
+  ObjectReader r(src, "/timing");
+  {
+    r.get("hbm", true);
+    ObjectReader h(src, "/timing/hbm");
+    t.hbm.stacks = static_cast<int>(h.integer("stacks", true, 1, 64));
+    t.hbm.channelsPerStack = static_cast<int>(h.integer("channels_per_stack", true, 1, 256));
+    const double peak = h.number("gbytes_per_s", true, 1, 1e6);
+    const double eff = h.number("efficiency", true, 0.01, 1);
+    t.hbm.bytesPerSecond = peak * eff * kGB;
+    t.hbm.latencyPs = static_cast<uint64_t>(h.integer("latency_ns", true, 0, 1000000)) * 1000;
+    t.hbm.interleaveBytes = static_cast<uint64_t>(h.integer("interleave_bytes", true, 256, 1 << 30));
+    if (!isPow2(t.hbm.interleaveBytes)) src.fail("/timing/hbm/interleave_bytes", "must be a power of two");
+    h.finish();
+  }
+  {
+    r.get("l2", true);
+    ObjectReader l(src, "/timing/l2");
+    t.l2.bytes = static_cast<uint64_t>(attributeOr(g, "L2_CACHE_SIZE", 0));
+    t.l2.bytesPerSecond = l.number("gbytes_per_s", true, 1, 1e6) * kGB;
+    t.l2.latencyPs = static_cast<uint64_t>(l.integer("latency_ns", true, 0, 1000000)) * 1000;
+    t.l2.lineBytes = static_cast<uint64_t>(l.integer("model_line_bytes", true, 128, 1 << 30));
+    if (!isPow2(t.l2.lineBytes)) src.fail("/timing/l2/model_line_bytes", "must be a power of two");
+    l.finish();
+  }
+  {
+    r.get("copy_engine", true);
+    ObjectReader c(src, "/timing/copy_engine");
+    t.copyEngine.count = static_cast<int>(std::max<int64_t>(1, attributeOr(g, "ASYNC_ENGINE_COUNT", 1)));
+    t.copyEngine.setupPs = static_cast<uint64_t>(c.integer("setup_ns", true, 0, 1000000000)) * 1000;
+    t.copyEngine.chunkBytes = static_cast<uint64_t>(c.integer("chunk_bytes", true, 512, 1ll << 32));
+    t.copyEngine.windowChunks = static_cast<int>(c.integer("window_chunks", true, 1, 4096));
+    c.finish();
+  }
+  {
+    r.get("pcie", true);
+    ObjectReader p(src, "/timing/pcie");
+    const double peak = p.number("gbytes_per_s_per_direction", true, 0.1, 1e5);
+    t.pcie.bytesPerSecond = peak * p.number("efficiency", true, 0.01, 1) * kGB;
+    t.pcie.pageableBytesPerSecond = p.number("pageable_gbytes_per_s", true, 0.1, 1e5) * kGB;
+    t.pcie.latencyPs = static_cast<uint64_t>(p.integer("latency_ns", true, 0, 1000000000)) * 1000;
+    p.finish();
+  }
+  r.finish();
+  return t;
+}
+
 GpuSpec readGpu(std::shared_ptr<const JsonSource> src, const std::string& model) {
   GpuSpec g;
   g.model = model;
@@ -159,6 +217,8 @@ GpuSpec readGpu(std::shared_ptr<const JsonSource> src, const std::string& model)
     }
     g.attributes.emplace_back(it.key(), it.value().get<int64_t>());
   }
+  r.get("timing", true);
+  g.timing = readGpuTiming(*src, g);
   r.finish();
   return g;
 }
@@ -228,6 +288,10 @@ Preset loadPreset(const std::string& nameOrPath) {
     p.nvlink.linksPerGpu = static_cast<int>(n.integer("links_per_gpu", true, 0, 64));
     p.nvlink.gbytesPerSecPerLinkPerDirection =
         n.number("gbytes_per_s_per_link_per_direction", p.nvlink.linksPerGpu > 0, 0, 1000);
+    p.nvlink.efficiency = n.number("efficiency", p.nvlink.linksPerGpu > 0, 0.01, 1, 1);
+    p.nvlink.latencyNs = static_cast<uint64_t>(n.integer("latency_ns", p.nvlink.linksPerGpu > 0, 0, 1000000));
+    p.nvlink.crossGpuSyncNs =
+        static_cast<uint64_t>(n.integer("cross_gpu_sync_ns", p.nvlink.linksPerGpu > 0, 0, 1000000000));
     n.finish();
   }
   {
@@ -238,6 +302,8 @@ Preset loadPreset(const std::string& nameOrPath) {
     p.nvswitch.linksPerGpuPerSwitch = n.intList("links_per_gpu_per_switch", any, 0, 64);
     p.nvswitch.ports = static_cast<int>(n.integer("ports", any, 0, 1024));
     p.nvswitch.multicastSlots = static_cast<int>(n.integer("multicast_slots", any, 0, 1 << 20));
+    p.nvswitch.crossbarGbytesPerSec = n.number("crossbar_gbytes_per_s", any, 1, 1e7, 0);
+    p.nvswitch.latencyNs = static_cast<uint64_t>(n.integer("latency_ns", any, 0, 1000000));
     if (any) {
       if (static_cast<int>(p.nvswitch.linksPerGpuPerSwitch.size()) != p.nvswitch.count) {
         s.fail("/nvswitch/links_per_gpu_per_switch", "must list one link count per switch");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fabric/json_source.h"
+#include "model/gpu.h"
 
 namespace mcsim::fabric {
 
@@ -24,11 +25,19 @@ struct GpuSpec {
   std::vector<std::pair<std::string, int64_t>> attributes;
   std::shared_ptr<const JsonSource> source;  // for naming lines in errors
   std::string attributesPointer;             // JSON pointer of "attributes" in `source`
+  // The timing model's parameters ("timing" in the GPU file; the L2 size and the number of copy
+  // engines come from the L2_CACHE_SIZE and ASYNC_ENGINE_COUNT attributes).
+  model::GpuTimingSpec timing;
 };
 
 struct NvlinkSpec {
   int linksPerGpu = 0;
   double gbytesPerSecPerLinkPerDirection = 0;
+  double efficiency = 1;     // the share of the signalling rate that data achieves
+  uint64_t latencyNs = 0;    // one hop, GPU port to switch port
+  // What a GPU pays to act on another's signal: a stream waiting for an event recorded on
+  // another GPU, a copy engine pulling from a peer's memory.
+  uint64_t crossGpuSyncNs = 0;
 };
 
 struct NvswitchSpec {
@@ -36,6 +45,8 @@ struct NvswitchSpec {
   std::vector<int> linksPerGpuPerSwitch; // size == count; sums to NvlinkSpec::linksPerGpu
   int ports = 0;
   int multicastSlots = 0;                // multicast groups each switch can hold
+  double crossbarGbytesPerSec = 0;       // per direction, all ports together
+  uint64_t latencyNs = 0;                // input port to output port
 };
 
 struct MulticastSpec {

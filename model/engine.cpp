@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdlib>
+
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <systemc>
 
 // libsystemc refers to sc_main; mcsim never calls it, since the engine drives sc_start itself
@@ -10,18 +12,28 @@ extern "C" __attribute__((weak, visibility("default"))) int sc_main(int, char**)
 
 namespace mcsim::model {
 
-struct Engine::Job {
-  Work work;
-  bool done = false;
-  uint64_t finishedPs = 0;
-};
+Completion::~Completion() {
+  if (event_ != nullptr) Engine::instance().retire(event_);
+}
 
-// The SystemC side: one process that takes admitted jobs in order, runs each, and waits out
-// the simulated duration it reports.
+void Completion::waitDone() {
+  if (done()) return;
+  if (event_ == nullptr) event_ = new sc_core::sc_event();
+  while (!done()) sc_core::wait(*event_);
+}
+
+void Completion::complete() {
+  donePs_.store(Engine::simNowPs(), std::memory_order_release);
+  done_.store(true, std::memory_order_release);
+  if (event_ != nullptr) event_->notify();  // immediate: waiters become runnable in this delta
+  Engine::instance().reached(*this);
+}
+
+// The SystemC side: one process that runs posted work in order, at the current simulated time,
+// inside a process context (so that the work may spawn processes and notify events).
 struct Engine::Core : sc_core::sc_module {
   sc_core::sc_event admitted;
-  std::deque<std::shared_ptr<Job>> pending;  // touched only on the simulation thread
-  std::function<void(const std::shared_ptr<Job>&)> onDone;
+  std::deque<std::function<void()>> pending;  // touched only on the simulation thread
 
   explicit Core(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {
     SC_HAS_PROCESS(Core);
@@ -30,12 +42,11 @@ struct Engine::Core : sc_core::sc_module {
   void loop() {
     for (;;) {
       while (pending.empty()) wait(admitted);
-      std::shared_ptr<Job> job = pending.front();
-      pending.pop_front();
-      const uint64_t ps = job->work();
-      if (ps > 0) wait(sc_core::sc_time(static_cast<double>(ps), sc_core::SC_PS));
-      job->finishedPs = static_cast<uint64_t>(sc_core::sc_time_stamp().value());
-      onDone(job);
+      while (!pending.empty()) {
+        std::function<void()> fn = std::move(pending.front());
+        pending.pop_front();
+        fn();
+      }
     }
   }
 };
@@ -63,44 +74,166 @@ Engine::Engine() {
 
 Engine::~Engine() = default;
 
+uint64_t Engine::simNowPs() { return static_cast<uint64_t>(sc_core::sc_time_stamp().value()); }
+
+void Engine::spawn(std::function<void()> body) {
+  ++processes_;
+  sc_core::sc_spawn_options opts;
+  sc_core::sc_spawn(std::move(body), sc_core::sc_gen_unique_name("op"), &opts);
+}
+
+void Engine::waitUntil(uint64_t ps) {
+  const uint64_t now = simNowPs();
+  if (ps <= now) return;
+  ++activations_;
+  sc_core::wait(sc_core::sc_time(static_cast<double>(ps - now), sc_core::SC_PS));
+}
+
+void Engine::reached(Completion& c) {
+  if (c.awaited.load() > 0) sc_core::sc_pause();
+}
+
+void Engine::retire(sc_core::sc_event* ev) {
+  std::lock_guard<std::mutex> lock(mu_);
+  retired_.push_back(ev);
+}
+
+void Engine::deleteRetired() {
+  std::vector<sc_core::sc_event*> events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events.swap(retired_);
+  }
+  for (sc_core::sc_event* ev : events) delete ev;
+}
+
 void Engine::threadMain() {
   sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+  // Starting with nothing to do is normal here (a waiter on work that needs a host action).
+  sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
   core_ = std::make_unique<Core>("mcsim_engine");
   Core& core = *core_;
-  core.onDone = [this](const std::shared_ptr<Job>& job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    job->done = true;
-    nowPs_ = job->finishedPs;
-    cv_.notify_all();
-  };
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   for (;;) {
-    std::deque<std::shared_ptr<Job>> batch;
+    std::deque<std::function<void()>> batch;
+    bool run = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      batch.swap(queue_);
+      cv_.wait(lock, [this] { return !posted_.empty() || (needsRun() && !stalled_); });
+      batch.swap(posted_);
+      if (!batch.empty()) stalled_ = false;
     }
-    for (auto& job : batch) core.pending.push_back(std::move(job));
-    core.admitted.notify(sc_core::SC_ZERO_TIME);
-    sc_core::sc_start();  // runs until no activity is left, then returns with time preserved
+    if (!batch.empty()) {
+      for (auto& fn : batch) core.pending.push_back(std::move(fn));
+      core.admitted.notify(sc_core::SC_ZERO_TIME);
+      // Admit at the current time only: run the delta cycles the posted work causes.
+      do {
+        sc_core::sc_start(sc_core::SC_ZERO_TIME);
+      } while (sc_core::sc_pending_activity_at_current_time());
+    }
+    deleteRetired();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      run = needsRun();
+    }
+    if (run && sc_core::sc_pending_activity()) {
+      // Runs until an awaited completion pauses it, or nothing is left to simulate.
+      sc_core::sc_start();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (run && !sc_core::sc_pending_activity()) stalled_ = true;
+    nowPs_ = simNowPs();
+    publishedProcesses_ = processes_;
+    publishedActivations_ = activations_;
+    doneCv_.notify_all();
   }
 }
 
-uint64_t Engine::run(Work work) {
-  auto job = std::make_shared<Job>();
-  job->work = std::move(work);
-  std::unique_lock<std::mutex> lock(mu_);
-  queue_.push_back(job);
+void Engine::post(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  posted_.push_back(std::move(fn));
   cv_.notify_all();
-  cv_.wait(lock, [&] { return job->done; });
-  return job->finishedPs;
+}
+
+bool Engine::needsRun() const {
+  for (const Waiter* w : waiters_) {
+    if (!w->satisfied()) return true;
+  }
+  return false;
+}
+
+void Engine::removeWaiter(const Waiter* w) {
+  for (size_t i = 0; i < waiters_.size(); ++i) {
+    if (waiters_[i] == w) {
+      waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+  }
+}
+
+uint64_t Engine::wait(const CompletionPtr& c) {
+  if (c->done()) return c->donePs();
+  c->awaited.fetch_add(1);
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const Waiter w{c.get(), nullptr};
+    waiters_.push_back(&w);
+    cv_.notify_all();
+    // Wait for the publication that follows the pause: nowPs_ must not lag the completion.
+    doneCv_.wait(lock, [&] { return c->done() && nowPs_ >= c->donePs(); });
+    removeWaiter(&w);
+  }
+  c->awaited.fetch_sub(1);
+  return c->donePs();
+}
+
+uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
+  auto timer = std::make_shared<Completion>();
+  timer->awaited.fetch_add(1);
+  if (until) until->awaited.fetch_add(1);
+  post([this, timer, ps] {
+    const uint64_t end = simNowPs() + ps;
+    spawn([this, timer, end] {
+      waitUntil(end);
+      timer->complete();
+    });
+  });
+  uint64_t reached = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const Waiter w{timer.get(), until.get()};
+    waiters_.push_back(&w);
+    cv_.notify_all();
+    auto doneAt = [&](const CompletionPtr& x) { return x && x->done() && nowPs_ >= x->donePs(); };
+    doneCv_.wait(lock, [&] { return doneAt(timer) || doneAt(until); });
+    removeWaiter(&w);
+    reached = nowPs_;
+  }
+  timer->awaited.fetch_sub(1);
+  if (until) until->awaited.fetch_sub(1);
+  return reached;
+}
+
+uint64_t Engine::run(Work work) {
+  auto c = std::make_shared<Completion>();
+  post([this, c, work = std::move(work)] {
+    const uint64_t end = simNowPs() + work();
+    spawn([this, c, end] {
+      waitUntil(end);
+      c->complete();
+    });
+  });
+  return wait(c);
 }
 
 uint64_t Engine::nowPs() {
   std::lock_guard<std::mutex> lock(mu_);
   return nowPs_;
+}
+
+EngineStats Engine::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EngineStats{publishedProcesses_, publishedActivations_, nowPs_};
 }
 
 }  // namespace mcsim::model

@@ -1,10 +1,21 @@
 // The engine: owns the SystemC kernel, which runs on a thread of its own, and simulated time.
 //
-// Work enters through submit(): jobs are admitted in submission order (callers serialise
-// submission under the node's lock, so that order is the node's admission order) and run on the
-// simulation thread as SystemC processes, so simulated time advances only here and wall-clock
-// time never changes a result. SystemC allows one elaboration per process, so there is one
-// engine per process, created on first use.
+// Host threads (the application's) hand work to the simulation thread in two ways:
+//   post(fn)   fn runs on the simulation thread, inside a SystemC process, at the current
+//              simulated time; the caller does not wait. Posted work runs in the order it was
+//              posted (callers post under the node's lock, so that order is the node's admission
+//              order). fn typically spawns a simulation process (spawn()) for a copy or a memset.
+//   wait(c)    the caller blocks until completion `c` is done. Simulated time advances only while
+//              some host thread waits, and only as far as the completion it waits for: the
+//              simulation pauses when an awaited completion is reached.
+// So the host side of a program takes no simulated time between its waits, wall-clock time never
+// changes a result or a timestamp, and a single-threaded program gets the same timestamps on
+// every run. (With several host threads, which thread's wait advances time first follows their
+// interleaving; the timestamps then follow it too.)
+//
+// SystemC allows one elaboration per process: there is one engine per process, made on first
+// use, and the simulated hardware is made of plain objects driven by dynamically spawned
+// processes, so that nodes of different shapes can be built one after another in one process.
 #pragma once
 
 #include <condition_variable>
@@ -14,24 +25,52 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
+
+#include "model/completion.h"
 
 namespace mcsim::model {
 
+struct EngineStats {
+  uint64_t processes = 0;    // simulation processes spawned
+  uint64_t activations = 0;  // timed waits of those processes (the events the kernel scheduled)
+  uint64_t nowPs = 0;
+};
+
 class Engine {
  public:
-  // A unit of simulated work: `run` executes on the simulation thread and returns the simulated
-  // duration (picoseconds) the work occupies; the job completes when that time has passed.
+  // A unit of timed work for run(): executes on the simulation thread and returns the simulated
+  // duration (picoseconds) that it occupies.
   using Work = std::function<uint64_t()>;
 
   static Engine& instance();
 
-  // Runs `work` on the simulation thread and blocks the caller until it completes. Returns the
-  // simulated time (ps) at completion.
+  void post(std::function<void()> fn);
+  // Returns the simulated time at which `c` completed.
+  uint64_t wait(const CompletionPtr& c);
+  // Lets simulated time run for `ps` picoseconds from now, or until `until` completes if that is
+  // sooner (a host thread polling a stream or an event). Returns the simulated time reached.
+  uint64_t advance(uint64_t ps, const CompletionPtr& until = nullptr);
+  // Runs `work` on the simulation thread, then waits out the duration it returns.
   uint64_t run(Work work);
   uint64_t nowPs();
+  EngineStats stats();
+
+  // Simulation thread only: starts a SystemC thread process running `body`.
+  void spawn(std::function<void()> body);
+  // Simulation thread only, inside a process: waits until simulated time `ps` (no-op if past).
+  void waitUntil(uint64_t ps);
+  // Simulation thread only: the current simulated time.
+  static uint64_t simNowPs();
+
   // Threads mcsim itself runs in this process (the simulation thread, once started), which
   // deadlock detection must not count as the application's.
   static int internalThreads();
+
+  // Called by Completion::complete() on the simulation thread: pause if a host thread waits.
+  void reached(Completion& c);
+  // Called by ~Completion on any thread: the event is deleted on the simulation thread.
+  void retire(sc_core::sc_event* ev);
 
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -39,15 +78,30 @@ class Engine {
 
  private:
   Engine();
-  struct Job;
   struct Core;
   void threadMain();
+  void deleteRetired();
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> queue_;
-  bool stopping_ = false;
-  uint64_t nowPs_ = 0;  // simulated time, published by the simulation thread
+  std::condition_variable cv_;      // the simulation thread waits here for work
+  std::condition_variable doneCv_;  // host threads wait here for their completions
+  std::deque<std::function<void()>> posted_;
+  std::vector<sc_core::sc_event*> retired_;
+  // What each host thread inside wait()/advance() waits for (either completion will do). The
+  // simulation runs only while one of them has nothing done yet: a satisfied waiter that has not
+  // yet woken up must not let simulated time run on.
+  struct Waiter {
+    const Completion* a;
+    const Completion* b;
+    bool satisfied() const { return a->done() || (b != nullptr && b->done()); }
+  };
+  std::vector<const Waiter*> waiters_;
+  bool needsRun() const;
+  void removeWaiter(const Waiter* w);
+  bool stalled_ = false; // the simulation ran out of activity with waiters left
+  uint64_t nowPs_ = 0;   // simulated time, published by the simulation thread
+  uint64_t processes_ = 0, activations_ = 0;  // simulation thread only, published with nowPs_
+  uint64_t publishedProcesses_ = 0, publishedActivations_ = 0;
   std::unique_ptr<Core> core_;  // made and used on the simulation thread
   std::thread thread_;
 };

@@ -130,13 +130,18 @@ const char* const kValidPreset = R"({
   },
   "nvlink": {
     "links_per_gpu": 4,
-    "gbytes_per_s_per_link_per_direction": 25.0
+    "gbytes_per_s_per_link_per_direction": 25.0,
+    "efficiency": 0.9,
+    "latency_ns": 400,
+    "cross_gpu_sync_ns": 5000
   },
   "nvswitch": {
     "count": 2,
     "links_per_gpu_per_switch": [2, 2],
     "ports": 64,
-    "multicast_slots": 128
+    "multicast_slots": 128,
+    "crossbar_gbytes_per_s": 1600,
+    "latency_ns": 300
   },
   "multicast": {
     "granularity_minimum": 2097152,
@@ -154,6 +159,14 @@ const char* const kValidGpu = R"({
   "vmm_granularity": {
     "minimum": 2097152,
     "recommended": 2097152
+  },
+  "timing": {
+    "hbm": {"stacks": 2, "channels_per_stack": 16, "gbytes_per_s": 1000, "efficiency": 0.9,
+            "latency_ns": 500, "interleave_bytes": 4096},
+    "l2": {"gbytes_per_s": 2000, "latency_ns": 200, "model_line_bytes": 65536},
+    "copy_engine": {"setup_ns": 5000, "chunk_bytes": 262144, "window_chunks": 8},
+    "pcie": {"gbytes_per_s_per_direction": 63, "efficiency": 0.85, "pageable_gbytes_per_s": 20,
+             "latency_ns": 1500}
   },
   "attributes": {
     "WARP_SIZE": 32,
@@ -256,6 +269,40 @@ TEST(PresetFromPath, ErrorInsideGpuFileNamesTheGpuFileAndLine) {
   EXPECT_TRUE(contains(e.problem(), "must be an integer")) << e.what();
 }
 
+TEST(PresetFromPath, BadTimingInGpuFileIsBlamedOnItsLine) {
+  TempDir dir;
+  const std::string gpu = replaced(kValidGpu, "\"interleave_bytes\": 4096", "\"interleave_bytes\": 3000");
+  const std::string gpuPath = dir.write("gpu.json", gpu);
+  const InputError e = loadError(dir.write("node.json", replaced(kValidPreset, "\"h100-sxm5-80gb\"", "\"gpu.json\"")));
+  EXPECT_EQ(e.file(), gpuPath);
+  EXPECT_EQ(e.line(), lineContaining(gpu, "\"interleave_bytes\""));
+  EXPECT_TRUE(contains(e.problem(), "power of two")) << e.what();
+}
+
+TEST(PresetFromPath, TimingParametersAreReadWithTheirUnits) {
+  TempDir dir;
+  dir.write("gpu.json", kValidGpu);
+  const Preset p = loadPreset(dir.write("node.json", replaced(kValidPreset, "\"h100-sxm5-80gb\"", "\"gpu.json\"")));
+  const mcsim::model::GpuTimingSpec& t = p.gpu.timing;
+  EXPECT_EQ(t.hbm.stacks, 2);
+  EXPECT_DOUBLE_EQ(t.hbm.bytesPerSecond, 1000 * 0.9 * 1e9);  // peak times efficiency
+  EXPECT_EQ(t.hbm.latencyPs, 500000u);
+  EXPECT_DOUBLE_EQ(t.l2.bytesPerSecond, 2000e9);
+  EXPECT_EQ(t.copyEngine.setupPs, 5000000u);
+  EXPECT_EQ(t.copyEngine.chunkBytes, 262144u);
+  EXPECT_DOUBLE_EQ(t.pcie.bytesPerSecond, 63 * 0.85 * 1e9);
+  EXPECT_DOUBLE_EQ(p.nvlink.efficiency, 0.9);
+  EXPECT_EQ(p.nvlink.latencyNs, 400u);
+  EXPECT_DOUBLE_EQ(p.nvswitch.crossbarGbytesPerSec, 1600);
+}
+
+TEST(BuiltinPreset, L2SizeAndCopyEnginesComeFromTheAttributes) {
+  const Preset p = loadPreset("hgx-h200");
+  EXPECT_EQ(p.gpu.timing.l2.bytes, 62914560u);  // L2_CACHE_SIZE of a real H200
+  EXPECT_EQ(p.gpu.timing.copyEngine.count, 3);   // ASYNC_ENGINE_COUNT
+  EXPECT_EQ(p.gpu.timing.hbm.stacks, 6);
+}
+
 TEST(PresetFromPath, NonIntegerAttributeInGpuFileIsBlamedOnItsLine) {
   TempDir dir;
   const std::string gpu = replaced(kValidGpu, "\"MULTIPROCESSOR_COUNT\": 4", "\"MULTIPROCESSOR_COUNT\": 4.5");
@@ -310,8 +357,13 @@ const BadPreset kBadPresets[] = {
     {"wrong type (string for integer)", "\"gpu_count\": 2", "\"gpu_count\": \"2\"", "\"gpu_count\"",
      "must be an integer"},
     {"wrong type (number for object)", "  \"nvlink\": {\n    \"links_per_gpu\": 4,\n"
-     "    \"gbytes_per_s_per_link_per_direction\": 25.0\n  },\n", "  \"nvlink\": 4,\n", "\"nvlink\"",
-     "expected an object"},
+     "    \"gbytes_per_s_per_link_per_direction\": 25.0,\n    \"efficiency\": 0.9,\n    \"latency_ns\": 400,\n"
+     "    \"cross_gpu_sync_ns\": 5000\n  },\n",
+     "  \"nvlink\": 4,\n", "\"nvlink\"", "expected an object"},
+    {"link efficiency above 1", "\"efficiency\": 0.9", "\"efficiency\": 1.5", "\"efficiency\"", "out of range"},
+    {"link latency missing", "    \"latency_ns\": 400,\n", "", "\"nvlink\"", "missing required key 'latency_ns'"},
+    {"crossbar bandwidth not a number", "\"crossbar_gbytes_per_s\": 1600", "\"crossbar_gbytes_per_s\": \"fast\"",
+     "\"crossbar_gbytes_per_s\"", "must be a number"},
     {"wrong type (float for integer)", "\"numa_nodes\": 1", "\"numa_nodes\": 1.5", "\"numa_nodes\"",
      "must be an integer"},
     {"gpu_count zero", "\"gpu_count\": 2", "\"gpu_count\": 0", "\"gpu_count\"", "outside [1, 1024]"},
@@ -361,8 +413,10 @@ TEST(MalformedPreset, UnknownTopLevelKeyIsBlamedOnItsExactLine) {
 
 TEST(MalformedPreset, NvswitchLinkSumIsBlamedOnItsExactLine) {
   TempDir dir;
-  const InputError e = loadError(dir.write("bad.json", replaced(kValidPreset, "[2, 2]", "[3, 2]")));
-  EXPECT_EQ(e.line(), 21);
+  const std::string text = replaced(kValidPreset, "[2, 2]", "[3, 2]");
+  const InputError e = loadError(dir.write("bad.json", text));
+  EXPECT_EQ(e.line(), lineContaining(text, "[3, 2]"));
+  EXPECT_EQ(e.line(), 24);
 }
 
 TEST(MalformedPreset, UnknownTopLevelKeyWithSlashIsBlamedOnItsLine) {

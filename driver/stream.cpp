@@ -1,0 +1,442 @@
+// Streams and events: the objects, stream order, and the entry points that take no stream
+// argument (those that do are in stream_entries.inc, compiled twice like the memory operations).
+#include "driver/stream.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "driver/context.h"
+#include "driver/driver.h"
+
+namespace mcsim::driver {
+
+namespace {
+
+struct StreamTables {
+  std::mutex mu;
+  std::map<const CUstream_st*, std::unique_ptr<CUstream_st>> created;
+  std::map<const CUctx_st*, std::unique_ptr<CUstream_st>> legacy;
+  std::map<std::pair<int, const CUctx_st*>, std::unique_ptr<CUstream_st>> perThread;  // by thread ordinal
+  std::map<const CUevent_st*, std::unique_ptr<CUevent_st>> events;
+  // Work of destroyed streams that had not finished: cuCtxSynchronize still waits for it.
+  std::map<const CUctx_st*, std::vector<fabric::WorkDone>> orphans;
+  unsigned long long nextStreamId = 0x10;
+  unsigned long long nextEventId = 1;
+};
+
+StreamTables& tables() {
+  static StreamTables* t = new StreamTables();
+  return *t;
+}
+
+// Threads are numbered in the order they first use a per-thread default stream.
+int threadOrdinal() {
+  static std::atomic<int> next{0};
+  thread_local int ordinal = next.fetch_add(1);
+  return ordinal;
+}
+
+// The streams of `ctx`, caller holding the lock. Created streams first (by handle order would
+// depend on heap addresses; by id it does not), then the default ones.
+std::vector<CUstream_st*> streamsOf(StreamTables& t, const CUctx_st* ctx) {
+  std::map<unsigned long long, CUstream_st*> byId;
+  for (auto& [p, s] : t.created) {
+    if (s->ctx == ctx) byId[s->id] = s.get();
+  }
+  for (auto& [key, s] : t.perThread) {
+    if (s->ctx == ctx) byId[s->id] = s.get();
+  }
+  auto it = t.legacy.find(ctx);
+  if (it != t.legacy.end()) byId[it->second->id] = it->second.get();
+  std::vector<CUstream_st*> out;
+  for (auto& [id, s] : byId) out.push_back(s);
+  return out;
+}
+
+CUstream_st* legacyStream(StreamTables& t, CUctx_st* ctx) {
+  auto& slot = t.legacy[ctx];
+  if (!slot) {
+    slot = std::make_unique<CUstream_st>();
+    slot->kind = CUstream_st::Kind::kLegacy;
+    slot->ctx = ctx;
+    slot->id = t.nextStreamId++;
+    slot->name = "legacy (context " + std::to_string(ctx->id) + ")";
+  }
+  return slot.get();
+}
+
+CUstream_st* perThreadStream(StreamTables& t, CUctx_st* ctx) {
+  const int ordinal = threadOrdinal();
+  auto& slot = t.perThread[{ordinal, ctx}];
+  if (!slot) {
+    slot = std::make_unique<CUstream_st>();
+    slot->kind = CUstream_st::Kind::kPerThread;
+    slot->ctx = ctx;
+    slot->id = t.nextStreamId++;
+    slot->name = "per-thread " + std::to_string(ordinal) + " (context " + std::to_string(ctx->id) + ")";
+  }
+  return slot.get();
+}
+
+bool pending(const fabric::WorkDone& w) { return w && !w->done(); }
+
+}  // namespace
+
+CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out) {
+  StreamTables& t = tables();
+  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+    CUctx_st* ctx = nullptr;
+    MCSIM_TRY(currentContext(&ctx));
+    const bool perThread = s == CU_STREAM_PER_THREAD || (s == nullptr && perThreadDefault);
+    std::lock_guard<std::mutex> lock(t.mu);
+    *out = perThread ? perThreadStream(t, ctx) : legacyStream(t, ctx);
+    return CUDA_SUCCESS;
+  }
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.created.find(s);
+  if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (!usableContext(it->second->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *out = it->second.get();
+  return CUDA_SUCCESS;
+}
+
+CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter) {
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  std::vector<fabric::WorkDone> after;
+  if (pending(st->tail)) after.push_back(st->tail);
+  if (pending(alsoAfter)) after.push_back(alsoAfter);
+  if (st->kind == CUstream_st::Kind::kLegacy) {
+    for (CUstream_st* other : streamsOf(t, st->ctx)) {
+      if (other != st && other->blocking() && pending(other->tail)) after.push_back(other->tail);
+    }
+  } else if (st->blocking()) {
+    auto it = t.legacy.find(st->ctx);
+    if (it != t.legacy.end() && pending(it->second->tail)) after.push_back(it->second->tail);
+  }
+  op.engineDevice = st->ctx->device;
+  op.stream = st->name;
+  fabric::WorkDone w;
+  MCSIM_TRY(toResult(node().submit(op, after, &w)));
+  st->tail = w;
+  if (done != nullptr) *done = w;
+  return CUDA_SUCCESS;
+}
+
+void waitWork(const fabric::WorkDone& w) {
+  if (pending(w)) node().waitFor(w);
+}
+
+void synchronizeStream(CUstream_st* st) {
+  std::vector<fabric::WorkDone> waits;
+  {
+    StreamTables& t = tables();
+    std::lock_guard<std::mutex> lock(t.mu);
+    waits.push_back(st->tail);
+    // Synchronizing the legacy stream waits for the blocking streams' work, which any later
+    // legacy work would have waited for.
+    if (st->kind == CUstream_st::Kind::kLegacy) {
+      for (CUstream_st* other : streamsOf(t, st->ctx)) {
+        if (other->blocking()) waits.push_back(other->tail);
+      }
+    }
+  }
+  for (const auto& w : waits) waitWork(w);
+}
+
+void synchronizeContext(CUctx_st* ctx) {
+  std::vector<fabric::WorkDone> waits;
+  {
+    StreamTables& t = tables();
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (CUstream_st* s : streamsOf(t, ctx)) waits.push_back(s->tail);
+    auto it = t.orphans.find(ctx);
+    if (it != t.orphans.end()) {
+      for (const auto& w : it->second) waits.push_back(w);
+      t.orphans.erase(it);
+    }
+  }
+  for (const auto& w : waits) waitWork(w);
+}
+
+void releaseContextStreams(CUctx_st* ctx) {
+  synchronizeContext(ctx);
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (auto it = t.created.begin(); it != t.created.end();) {
+    it = it->second->ctx == ctx ? t.created.erase(it) : std::next(it);
+  }
+  for (auto it = t.perThread.begin(); it != t.perThread.end();) {
+    it = it->second->ctx == ctx ? t.perThread.erase(it) : std::next(it);
+  }
+  t.legacy.erase(ctx);
+  for (auto it = t.events.begin(); it != t.events.end();) {
+    it = it->second->ctx == ctx ? t.events.erase(it) : std::next(it);
+  }
+}
+
+CUresult checkEvent(CUevent e, CUevent_st** out) {
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.events.find(e);
+  if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *out = it->second.get();
+  return CUDA_SUCCESS;
+}
+
+void addStreamsToDigest(model::Digest& d) {
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  // Ids, not handles: handle values are heap addresses.
+  std::map<unsigned long long, unsigned> streams;
+  for (const auto& [p, s] : t.created) streams[s->id] = s->flags;
+  d.add(streams.size());
+  for (const auto& [id, flags] : streams) d.add(id).add(flags);
+  std::map<unsigned long long, unsigned> events;
+  for (const auto& [p, e] : t.events) events[e->id] = e->flags;
+  d.add(events.size());
+  for (const auto& [id, flags] : events) d.add(id).add(flags);
+}
+
+// Entry points' shared bodies (stream_entries.inc calls them with its ABI's reading of NULL).
+namespace {
+
+CUresult eventRecord(CUevent e, CUstream s, bool perThreadDefault) {
+  CUevent_st* ev = nullptr;
+  MCSIM_TRY(checkEvent(e, &ev));
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  // An event belongs to its context; it records on that context's streams only.
+  if (st->ctx != ev->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kMarker;
+  fabric::WorkDone w;
+  MCSIM_TRY(enqueue(st, op, &w));
+  std::lock_guard<std::mutex> lock(tables().mu);
+  ev->recorded = w;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult streamSynchronizeEntry(CUstream s, bool perThreadDefault) {
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  synchronizeStream(st);
+  return CUDA_SUCCESS;
+}
+
+CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  fabric::WorkDone tail;
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    tail = st->tail;
+  }
+  if (!pending(tail)) return CUDA_SUCCESS;
+  return node().poll(tail) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault) {
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  CUevent_st* ev = nullptr;
+  MCSIM_TRY(checkEvent(e, &ev));
+  if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  fabric::WorkDone recorded;
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    recorded = ev->recorded;
+  }
+  // Waiting for an event never recorded, or already reached, orders nothing.
+  if (!pending(recorded)) return CUDA_SUCCESS;
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kMarker;
+  op.crossGpu = ev->ctx->device != st->ctx->device;
+  return enqueue(st, op, nullptr, recorded);
+}
+
+CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) { return eventRecord(e, s, perThreadDefault); }
+
+CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault) {
+  if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return eventRecord(e, s, perThreadDefault);
+}
+
+CUresult streamGetEntry(CUstream s, bool perThreadDefault, CUstream_st** out) {
+  return resolveStream(s, perThreadDefault, out);
+}
+
+}  // namespace mcsim::driver
+
+using namespace mcsim::driver;
+
+extern "C" {
+
+CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((Flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto s = std::make_unique<CUstream_st>();
+  s->ctx = ctx;
+  s->flags = Flags;
+  s->id = t.nextStreamId++;
+  s->name = std::to_string(s->id);
+  CUstream_st* raw = s.get();
+  t.created[raw] = std::move(s);
+  *phStream = raw;
+  return CUDA_SUCCESS;
+}
+
+// Priorities as a real H100 and H200 report them (docs/real-driver/): 0 is the least, -5 the
+// greatest. mcsim keeps them but does not schedule by them.
+constexpr int kLeastPriority = 0;
+constexpr int kGreatestPriority = -5;
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  MCSIM_REQUIRE_INIT();
+  if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto s = std::make_unique<CUstream_st>();
+  s->ctx = ctx;
+  s->flags = flags;
+  // Out-of-range priorities are clamped, as the reference says.
+  s->priority = std::min(kLeastPriority, std::max(kGreatestPriority, priority));
+  s->id = t.nextStreamId++;
+  s->name = std::to_string(s->id);
+  CUstream_st* raw = s.get();
+  t.created[raw] = std::move(s);
+  *phStream = raw;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  MCSIM_REQUIRE_INIT();
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  if (leastPriority != nullptr) *leastPriority = kLeastPriority;
+  if (greatestPriority != nullptr) *greatestPriority = kGreatestPriority;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
+  MCSIM_REQUIRE_INIT();
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.created.find(hStream);
+  if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
+  // Work already submitted still runs; the handle goes at once.
+  if (pending(it->second->tail)) t.orphans[it->second->ctx].push_back(it->second->tail);
+  t.created.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  if (phEvent == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if ((Flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+  // An interprocess event must not record timing (the reference: DISABLE_TIMING must be set).
+  if ((Flags & CU_EVENT_INTERPROCESS) != 0 && (Flags & CU_EVENT_DISABLE_TIMING) == 0) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto e = std::make_unique<CUevent_st>();
+  e->ctx = ctx;
+  e->flags = Flags;
+  e->id = t.nextEventId++;
+  CUevent_st* raw = e.get();
+  t.events[raw] = std::move(e);
+  *phEvent = raw;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
+  MCSIM_REQUIRE_INIT();
+  StreamTables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.events.find(hEvent);
+  if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  t.events.erase(it);  // a record still pending completes on its own
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  MCSIM_REQUIRE_INIT();
+  CUevent_st* ev = nullptr;
+  MCSIM_TRY(checkEvent(hEvent, &ev));
+  mcsim::fabric::WorkDone recorded;
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    recorded = ev->recorded;
+  }
+  if (!pending(recorded)) return CUDA_SUCCESS;
+  return node().poll(recorded) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  MCSIM_REQUIRE_INIT();
+  CUevent_st* ev = nullptr;
+  MCSIM_TRY(checkEvent(hEvent, &ev));
+  mcsim::fabric::WorkDone recorded;
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    recorded = ev->recorded;
+  }
+  waitWork(recorded);
+  return CUDA_SUCCESS;
+}
+
+static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  if (pMilliseconds == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUevent_st *a = nullptr, *b = nullptr;
+  MCSIM_TRY(checkEvent(hStart, &a));
+  MCSIM_TRY(checkEvent(hEnd, &b));
+  mcsim::fabric::WorkDone ra, rb;
+  {
+    std::lock_guard<std::mutex> lock(tables().mu);
+    ra = a->recorded;
+    rb = b->recorded;
+  }
+  if (((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (!ra || !rb) return CUDA_ERROR_INVALID_HANDLE;
+  if (!ra->done() || !rb->done()) return CUDA_ERROR_NOT_READY;
+  // Simulated picoseconds to milliseconds: an application's own timing code measures the model.
+  const double ps = static_cast<double>(rb->donePs()) - static_cast<double>(ra->donePs());
+  *pMilliseconds = static_cast<float>(ps / 1e9);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  MCSIM_REQUIRE_INIT();
+  return elapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+}  // extern "C"
+
+#include "driver/stream_entries.inc"
+
+// The CUDA 2.0 names of the destroy calls, which cuGetProcAddress hands to callers asking for a
+// version before 4.0.
+#include "driver/abi_names.h"
+extern "C" CUresult CUDAAPI cuStreamDestroy(CUstream hStream) { return cuStreamDestroy_v2(hStream); }
+extern "C" CUresult CUDAAPI cuEventDestroy(CUevent hEvent) { return cuEventDestroy_v2(hEvent); }
+// The CUDA 2.0 cuEventElapsedTime; cuda.h's name now means the 12.8 _v2, which answers alike.
+extern "C" CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  MCSIM_REQUIRE_INIT();
+  return elapsedTime(pMilliseconds, hStart, hEnd);
+}

@@ -1,0 +1,75 @@
+// Streams and events as the driver keeps them.
+//
+// A stream is an order: each operation submitted to it runs after the one before (the stream's
+// tail), plus whatever the legacy default stream's rules add: work on a context's legacy stream
+// waits for all earlier work of that context's blocking streams, and work on a blocking stream
+// waits for the legacy stream's earlier work. Streams created with CU_STREAM_NON_BLOCKING opt
+// out. The per-thread default stream (the _ptds/_ptsz ABI, or CU_STREAM_PER_THREAD) is a
+// blocking stream of its own for each thread and context. The node runs the operations and keeps
+// simulated time; the driver only chains their completions.
+//
+// Handles are checked against live objects before use: a destroyed or made-up CUstream or CUevent
+// is CUDA_ERROR_INVALID_HANDLE, never a dereference.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "fabric/node.h"
+#include "model/digest.h"
+
+struct CUctx_st;
+
+struct CUstream_st {
+  enum class Kind { kCreated, kLegacy, kPerThread };
+  Kind kind = Kind::kCreated;
+  unsigned long long id = 0;
+  CUctx_st* ctx = nullptr;
+  unsigned flags = 0;  // CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING
+  int priority = 0;
+  mcsim::fabric::WorkDone tail;  // the last operation submitted
+  std::string name;              // for the timeline
+  bool blocking() const { return kind != Kind::kLegacy && (flags & CU_STREAM_NON_BLOCKING) == 0; }
+};
+
+struct CUevent_st {
+  unsigned long long id = 0;
+  CUctx_st* ctx = nullptr;
+  unsigned flags = 0;
+  mcsim::fabric::WorkDone recorded;  // the last record point; empty until recorded
+};
+
+namespace mcsim::driver {
+
+// Resolves a stream argument: NULL is the legacy stream, or the per-thread one where the entry
+// point's ABI says so (`perThreadDefault`); CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name those
+// explicitly. The special streams need a current context.
+CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out);
+// Submits `op` on `st` after what stream order requires (and after `alsoAfter`, if given).
+CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done = nullptr,
+                 const fabric::WorkDone& alsoAfter = nullptr);
+// Blocks until `w` completes.
+void waitWork(const fabric::WorkDone& w);
+// Everything submitted so far to `st` (and, for a legacy stream, to its context's blocking
+// streams) has completed when this returns.
+void synchronizeStream(CUstream_st* st);
+// Waits for all work of `ctx`'s streams, those already destroyed included.
+void synchronizeContext(CUctx_st* ctx);
+// A context went away: its work is waited for, and its streams and events are forgotten.
+void releaseContextStreams(CUctx_st* ctx);
+CUresult checkEvent(CUevent e, CUevent_st** out);
+
+// The bodies of the entry points that take a stream (stream_entries.inc, compiled for both
+// ABIs, passes how its ABI reads a NULL stream).
+CUresult streamSynchronizeEntry(CUstream s, bool perThreadDefault);
+CUresult streamQueryEntry(CUstream s, bool perThreadDefault);
+CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault);
+CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault);
+CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault);
+CUresult streamGetEntry(CUstream s, bool perThreadDefault, CUstream_st** out);
+
+// For mcsim::api: streams and events in state digests.
+void addStreamsToDigest(model::Digest& d);
+
+}  // namespace mcsim::driver

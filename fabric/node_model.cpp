@@ -1,0 +1,220 @@
+#include "fabric/node_model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "model/engine.h"
+
+namespace mcsim::fabric {
+
+using model::BandwidthServer;
+using model::Engine;
+using model::Timeline;
+using model::TimelineTrack;
+
+namespace {
+
+TimelineTrack trackOf(const std::string& group, const std::string& name) {
+  Timeline* t = Timeline::active();
+  return t != nullptr ? t->track(group, name) : TimelineTrack();
+}
+
+void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) {
+  if (elementBytes == 1) {
+    std::memset(p, static_cast<int>(value & 0xff), len);
+  } else if (elementBytes == 2) {
+    const auto v = static_cast<uint16_t>(value);
+    for (uint64_t k = 0; k < len; k += 2) std::memcpy(p + k, &v, 2);
+  } else {
+    for (uint64_t k = 0; k < len; k += 4) std::memcpy(p + k, &value, 4);
+  }
+}
+
+}  // namespace
+
+// A GPU's links to one switch, as one port per direction.
+struct NodeModel::Port {
+  int links = 0;
+  BandwidthServer up;    // GPU to switch
+  BandwidthServer down;  // switch to GPU
+};
+
+struct NodeModel::Switch {
+  BandwidthServer crossbar;
+  uint64_t latencyPs = 0;
+};
+
+NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
+  for (int g = 0; g < preset.gpuCount; ++g) gpus_.push_back(std::make_unique<model::Gpu>(g, preset.gpu.timing));
+  const double perLink = preset.nvlink.gbytesPerSecPerLinkPerDirection * preset.nvlink.efficiency * 1e9;
+  for (int s = 0; s < preset.nvswitch.count; ++s) {
+    auto sw = std::make_unique<Switch>();
+    sw->crossbar = BandwidthServer(preset.nvswitch.crossbarGbytesPerSec * 1e9,
+                                   trackOf("NVSwitch " + std::to_string(s), "crossbar"));
+    sw->latencyPs = preset.nvswitch.latencyNs * 1000;
+    switches_.push_back(std::move(sw));
+  }
+  ports_.resize(static_cast<size_t>(preset.gpuCount));
+  for (int g = 0; g < preset.gpuCount; ++g) {
+    for (int s = 0; s < preset.nvswitch.count; ++s) {
+      Port p;
+      p.links = preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)];
+      const std::string gpu = "GPU " + std::to_string(g), to = "NVLink switch " + std::to_string(s);
+      p.up = BandwidthServer(perLink * p.links, trackOf(gpu, to + " out"));
+      p.down = BandwidthServer(perLink * p.links, trackOf(gpu, to + " in"));
+      ports_[static_cast<size_t>(g)].push_back(std::move(p));
+    }
+  }
+  nvlinkLatencyPs_ = preset.nvlink.latencyNs * 1000;
+  crossGpuSyncPs_ = preset.nvlink.crossGpuSyncNs * 1000;
+  // A read of a peer's memory is set up with the peer, and sends its request across the fabric
+  // before any data comes back.
+  pullLatencyPs_ = crossGpuSyncPs_ + 2 * nvlinkLatencyPs_ + (switches_.empty() ? 0 : switches_[0]->latencyPs);
+}
+
+NodeModel::~NodeModel() = default;
+
+model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::vector<model::CompletionPtr> after) {
+  auto done = std::make_shared<model::Completion>();
+  Engine& engine = Engine::instance();
+  engine.post([self = shared_from_this(), &engine, work = std::move(work), after = std::move(after), done] {
+    engine.spawn([self, work, after, done] {
+      for (const auto& c : after) c->waitDone();
+      self->execute(*work);
+      done->complete();
+    });
+  });
+  return done;
+}
+
+void NodeModel::forget(int gpu, uint64_t alloc) {
+  if (gpu < 0 || gpu >= gpuCount()) return;
+  Engine::instance().post([self = shared_from_this(), gpu, alloc] { self->gpus_[static_cast<size_t>(gpu)]->forget(alloc); });
+}
+
+void NodeModel::moveData(DeviceWork& w) {
+  for (const WorkPiece& p : w.pieces) {
+    if (w.kind == DeviceWork::Kind::kFill) {
+      fillBytes(p.dstData, p.bytes, w.fillValue, w.fillElementBytes);
+    } else if (p.srcData == nullptr) {
+      std::memset(p.dstData, 0, p.bytes);
+    } else {
+      std::memmove(p.dstData, p.srcData, p.bytes);
+    }
+  }
+}
+
+void NodeModel::execute(DeviceWork& w) {
+  Engine& engine = Engine::instance();
+  const uint64_t start = Engine::simNowPs();
+  if (w.functional) moveData(w);
+  if (w.kind == DeviceWork::Kind::kMarker) {
+    if (w.crossGpu) engine.waitUntil(start + crossGpuSyncPs_);
+    return;
+  }
+  model::Gpu& engineGpu = *gpus_[static_cast<size_t>(w.engineGpu)];
+  const model::CopyEngineSpec& ce = engineGpu.spec().copyEngine;
+  // A copy engine pulling from a peer's memory sets the reads up with the peer first.
+  bool pull = false;
+  for (const WorkPiece& p : w.pieces) {
+    pull = pull || (p.src.device && p.dst.device && p.src.gpu != p.dst.gpu && w.engineGpu != p.src.gpu);
+  }
+  engine.waitUntil(start + ce.setupPs + (pull ? pullLatencyPs_ : 0));
+  // Chunks go out while fewer than the window are in flight; each is timed through its whole
+  // path when it leaves, so transfers that leave later queue behind it on shared resources.
+  std::deque<uint64_t> inflight;
+  uint64_t last = Engine::simNowPs();
+  for (const WorkPiece& p : w.pieces) {
+    for (uint64_t off = 0; off < p.bytes; off += ce.chunkBytes) {
+      if (static_cast<int>(inflight.size()) >= ce.windowChunks) {
+        engine.waitUntil(inflight.front());
+        inflight.pop_front();
+      }
+      const uint64_t n = std::min<uint64_t>(ce.chunkBytes, p.bytes - off);
+      BandwidthServer::setHorizon(Engine::simNowPs());
+      const uint64_t end = moveChunk(w, p, off, n, Engine::simNowPs());
+      inflight.push_back(end);
+      last = std::max(last, end);
+    }
+  }
+  engine.waitUntil(last);
+  if (Timeline::active() != nullptr && !w.stream.empty()) {
+    trackOf("GPU " + std::to_string(w.engineGpu), "stream " + w.stream).span(start, Engine::simNowPs(), w.label.c_str());
+  }
+}
+
+uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what) {
+  model::Gpu& src = *gpus_[static_cast<size_t>(from)];
+  model::Gpu& dst = *gpus_[static_cast<size_t>(to)];
+  if (switches_.empty()) {
+    // No NVLink fabric: through the host.
+    return dst.fromHost(src.toHost(t, bytes, false), bytes, false);
+  }
+  // The chunk spreads over the switches in proportion to the links leading to each.
+  const int links = preset_.nvlink.linksPerGpu;
+  uint64_t end = t, sent = 0;
+  for (size_t s = 0; s < switches_.size(); ++s) {
+    Port& up = ports_[static_cast<size_t>(from)][s];
+    Port& down = ports_[static_cast<size_t>(to)][s];
+    if (up.links == 0 || down.links == 0) continue;
+    const uint64_t share = s + 1 == switches_.size() ? bytes - sent : bytes * static_cast<uint64_t>(up.links) / links;
+    sent += share;
+    if (share == 0) continue;
+    uint64_t a = up.up.serve(t, share, what) + nvlinkLatencyPs_;
+    a = switches_[s]->crossbar.serve(a, share, what) + switches_[s]->latencyPs;
+    a = down.down.serve(a, share, what) + nvlinkLatencyPs_;
+    end = std::max(end, a);
+  }
+  return end;
+}
+
+uint64_t NodeModel::moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t) {
+  const MemoryRef& s = p.src;
+  const MemoryRef& d = p.dst;
+  if (w.kind == DeviceWork::Kind::kFill) {
+    return d.device ? gpus_[static_cast<size_t>(d.gpu)]->write(t, d.alloc, d.offset + offset, bytes) : t;
+  }
+  const char* what = w.label.empty() ? "copy" : w.label.c_str();
+  uint64_t r = t;
+  if (s.device) {
+    r = gpus_[static_cast<size_t>(s.gpu)]->read(r, s.alloc, s.offset + offset, bytes);
+  }
+  if (s.device && d.device) {
+    if (s.gpu != d.gpu) r = acrossFabric(s.gpu, d.gpu, bytes, r, what);
+  } else if (d.device) {
+    r = gpus_[static_cast<size_t>(d.gpu)]->fromHost(r, bytes, s.pageable);
+  } else if (s.device) {
+    r = gpus_[static_cast<size_t>(s.gpu)]->toHost(r, bytes, d.pageable);
+  }
+  if (d.device) r = gpus_[static_cast<size_t>(d.gpu)]->write(r, d.alloc, d.offset + offset, bytes);
+  return r;
+}
+
+std::vector<NodeModel::ResourceUse> NodeModel::resourceUse() {
+  std::vector<ResourceUse> out;
+  Engine::instance().run([&] {
+    for (size_t g = 0; g < gpus_.size(); ++g) {
+      const auto& stacks = gpus_[g]->hbm().stacks();
+      for (size_t i = 0; i < stacks.size(); ++i) {
+        out.push_back({"gpu" + std::to_string(g) + ".hbm" + std::to_string(i), stacks[i].bytesServed(),
+                       stacks[i].busyPs()});
+      }
+      for (size_t s = 0; s < ports_[g].size(); ++s) {
+        const Port& p = ports_[g][s];
+        out.push_back({"gpu" + std::to_string(g) + ".nvlink" + std::to_string(s) + ".out", p.up.bytesServed(),
+                       p.up.busyPs()});
+        out.push_back({"gpu" + std::to_string(g) + ".nvlink" + std::to_string(s) + ".in", p.down.bytesServed(),
+                       p.down.busyPs()});
+      }
+    }
+    for (size_t s = 0; s < switches_.size(); ++s) {
+      out.push_back({"switch" + std::to_string(s) + ".crossbar", switches_[s]->crossbar.bytesServed(),
+                     switches_[s]->crossbar.busyPs()});
+    }
+    return uint64_t{0};
+  });
+  return out;
+}
+
+}  // namespace mcsim::fabric

@@ -1,0 +1,97 @@
+// The simulated hardware of one node, and device work executed on it.
+//
+// The preset's GPUs (memory system, PCIe), each GPU's NVLink links grouped by the switch they
+// lead to (one port per GPU and switch, a bandwidth server per direction), and the switches
+// (crossbar, port-to-port latency). Device work (a copy, a memset, an event's record point) runs
+// as a simulation process: it waits for the work it must follow, moves the data (unless timing
+// only), then pays the copy engine's setup cost and streams its bytes in chunks through the
+// resources on their path, keeping a window of chunks in flight. A chunk occupies each resource
+// for bytes / bandwidth after it arrives there and then travels on after the hop's latency, so
+// transfers that share a link, a switch or an HBM stack slow each other down.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabric/preset.h"
+#include "model/bandwidth_server.h"
+#include "model/completion.h"
+#include "model/gpu.h"
+
+namespace mcsim::fabric {
+
+// One side of a transfer.
+struct MemoryRef {
+  bool device = true;      // device memory, or host memory
+  int gpu = -1;            // device memory: the GPU whose memory holds it
+  uint64_t alloc = 0;      // device memory: the physical allocation (for the L2 and HBM stacks)
+  uint64_t offset = 0;     // device memory: offset in it
+  bool pageable = false;   // host memory the driver does not know as pinned
+};
+
+// A contiguous piece of a copy or memset.
+struct WorkPiece {
+  MemoryRef src, dst;       // `src` unused by memsets
+  uint64_t bytes = 0;
+  const uint8_t* srcData = nullptr;  // nullptr: device memory never written, which reads as zeros
+  uint8_t* dstData = nullptr;
+};
+
+struct DeviceWork {
+  enum class Kind { kCopy, kFill, kMarker };
+  Kind kind = Kind::kMarker;
+  int engineGpu = 0;                // whose copy engine runs it (the stream's device)
+  std::vector<WorkPiece> pieces;
+  uint32_t fillValue = 0;
+  unsigned fillElementBytes = 1;
+  bool functional = true;           // false: timing only, no data moves
+  std::vector<std::shared_ptr<const void>> keepAlive;  // backing memory the data path uses
+  std::vector<uint8_t> staging;     // pageable host data copied at submission
+  bool crossGpu = false;            // kMarker: waits for another GPU's work
+  std::string stream;               // for the timeline
+  std::string label;                // for the timeline
+};
+
+class NodeModel : public std::enable_shared_from_this<NodeModel> {
+ public:
+  explicit NodeModel(const Preset& preset);
+  ~NodeModel();
+  NodeModel(const NodeModel&) = delete;
+  NodeModel& operator=(const NodeModel&) = delete;
+
+  // Host threads: runs `work` once everything in `after` has completed; returns its completion.
+  // The model must be held by a shared_ptr (the work in flight keeps it alive).
+  model::CompletionPtr submit(std::shared_ptr<DeviceWork> work, std::vector<model::CompletionPtr> after);
+  // Host threads: allocation `alloc` on `gpu` was freed; its cached lines go.
+  void forget(int gpu, uint64_t alloc);
+
+  int gpuCount() const { return static_cast<int>(gpus_.size()); }
+  // Busy picoseconds and bytes of every resource, in a fixed order (benchmarks, tests).
+  struct ResourceUse {
+    std::string name;
+    uint64_t bytes;
+    uint64_t busyPs;
+  };
+  std::vector<ResourceUse> resourceUse();  // host thread; goes through the engine
+
+ private:
+  struct Port;
+  struct Switch;
+  void execute(DeviceWork& work);
+  // Moves `bytes` of piece `p` starting `offset` bytes in, leaving at `t`; returns arrival.
+  uint64_t moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t);
+  uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what);
+  void moveData(DeviceWork& w);
+
+  Preset preset_;
+  std::vector<std::unique_ptr<model::Gpu>> gpus_;
+  std::vector<std::unique_ptr<Switch>> switches_;
+  std::vector<std::vector<Port>> ports_;  // [gpu][switch]
+  uint64_t nvlinkLatencyPs_ = 0;
+  uint64_t pullLatencyPs_ = 0;
+  uint64_t crossGpuSyncPs_ = 0;
+};
+
+}  // namespace mcsim::fabric

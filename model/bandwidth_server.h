@@ -1,0 +1,46 @@
+// A resource that moves bytes at a fixed rate: an HBM stack, one direction of a GPU's NVLink
+// links to one switch, a switch crossbar, one direction of a PCIe link.
+//
+// A transfer is offered when it is timed (when its chunk leaves its copy engine) together with
+// the time it will reach this resource, which may lie ahead: a chunk reaches the destination's
+// memory only after crossing the fabric. So the resource keeps a calendar of the intervals it is
+// already promised for, and a transfer takes the free time from its arrival on, filling gaps
+// between earlier promises, as the bytes of a real link or stack would interleave. (A single
+// "busy until" would make a chunk offered now wait behind a promise for later, and leave the
+// resource idle meanwhile.) Intervals before the simulation's horizon (the current simulated
+// time: nothing can arrive earlier) are dropped. Pure arithmetic on the simulation thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "model/timeline.h"
+
+namespace mcsim::model {
+
+class BandwidthServer {
+ public:
+  BandwidthServer() = default;
+  // `bytesPerSecond` is the rate the resource sustains (peak times efficiency).
+  BandwidthServer(double bytesPerSecond, TimelineTrack track);
+
+  // Serves `bytes` that arrive at `arrivePs`; returns when the last byte has been served.
+  uint64_t serve(uint64_t arrivePs, uint64_t bytes, const char* what = nullptr);
+  uint64_t bytesServed() const { return bytes_; }
+  uint64_t busyPs() const { return busyPs_; }
+  double bytesPerSecond() const { return psPerByte_ > 0 ? 1e12 / psPerByte_ : 0; }
+
+  // The simulation's horizon: no transfer arrives before it. Set by the simulation as time
+  // advances (simulation thread only; one value for every resource).
+  static void setHorizon(uint64_t ps) { horizonPs_ = ps; }
+
+ private:
+  void book(uint64_t start, uint64_t end, const char* what);
+  double psPerByte_ = 0;
+  std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint and not touching
+  uint64_t bytes_ = 0, busyPs_ = 0;
+  TimelineTrack track_;
+  static inline uint64_t horizonPs_ = 0;
+};
+
+}  // namespace mcsim::model

@@ -1,0 +1,49 @@
+// The completion of one piece of simulated work (a copy, a memset, an event's record point).
+//
+// Host threads hold these and ask whether the work is done or wait for it (through the engine);
+// the simulation thread completes them. The SystemC event that simulation processes wait on is
+// made on the simulation thread the first time a process needs it, and is deleted there too
+// (the kernel's event lists are not thread-safe), so a Completion can be made and dropped on
+// any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace sc_core {
+class sc_event;
+}
+
+namespace mcsim::model {
+
+class Completion {
+ public:
+  Completion() = default;
+  Completion(const Completion&) = delete;
+  Completion& operator=(const Completion&) = delete;
+  ~Completion();
+
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  // Simulated time at which the work completed (valid once done()).
+  uint64_t donePs() const { return donePs_.load(std::memory_order_acquire); }
+
+  // Simulation thread only: waits (in the calling SystemC thread process) until done.
+  void waitDone();
+  // Simulation thread only: marks the work done at the current simulated time and wakes the
+  // processes and host threads waiting for it.
+  void complete();
+
+  // Host threads waiting for this completion (the engine pauses the simulation when an awaited
+  // completion is reached, so that simulated time runs no further than a waiter needs).
+  std::atomic<int> awaited{0};
+
+ private:
+  std::atomic<bool> done_{false};
+  std::atomic<uint64_t> donePs_{0};
+  sc_core::sc_event* event_ = nullptr;  // simulation thread only
+};
+
+using CompletionPtr = std::shared_ptr<Completion>;
+
+}  // namespace mcsim::model

@@ -1,0 +1,68 @@
+// A GPU as bulk transfers see it: its memory system (L2 in front of HBM), its PCIe link to the
+// host, and its copy engines' fixed cost per operation. NVLink ports belong to the fabric
+// (fabric/node_model.h), which wires GPUs to switches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/bandwidth_server.h"
+#include "model/hbm.h"
+#include "model/l2_cache.h"
+
+namespace mcsim::model {
+
+struct CopyEngineSpec {
+  int count = 1;
+  uint64_t setupPs = 0;         // front-end and copy-engine cost of starting one operation
+  uint64_t chunkBytes = 262144; // transfers move in chunks of this size
+  int windowChunks = 8;         // chunks one operation keeps in flight (flow control)
+};
+
+struct PcieSpec {
+  double bytesPerSecond = 0;          // sustained per direction, pinned host memory
+  double pageableBytesPerSecond = 0;  // the driver's staging copy for pageable host memory
+  uint64_t latencyPs = 0;
+};
+
+struct GpuTimingSpec {
+  HbmSpec hbm;
+  L2Spec l2;
+  CopyEngineSpec copyEngine;
+  PcieSpec pcie;
+};
+
+class Gpu {
+ public:
+  Gpu(int ordinal, const GpuTimingSpec& spec);
+
+  // Reads or writes `bytes` at `offset` of physical allocation `alloc` in this GPU's memory,
+  // arriving at `arrivePs`; returns when done. The L2 decides what reaches HBM.
+  uint64_t read(uint64_t arrivePs, uint64_t alloc, uint64_t offset, uint64_t bytes);
+  uint64_t write(uint64_t arrivePs, uint64_t alloc, uint64_t offset, uint64_t bytes);
+  // Host memory in and out over PCIe (the host's own memory is not a bottleneck here).
+  uint64_t fromHost(uint64_t arrivePs, uint64_t bytes, bool pageable);
+  uint64_t toHost(uint64_t arrivePs, uint64_t bytes, bool pageable);
+  void forget(uint64_t alloc) { l2_.drop(alloc); }
+
+  int ordinal() const { return ordinal_; }
+  const GpuTimingSpec& spec() const { return spec_; }
+  const Hbm& hbm() const { return hbm_; }
+  const L2Cache& l2() const { return l2_; }
+
+ private:
+  // Where allocation `alloc`'s bytes sit in the HBM address space, for the stack interleave:
+  // allocations start at different stacks, as physical placement would have them.
+  uint64_t physical(uint64_t alloc, uint64_t offset) const {
+    return alloc * spec_.hbm.interleaveBytes * 7 + offset;
+  }
+  uint64_t memory(uint64_t arrivePs, uint64_t alloc, uint64_t offset, uint64_t bytes, bool write);
+  int ordinal_;
+  GpuTimingSpec spec_;
+  Hbm hbm_;
+  L2Cache l2_;
+  BandwidthServer l2Port_;
+  BandwidthServer pcieIn_, pcieOut_, stagingIn_, stagingOut_;
+};
+
+}  // namespace mcsim::model
