@@ -1,6 +1,7 @@
 #include "model/engine.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
@@ -122,14 +123,16 @@ void Engine::threadMain() {
       cv_.wait(lock, [this] { return !posted_.empty() || (needsRun() && !stalled_); });
       batch.swap(posted_);
       if (!batch.empty()) stalled_ = false;
+      simIdle_ = false;
     }
     if (!batch.empty()) {
       for (auto& fn : batch) core.pending.push_back(std::move(fn));
       core.admitted.notify(sc_core::SC_ZERO_TIME);
       // Admit at the current time only: run the delta cycles the posted work causes.
-      do {
-        sc_core::sc_start(sc_core::SC_ZERO_TIME);
-      } while (sc_core::sc_pending_activity_at_current_time());
+      // (sc_start(SC_ZERO_TIME) with nothing due now would move on to the next timed event.)
+      const uint64_t at = simNowPs();
+      while (sc_core::sc_pending_activity_at_current_time()) sc_core::sc_start(sc_core::SC_ZERO_TIME);
+      if (simNowPs() != at) std::fprintf(stderr, "mcsim: internal error: admission moved simulated time\n");
     }
     deleteRetired();
     {
@@ -142,6 +145,7 @@ void Engine::threadMain() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (run && !sc_core::sc_pending_activity()) stalled_ = true;
+    simIdle_ = true;
     nowPs_ = simNowPs();
     publishedProcesses_ = processes_;
     publishedActivations_ = activations_;
@@ -172,7 +176,6 @@ void Engine::removeWaiter(const Waiter* w) {
 }
 
 uint64_t Engine::wait(const CompletionPtr& c) {
-  if (c->done()) return c->donePs();
   c->awaited.fetch_add(1);
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -180,7 +183,7 @@ uint64_t Engine::wait(const CompletionPtr& c) {
     waiters_.push_back(&w);
     cv_.notify_all();
     // Wait for the publication that follows the pause: nowPs_ must not lag the completion.
-    doneCv_.wait(lock, [&] { return c->done() && nowPs_ >= c->donePs(); });
+    doneCv_.wait(lock, [&] { return c->done() && simIdle_ && posted_.empty(); });
     removeWaiter(&w);
   }
   c->awaited.fetch_sub(1);
@@ -204,8 +207,8 @@ uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
     const Waiter w{timer.get(), until.get()};
     waiters_.push_back(&w);
     cv_.notify_all();
-    auto doneAt = [&](const CompletionPtr& x) { return x && x->done() && nowPs_ >= x->donePs(); };
-    doneCv_.wait(lock, [&] { return doneAt(timer) || doneAt(until); });
+    auto doneAt = [&](const CompletionPtr& x) { return x && x->done(); };
+    doneCv_.wait(lock, [&] { return (doneAt(timer) || doneAt(until)) && simIdle_ && posted_.empty(); });
     removeWaiter(&w);
     reached = nowPs_;
   }

@@ -99,6 +99,10 @@ class Engine {
   bool needsRun() const;
   void removeWaiter(const Waiter* w);
   bool stalled_ = false; // the simulation ran out of activity with waiters left
+  // The simulation thread is between runs of the kernel: a waiter returns only then, so that the
+  // host never acts while simulated time could still move (that would make timestamps depend on
+  // thread timing).
+  bool simIdle_ = true;
   uint64_t nowPs_ = 0;   // simulated time, published by the simulation thread
   uint64_t processes_ = 0, activations_ = 0;  // simulation thread only, published with nowPs_
   uint64_t publishedProcesses_ = 0, publishedActivations_ = 0;

@@ -1,0 +1,304 @@
+// What simulated time promises. Every assertion is on simulated time (cuEventElapsedTime,
+// mcsim::api::simulatedTimePs), which depends on nothing but the program and the preset.
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "mcsim/api.h"
+#include "tests/common/cu_expect.h"
+
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+// Four GPUs of the default 8x H100 node, with peer access among them, a buffer pair each.
+class TimingTest : public ::testing::Test {
+ protected:
+  static constexpr int kGpus = 4;
+  static constexpr size_t kBytes = 256 * kMiB;
+  void SetUp() override {
+    ASSERT_OK(cuInit(0));
+    for (int d = 0; d < kGpus; ++d) {
+      ASSERT_OK(cuDevicePrimaryCtxRetain(&ctx[d], d));
+      ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+      ASSERT_OK(cuMemAlloc(&src[d], kBytes));
+      ASSERT_OK(cuMemAlloc(&dst[d], kBytes));
+      ASSERT_OK(cuStreamCreate(&s[d][0], CU_STREAM_NON_BLOCKING));
+      ASSERT_OK(cuStreamCreate(&s[d][1], CU_STREAM_NON_BLOCKING));
+    }
+    for (int d = 0; d < kGpus; ++d) {
+      ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+      for (int p = 0; p < kGpus; ++p) {
+        if (p != d) {
+          ASSERT_OK(cuCtxEnablePeerAccess(ctx[p], 0));
+        }
+      }
+    }
+    ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  }
+  // Simulated microseconds from now until every stream of the listed GPUs is idle, after `enqueue`.
+  template <typename F>
+  double elapsedUs(F enqueue) {
+    const uint64_t t0 = mcsim::api::simulatedTimePs();
+    enqueue();
+    for (int d = 0; d < kGpus; ++d) {
+      EXPECT_OK(cuCtxSetCurrent(ctx[d]));
+      EXPECT_OK(cuCtxSynchronize());
+    }
+    EXPECT_OK(cuCtxSetCurrent(ctx[0]));
+    return static_cast<double>(mcsim::api::simulatedTimePs() - t0) / 1e6;
+  }
+  CUresult peer(int from, int to, CUstream st, size_t bytes = kBytes) {
+    return cuMemcpyPeerAsync(dst[to], ctx[to], src[from], ctx[from], bytes, st);
+  }
+  CUcontext ctx[kGpus] = {};
+  CUdeviceptr src[kGpus] = {}, dst[kGpus] = {};
+  CUstream s[kGpus][2] = {};
+};
+
+TEST_F(TimingTest, CopiesTakeSimulatedTimeThatGrowsWithSize) {
+  const double small = elapsedUs([&] { EXPECT_OK(cuMemcpyDtoDAsync(dst[0], src[0], 64 * kMiB, s[0][0])); });
+  const double big = elapsedUs([&] { EXPECT_OK(cuMemcpyDtoDAsync(dst[0], src[0], 256 * kMiB, s[0][0])); });
+  EXPECT_GT(small, 0);
+  // Four times the bytes, and a fixed cost each; the smaller copy gains a little from the L2.
+  EXPECT_GT(big, 3 * small);
+  EXPECT_LT(big, 4.5 * small);
+}
+
+TEST_F(TimingTest, OneStreamRunsInTurnAndTwoGpusRunAtOnce) {
+  // Warm up both GPUs' L2s, so that every measured copy starts from the same cache state.
+  elapsedUs([&] {
+    EXPECT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
+    EXPECT_OK(cuMemcpyDtoDAsync(dst[1], src[1], kBytes, s[1][0]));
+  });
+  const double one = elapsedUs([&] { EXPECT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0])); });
+  const double sameStream = elapsedUs([&] {
+    EXPECT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
+    EXPECT_OK(cuMemcpyDtoDAsync(src[0], dst[0], kBytes, s[0][0]));
+  });
+  const double twoGpus = elapsedUs([&] {
+    EXPECT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
+    EXPECT_OK(cuMemcpyDtoDAsync(dst[1], src[1], kBytes, s[1][0]));
+  });
+  EXPECT_NEAR(sameStream, 2 * one, 0.03 * one);
+  EXPECT_NEAR(twoGpus, one, 0.03 * one);
+}
+
+TEST_F(TimingTest, PeerCopiesShareTheLinksTheyCross) {
+  const double one = elapsedUs([&] { EXPECT_OK(peer(0, 1, s[0][0])); });
+  // Two copies out of GPU 0 at once share its NVLink ports: each gets half.
+  const double sharedSource = elapsedUs([&] {
+    EXPECT_OK(peer(0, 1, s[0][0], kBytes / 2));
+    EXPECT_OK(peer(0, 2, s[0][1], kBytes / 2));
+  });
+  // Copies between disjoint pairs, and the two directions of one pair, do not.
+  const double disjoint = elapsedUs([&] {
+    EXPECT_OK(peer(0, 1, s[0][0]));
+    EXPECT_OK(peer(2, 3, s[2][0]));
+  });
+  const double bothWays = elapsedUs([&] {
+    EXPECT_OK(peer(0, 1, s[0][0]));
+    EXPECT_OK(peer(1, 0, s[1][0]));
+  });
+  EXPECT_NEAR(sharedSource, one, 0.05 * one);  // half the bytes each, at half the rate each
+  EXPECT_NEAR(disjoint, one, 0.02 * one);
+  EXPECT_NEAR(bothWays, one, 0.05 * one);
+  // 256 MiB at the preset's 18 x 25 GB/s x 0.88 (396 GB/s), plus fixed costs of a few us.
+  EXPECT_GT(one, 268.4e6 / 396e3);
+  EXPECT_LT(one, 268.4e6 / 396e3 + 20);
+}
+
+TEST_F(TimingTest, TheHostTakesNoSimulatedTimeBetweenItsWaits) {
+  const uint64_t t0 = mcsim::api::simulatedTimePs();
+  for (int i = 0; i < 10; ++i) ASSERT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
+  EXPECT_EQ(mcsim::api::simulatedTimePs(), t0);  // queued, not yet run
+  ASSERT_OK(cuStreamSynchronize(s[0][0]));
+  EXPECT_GT(mcsim::api::simulatedTimePs(), t0);
+}
+
+TEST_F(TimingTest, PollingAStreamLetsTimeRunUntilItIsIdle) {
+  ASSERT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
+  EXPECT_CU(CUDA_ERROR_NOT_READY, cuStreamQuery(s[0][0]));
+  int polls = 1;
+  while (cuStreamQuery(s[0][0]) == CUDA_ERROR_NOT_READY) ++polls;
+  EXPECT_OK(cuStreamQuery(s[0][0]));
+  // Each unanswered poll lets 1 us pass (MCSIM_HOST_POLL_NS): a 256 MiB copy takes ~180 us.
+  EXPECT_GT(polls, 100);
+  EXPECT_LT(polls, 400);
+}
+
+TEST_F(TimingTest, ElapsedTimeIsNotReadyUntilBothEventsAre) {
+  CUevent a = nullptr, b = nullptr;
+  ASSERT_OK(cuEventCreate(&a, 0));
+  ASSERT_OK(cuEventCreate(&b, 0));
+  ASSERT_OK(cuEventRecord(a, s[0][0]));
+  ASSERT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
+  ASSERT_OK(cuEventRecord(b, s[0][0]));
+  float ms = 0;
+  EXPECT_CU(CUDA_ERROR_NOT_READY, cuEventElapsedTime(&ms, a, b));
+  EXPECT_CU(CUDA_ERROR_NOT_READY, cuEventQuery(b));
+  ASSERT_OK(cuEventSynchronize(b));
+  ASSERT_OK(cuEventElapsedTime(&ms, a, b));
+  EXPECT_GT(ms, 0.1f);
+}
+
+TEST_F(TimingTest, AStreamWaitingForAnotherGpusEventStartsAfterIt) {
+  CUevent e = nullptr, t0 = nullptr, t1 = nullptr;
+  ASSERT_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  ASSERT_OK(cuEventCreate(&t1, 0));
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  ASSERT_OK(cuEventCreate(&t0, 0));
+  ASSERT_OK(cuEventRecord(t0, s[0][0]));
+  ASSERT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
+  ASSERT_OK(cuEventRecord(e, s[0][0]));
+  ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  ASSERT_OK(cuStreamWaitEvent(s[1][0], e, 0));
+  ASSERT_OK(cuEventRecord(t1, s[1][0]));
+  ASSERT_OK(cuEventSynchronize(t1));
+  float waitedMs = 0;
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  ASSERT_OK(cuEventElapsedTime(&waitedMs, t0, t1));
+  EXPECT_GT(waitedMs, 0.15f);  // GPU 1's stream reached t1 only after GPU 0's copy
+}
+
+TEST_F(TimingTest, PageableSourceIsStagedWhenTheAsyncCopyIsMade) {
+  std::vector<uint32_t> host(kMiB / 4, 0xabcdabcdu);
+  ASSERT_OK(cuMemcpyHtoDAsync(dst[0], host.data(), kMiB, s[0][0]));
+  std::fill(host.begin(), host.end(), 0u);  // the copy must not see this
+  ASSERT_OK(cuStreamSynchronize(s[0][0]));
+  std::vector<uint32_t> back(kMiB / 4, 0);
+  ASSERT_OK(cuMemcpyDtoH(back.data(), dst[0], kMiB));
+  EXPECT_EQ(back.front(), 0xabcdabcdu);
+  EXPECT_EQ(back.back(), 0xabcdabcdu);
+}
+
+TEST_F(TimingTest, AsyncCopyToPageableMemoryIsCompleteOnReturn) {
+  ASSERT_OK(cuMemsetD32(src[0], 0x5a5a5a5au, kMiB / 4));
+  std::vector<uint32_t> host(kMiB / 4, 0);
+  ASSERT_OK(cuMemcpyDtoHAsync(host.data(), src[0], kMiB, s[0][0]));
+  EXPECT_EQ(host.front(), 0x5a5a5a5au);  // no synchronize: the reference says it returns when done
+  EXPECT_EQ(host.back(), 0x5a5a5a5au);
+}
+
+TEST_F(TimingTest, MemoryFreedWhileACopyIsInFlightIsHarmless) {
+  CUdeviceptr tmp = 0;
+  ASSERT_OK(cuMemAlloc(&tmp, kBytes));
+  ASSERT_OK(cuMemsetD8Async(tmp, 7, kBytes, s[0][0]));
+  ASSERT_OK(cuMemcpyDtoDAsync(dst[0], tmp, kBytes, s[0][0]));
+  ASSERT_OK(cuMemFree(tmp));  // the copy keeps the backing memory until it is done
+  ASSERT_OK(cuStreamSynchronize(s[0][0]));
+  unsigned char b = 0;
+  ASSERT_OK(cuMemcpyDtoH(&b, dst[0] + kBytes - 1, 1));
+  EXPECT_EQ(b, 7);
+}
+
+TEST_F(TimingTest, DestroyingAContextWaitsForItsWork) {
+  CUcontext c = nullptr;
+  ASSERT_OK(cuCtxCreate(&c, nullptr, 0, 2));
+  CUdeviceptr p = 0;
+  ASSERT_OK(cuMemAlloc(&p, kBytes));
+  CUstream st = nullptr;
+  ASSERT_OK(cuStreamCreate(&st, 0));
+  ASSERT_OK(cuMemsetD8Async(p, 1, kBytes, st));
+  const uint64_t before = mcsim::api::simulatedTimePs();
+  ASSERT_OK(cuCtxDestroy(c));
+  EXPECT_GT(mcsim::api::simulatedTimePs(), before);
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamQuery(st));  // gone with its context
+}
+
+TEST_F(TimingTest, UnknownStreamsAndEventsAreRefusedNotDereferenced) {
+  auto bogusStream = reinterpret_cast<CUstream>(uintptr_t{0x1234560});
+  auto bogusEvent = reinterpret_cast<CUevent>(uintptr_t{0x1234570});
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuMemcpyDtoDAsync(dst[0], src[0], 4, bogusStream));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamSynchronize(bogusStream));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuEventRecord(bogusEvent, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuEventQuery(bogusEvent));
+  CUstream st = nullptr;
+  ASSERT_OK(cuStreamCreate(&st, 0));
+  ASSERT_OK(cuStreamDestroy(st));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamQuery(st));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamDestroy(st));
+}
+
+TEST_F(TimingTest, AFailingStreamCallChangesNothing) {
+  const uint64_t before = mcsim::api::stateDigest();
+  CUstream st = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamCreate(&st, 0x40));
+  CUevent e = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuEventCreate(&e, CU_EVENT_INTERPROCESS));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemcpyDtoDAsync(0, src[0], 4, s[0][0]));
+  EXPECT_EQ(mcsim::api::stateDigest(), before);
+}
+
+// Runs the workload program with `env` prepended; returns its output.
+std::string runWorkload(const std::string& env) {
+  const std::string cmd = env + " " + MCSIM_TIMING_WORKLOAD + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  if (p == nullptr) return out;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  EXPECT_EQ(pclose(p), 0) << out;
+  return out;
+}
+
+TEST(TimingDeterminism, TheSameProgramGivesTheSameTimesAndData) {
+  const std::string a = runWorkload("");
+  const std::string b = runWorkload("");
+  ASSERT_NE(a.find("checksum"), std::string::npos) << a;
+  EXPECT_EQ(a, b);
+}
+
+TEST(TimingOnly, TimesAreThoseOfAFunctionalRunAndNoDataMoves) {
+  const std::string functional = runWorkload("");
+  const std::string timingOnly = runWorkload("MCSIM_TIMING_ONLY=1");
+  auto times = [](const std::string& s) { return s.substr(0, s.find("checksum")); };
+  EXPECT_EQ(times(functional), times(timingOnly));
+  EXPECT_NE(functional.substr(functional.find("checksum")), timingOnly.substr(timingOnly.find("checksum")));
+}
+
+TEST(Timeline, IsTraceEventJsonWithTheHardwareAndStreams) {
+  const std::string path = ::testing::TempDir() + "/mcsim-timeline.json";
+  std::remove(path.c_str());
+  runWorkload("MCSIM_TIMELINE=" + path);
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::set<std::string> threads;
+  size_t spans = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") threads.insert(e.at("args").at("name").get<std::string>());
+    if (e.at("ph") == "X") {
+      ++spans;
+      EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    }
+  }
+  EXPECT_GT(spans, 10u);
+  EXPECT_EQ(threads.count("HBM stack 0"), 1u);
+  EXPECT_EQ(threads.count("NVLink switch 0 out"), 1u);
+  bool stream = false;
+  for (const auto& t : threads) stream = stream || t.rfind("stream ", 0) == 0;
+  EXPECT_TRUE(stream);
+  // The same run writes the same file.
+  std::stringstream first;
+  first << std::ifstream(path).rdbuf();
+  runWorkload("MCSIM_TIMELINE=" + path);
+  std::stringstream second;
+  second << std::ifstream(path).rdbuf();
+  EXPECT_EQ(first.str(), second.str());
+}
+
+}  // namespace
