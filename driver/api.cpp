@@ -44,6 +44,11 @@ std::string presetName() { return driver::initialized() ? driver::node().preset(
 
 uint64_t simulatedTimePs() { return model::Engine::instance().nowPs(); }
 
+SimulationStats simulationStats() {
+  const model::EngineStats e = model::Engine::instance().stats();
+  return SimulationStats{e.processes, e.activations, e.nowPs};
+}
+
 std::string installFaultPlan(const std::string& text, uint64_t seed) {
   if (!driver::initialized()) return "cuInit has not succeeded";
   try {

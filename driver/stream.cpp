@@ -402,7 +402,9 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
 }
 
 static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
-  if (pMilliseconds == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // A real H100 answers INVALID_HANDLE for a NULL result pointer too
+  // (docs/real-driver/conformance-h100-2026-11-21-streams.txt).
+  if (pMilliseconds == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   CUevent_st *a = nullptr, *b = nullptr;
   MCSIM_TRY(checkEvent(hStart, &a));
   MCSIM_TRY(checkEvent(hEnd, &b));

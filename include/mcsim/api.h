@@ -31,6 +31,14 @@ NodeStats nodeStats();
 std::string presetName();
 // Simulated time, in picoseconds.
 uint64_t simulatedTimePs();
+// The simulation's own work so far: processes spawned (one per copy, memset or event record)
+// and timed waits they made (the events the SystemC kernel scheduled).
+struct SimulationStats {
+  uint64_t processes = 0;
+  uint64_t timedWaits = 0;
+  uint64_t simulatedPs = 0;
+};
+SimulationStats simulationStats();
 
 // Fault plans (docs/faults.md). installFaultPlan replaces the plan in force with `text` (the
 // plan format; rules drawing random numbers use `seed`) and returns "" or the problem

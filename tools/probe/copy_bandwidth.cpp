@@ -1,6 +1,7 @@
 // Measures copy bandwidth on a real GPU machine, timed with events as an application would:
 // device-to-device on each GPU, and peer copies between GPU 0 and 1 in each direction and both
-// at once, from 4 MiB to 1 GiB. For calibrating mcsim's copy model (issue 4).
+// at once, from 4 MiB to 1 GiB; host copies (pinned and pageable, each way) on GPU 0. For
+// calibrating mcsim's copy model.
 //
 // It never calls any cuMulticast* function. Build: g++ -std=c++17 -O2 -I/usr/local/cuda/include
 // copy_bandwidth.cpp -lcuda -o copy_bandwidth. Output: one line per measurement,
@@ -112,6 +113,27 @@ int main() {
     if (medianMs(s0, both, &t)) return 1;
     std::printf("bw.peer_bidir.%zu = %.4f ms %.1f GB/s (each way)\n", bytes, t, bytes / (t * 1e6));
     cuEventDestroy(done1);
+  }
+  // Host copies on GPU 0: pinned and pageable memory, each direction, asynchronous on s0 (a
+  // pageable copy is staged by the driver).
+  {
+    CHECK(cuCtxSetCurrent(ctx[0]));
+    const size_t kHost = size_t{256} << 20;
+    void* pinned = nullptr;
+    CHECK(cuMemAllocHost(&pinned, kHost));
+    std::vector<unsigned char> pageable(kHost, 1);
+    for (size_t bytes = size_t{4} << 20; bytes <= kHost; bytes *= 4) {
+      float t = 0;
+      if (medianMs(s0, [&] { return cuMemcpyHtoDAsync(b[0], pinned, bytes, s0); }, &t)) return 1;
+      std::printf("bw.htod_pinned.%zu = %.4f ms %.1f GB/s\n", bytes, t, bytes / (t * 1e6));
+      if (medianMs(s0, [&] { return cuMemcpyDtoHAsync(pinned, a[0], bytes, s0); }, &t)) return 1;
+      std::printf("bw.dtoh_pinned.%zu = %.4f ms %.1f GB/s\n", bytes, t, bytes / (t * 1e6));
+      if (medianMs(s0, [&] { return cuMemcpyHtoDAsync(b[0], pageable.data(), bytes, s0); }, &t)) return 1;
+      std::printf("bw.htod_pageable.%zu = %.4f ms %.1f GB/s\n", bytes, t, bytes / (t * 1e6));
+      if (medianMs(s0, [&] { return cuMemcpyDtoHAsync(pageable.data(), a[0], bytes, s0); }, &t)) return 1;
+      std::printf("bw.dtoh_pageable.%zu = %.4f ms %.1f GB/s\n", bytes, t, bytes / (t * 1e6));
+    }
+    CHECK(cuMemFreeHost(pinned));
   }
   std::printf("meta.done = 1\n");
   return 0;
