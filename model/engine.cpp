@@ -136,8 +136,10 @@ void Engine::threadMain() {
     }
     deleteRetired();
     {
+      // Work posted while this batch was being admitted is admitted first: time must not run
+      // ahead of work the host queued before it began to wait.
       std::lock_guard<std::mutex> lock(mu_);
-      run = needsRun();
+      run = needsRun() && posted_.empty();
     }
     if (run && sc_core::sc_pending_activity()) {
       // Runs until an awaited completion pauses it, or nothing is left to simulate.

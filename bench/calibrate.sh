@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the copy probe in Release against mcsim and compares the model with real measurements
+# (bench/calibrate.py). Plots need python3-matplotlib (installed by scripts/setup.sh's extras).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${MCSIM_BENCH_BUILD_DIR:-$repo/build-release}
+cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMCSIM_BUILD_TESTS=OFF >/dev/null
+ninja -C "$build" -j"${MCSIM_BENCH_JOBS:-2}" copy_bandwidth >/dev/null
+python=python3
+python3 -c "import matplotlib" 2>/dev/null || { [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3; }
+exec "$python" "$repo/bench/calibrate.py" "$build"
