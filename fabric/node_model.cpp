@@ -89,7 +89,9 @@ model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::ve
 }
 
 void NodeModel::forget(int gpu, uint64_t alloc) {
-  if (gpu < 0 || gpu >= gpuCount()) return;
+  // Nothing was ever simulated, so nothing is cached (and no engine need start, e.g. while a
+  // node that never moved data is destroyed at exit).
+  if (gpu < 0 || gpu >= gpuCount() || !Engine::exists()) return;
   Engine::instance().post([self = shared_from_this(), gpu, alloc] { self->gpus_[static_cast<size_t>(gpu)]->forget(alloc); });
 }
 

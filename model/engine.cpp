@@ -58,10 +58,20 @@ std::atomic<int> gInternalThreads{0};
 
 int Engine::internalThreads() { return gInternalThreads.load(); }
 
+namespace {
+std::atomic<bool> gEngineMade{false};
+}  // namespace
+
+bool Engine::exists() { return gEngineMade.load(); }
+
 Engine& Engine::instance() {
   // Intentionally leaked: the simulation thread must outlive every static destructor that might
   // still call the driver during process exit.
-  static Engine* engine = new Engine();
+  static Engine* engine = [] {
+    auto* e = new Engine();
+    gEngineMade.store(true);
+    return e;
+  }();
   return *engine;
 }
 

@@ -44,6 +44,8 @@ class Engine {
   using Work = std::function<uint64_t()>;
 
   static Engine& instance();
+  // Whether the engine has been made (instance() was called) in this process.
+  static bool exists();
 
   void post(std::function<void()> fn);
   // Returns the simulated time at which `c` completed.
