@@ -21,6 +21,9 @@ struct FaultEvent {
   int device = -1;    // the call's device, -1 when it has none
   int rank = -1;      // MCSIM_RANK of the calling process, -1 when unset
   uint64_t nowPs = 0; // simulated time
+  // Entry points: the arguments the call reports (fault_arguments.def), for argument filters.
+  const FaultArgument* args = nullptr;
+  size_t argCount = 0;
 };
 
 struct FaultRuleCounts {
@@ -58,6 +61,7 @@ class FaultInjector {
 
  private:
   bool matches(const FaultRule& r, const FaultEvent& e) const;
+  static bool argumentsMatch(const FaultRule& r, const FaultEvent& e);
   // The counts the triggers of rule `i` use for event `e`, and the stream it draws from (above).
   FaultRuleCounts& triggerCounts(size_t i, const FaultEvent& e);
   model::RandomStream& stream(size_t i, const FaultEvent& e);
