@@ -1,5 +1,6 @@
 #include "fabric/fault_plan.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -372,9 +373,10 @@ bool parseArgumentNumber(const std::string& s, uint64_t* v) {
   }
   const auto dot = num.find('.');
   if (dot == std::string::npos) {
-    if (num.size() > 19) return false;
+    if (num.size() > 20) return false;
+    errno = 0;
     const unsigned long long n = std::strtoull(num.c_str(), nullptr, 10);
-    if (n > UINT64_MAX / scale) return false;
+    if (errno == ERANGE || n > UINT64_MAX / scale) return false;
     *v = n * scale;
     return true;
   }
