@@ -2,6 +2,8 @@
 // they parse and are refused, that every argument fabric/fault_arguments.def lists reaches the plan
 // with the value the call was given, and how filters combine with prefixes, lists, bit masks,
 // cuda.h constant names, absent struct fields and the counting triggers.
+#include <fstream>
+#include <map>
 #include <set>
 
 #include "fabric/fault_arguments.h"
@@ -246,6 +248,22 @@ TEST(ArgumentTable, EveryListedArgumentIsTested) {
   for (const auto& [entry, specs] : mcsim::fabric::faultArgumentTable()) {
     EXPECT_FALSE(specs.empty()) << entry;
     for (const auto& s : specs) EXPECT_EQ(1u, tested.count(entry + " " + s.name)) << entry << " " << s.name << " has no row";
+  }
+}
+
+// docs/faults.md lists every entry point of the table with exactly its arguments.
+TEST(ArgumentTable, TheUserDocumentationListsIt) {
+  std::ifstream in(std::string(MCSIM_SOURCE_DIR) + "/docs/faults.md");
+  std::map<std::string, std::string> rows;  // entry -> its row
+  for (std::string line; std::getline(in, line);) {
+    if (line.compare(0, 4, "| `c") != 0) continue;
+    const auto end = line.find('`', 3);
+    rows.emplace(line.substr(3, end - 3), line.substr(end));  // the first row: the argument table
+  }
+  for (const auto& [entry, specs] : mcsim::fabric::faultArgumentTable()) {
+    ASSERT_EQ(1u, rows.count(entry)) << entry << " has no row in docs/faults.md";
+    const std::string& row = rows[entry];
+    for (const auto& a : specs) EXPECT_NE(std::string::npos, row.find("`" + a.name + "`")) << entry << " " << a.name;
   }
 }
 
