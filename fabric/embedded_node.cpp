@@ -111,7 +111,7 @@ class EmbeddedNode final : public Node {
       // The rank of the bind that asks for the slot (it went through onEntry first), so that
       // rank= filters on multicast-slot rules match; they never did with the rank left unset.
       e.rank = faultRank_;
-      e.nowPs = model::Engine::instance().nowPs();
+      if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
       const auto fired = injector_.consult(e);
       return fired && injector_.rule(*fired).action == FaultActionKind::kExhaust;
     });
@@ -555,7 +555,7 @@ class EmbeddedNode final : public Node {
     faultRank_ = rank;
     FaultEvent e;
     e.rank = rank;
-    e.nowPs = model::Engine::instance().nowPs();
+    if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
     // Fabric-level rules see every driver call that acts on the node as a moment at which they
     // may fire.
     for (FaultPointKind p : {FaultPointKind::kFabricManager, FaultPointKind::kImex, FaultPointKind::kLink,
@@ -587,7 +587,7 @@ class EmbeddedNode final : public Node {
         delay(r.timePs);
         return out;
       case FaultActionKind::kBlock:
-        return block(r, symbol, device, e.nowPs, lock);
+        return block(r, symbol, device, lock);
       default:
         return out;
     }
@@ -676,13 +676,12 @@ class EmbeddedNode final : public Node {
   // A call held by a `block` rule: until its label is released (a release rule, the API), or
   // simulated time reaches the rule's until= (for=: that long after the call arrived), whichever
   // comes first; or until the wait is given up as a deadlock or hang.
-  FaultOutcome block(const FaultRule& r, const char* symbol, int device, uint64_t arrivedPs,
-                     std::unique_lock<std::mutex>& lock) {
+  FaultOutcome block(const FaultRule& r, const char* symbol, int device, std::unique_lock<std::mutex>& lock) {
     FaultOutcome out;
     const std::string label = r.label;
     uint64_t wakeAt = TeamWaiter::kNoDeadline;
     if (r.untilPs >= 0) wakeAt = static_cast<uint64_t>(r.untilPs);
-    if (r.forPs >= 0) wakeAt = arrivedPs + static_cast<uint64_t>(r.forPs);
+    if (r.forPs >= 0) wakeAt = model::Engine::instance().nowPs() + static_cast<uint64_t>(r.forPs);
     std::string releasedBy;
     if (!label.empty()) releasedBy = "'release " + label + "' or mcsim::api::releaseFault";
     if (wakeAt != TeamWaiter::kNoDeadline) {

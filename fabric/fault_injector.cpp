@@ -10,7 +10,9 @@ FaultInjector::FaultInjector(std::vector<FaultRule> rules, uint64_t seed)
       counts_(rules_.size()),
       perDevice_(rules_.size()),
       streams_(rules_.size()),
-      seed_(seed) {}
+      seed_(seed) {
+  for (const FaultRule& r : rules_) usesTime_ = usesTime_ || r.atPs >= 0;
+}
 
 FaultRuleCounts& FaultInjector::triggerCounts(size_t i, const FaultEvent& e) {
   return rules_[i].devices.empty() ? counts_[i] : perDevice_[i][e.device];

@@ -1,7 +1,5 @@
 #include "harness.h"
 
-#include <dirent.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +8,8 @@
 #include <sstream>
 #include <thread>
 #include <utility>
+
+#include "descriptors.h"
 
 namespace mcsim::workload {
 
@@ -142,14 +142,7 @@ uint64_t Harness::fabricFired() {
   return n;
 }
 
-int Harness::openDescriptors() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
+int Harness::openDescriptors() { return openDescriptorCount(); }
 
 void Harness::start(int t) {
   std::unique_lock<std::mutex> lock(mu_);
