@@ -53,12 +53,7 @@ std::string installFaultPlan(const std::string& text, uint64_t seed) {
   if (!driver::initialized()) return "cuInit has not succeeded";
   try {
     std::vector<fabric::FaultRule> rules = fabric::parseFaultPlan(text, "MCSIM_API");
-    for (const auto& r : rules) {
-      CUresult code;
-      if (r.action == fabric::FaultActionKind::kReturn && !driver::resultByName(r.result, &code)) {
-        return r.file + ":" + std::to_string(r.line) + ": '" + r.result + "' is no CUresult name";
-      }
-    }
+    driver::resolveFaultPlanNames(&rules);
     driver::node().installFaultPlan(std::move(rules), seed);
   } catch (const fabric::InputError& e) {
     return e.what();

@@ -167,7 +167,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, i
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
-  MCSIM_REQUIRE_INIT_DEV(dev);
+  MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"flags", flags});
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(contexts().mu);
@@ -179,7 +179,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 
 CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsigned int flags,
                                 CUdevice dev) {
-  MCSIM_REQUIRE_INIT_DEV(dev);
+  MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"flags", flags});
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
@@ -345,7 +345,7 @@ CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
 }
 
 CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"flags", Flags});
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));

@@ -37,7 +37,7 @@ CUresult CUDAAPI cuDeviceGetCount(int* count) {
 }
 
 CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_DEV_ARGS(ordinal, {"ordinal", ordinal});
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
   *device = ordinal;  // clients assume CUdevice values equal ordinals
@@ -77,7 +77,7 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
-  MCSIM_REQUIRE_INIT_DEV(dev);
+  MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"attribute", attrib});
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
@@ -86,7 +86,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevi
 }
 
 CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
-  MCSIM_REQUIRE_INIT_DEV(dev);
+  MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"peer", peerDev});
   if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev) || !validDevice(peerDev)) return CUDA_ERROR_INVALID_DEVICE;
   // Every pair of GPUs on an NVLink fabric can reach each other while their links are up; a
@@ -98,7 +98,7 @@ CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevic
 
 CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice,
                                          CUdevice dstDevice) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"attribute", attrib}, {"srcDevice", srcDevice}, {"dstDevice", dstDevice});
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(srcDevice) || !validDevice(dstDevice) || srcDevice == dstDevice) {
     return CUDA_ERROR_INVALID_DEVICE;

@@ -103,7 +103,7 @@ uint64_t seedFromEnvironment() {
 }
 
 // The plan of MCSIM_FAULTS_FILE, then the rules of MCSIM_FAULTS (one line, ';' between rules).
-// Every CUresult a `return` rule names must exist.
+// Every cuda.h name the plan uses (CUresults, argument constants) must exist.
 std::vector<fabric::FaultRule> loadFaultPlan() {
   std::vector<fabric::FaultRule> rules;
   if (const char* file = std::getenv("MCSIM_FAULTS_FILE"); file != nullptr && *file != '\0') {
@@ -116,12 +116,7 @@ std::vector<fabric::FaultRule> loadFaultPlan() {
   if (const char* line = std::getenv("MCSIM_FAULTS"); line != nullptr && *line != '\0') {
     for (auto& r : fabric::parseFaultPlan(line, "MCSIM_FAULTS")) rules.push_back(std::move(r));
   }
-  for (const auto& r : rules) {
-    CUresult code;
-    if (r.action == fabric::FaultActionKind::kReturn && !resultByName(r.result, &code)) {
-      throw fabric::InputError(r.file, r.line, "'" + r.result + "' is no CUresult name");
-    }
-  }
+  resolveFaultPlanNames(&rules);
   return rules;
 }
 
@@ -154,12 +149,21 @@ CUresult bringUpNode() {
 
 }  // namespace
 
-bool consultFaults(const char* symbol, int device, CUresult* result) {
+bool consultFaults(const char* symbol, int device, const fabric::FaultArgument* args, size_t argCount,
+                   CUresult* result, bool fabricMoment) {
+  // The entry point's wiring must match fabric/fault_arguments.def, or plans that parse would
+  // filter on arguments it never passes: a bug in mcsim, which the test suites and campaigns
+  // (every call they make under a plan comes through here) catch at once.
+  std::string problem;
+  if (!fabric::reportsTableArguments(fabric::FaultInjector::baseName(symbol), args, argCount, &problem)) {
+    std::fprintf(stderr, "mcsim: internal error: %s\n", problem.c_str());
+    std::abort();
+  }
   if (device == kCurrentDevice) {
     CUctx_st* ctx = nullptr;
     device = currentContext(&ctx) == CUDA_SUCCESS ? ctx->device : -1;
   }
-  const fabric::Node::FaultOutcome o = node().onEntry(symbol, device, processRank());
+  const fabric::Node::FaultOutcome o = node().onEntry(symbol, device, processRank(), args, argCount, fabricMoment);
   if (!o.fail) return false;
   if (o.status != Status::kOk) {
     *result = toResult(o.status);
@@ -176,17 +180,26 @@ using namespace mcsim::driver;
 
 extern "C" {
 
+// cuInit is a fault point too, once it has loaded the plan: a rule that fails it leaves the process
+// uninitialized (every other call answers CUDA_ERROR_NOT_INITIALIZED, as after any failed cuInit),
+// and a later cuInit that the plan lets through initializes it. A failing cuInit after a successful
+// one changes nothing either: the process stays initialized. Errors of the node itself (a bad
+// preset or plan) are final, as before.
 CUresult CUDAAPI cuInit(unsigned int Flags) {
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   DriverState& s = state();
   std::call_once(s.initOnce, [&] {
     s.initResult = bringUpNode();
-    if (s.initResult == CUDA_SUCCESS) s.initialized.store(true, std::memory_order_release);
+    if (s.initResult == CUDA_SUCCESS) s.nodeUp.store(true, std::memory_order_release);
   });
-  return s.initResult;
+  if (s.initResult != CUDA_SUCCESS) return s.initResult;
+  MCSIM_FAULT_POINT_ARGS({"flags", Flags});
+  s.initialized.store(true, std::memory_order_release);
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDriverGetVersion(int* driverVersion) {
+  MCSIM_FAULT_POINT();
   if (driverVersion == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *driverVersion = emulatedDriverVersion();
   return CUDA_SUCCESS;

@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,10 @@ CUresult hangResult();
 struct DriverState {
   std::once_flag initOnce;
   std::atomic<bool> initialized{false};
+  // The node exists and its fault plan is loaded (the first cuInit built it). A cuInit that a
+  // fault plan fails leaves the process uninitialized, but the plan stays loaded, so that it can
+  // let a later cuInit through.
+  std::atomic<bool> nodeUp{false};
   CUresult initResult = CUDA_SUCCESS;
   std::unique_ptr<fabric::Node> node;
   int deviceCount = 0;
@@ -46,31 +51,69 @@ inline bool isDeviceAddress(uint64_t p) {
 }
 
 // What the fault plan says about the driver call `symbol` acting on `device` (kCurrentDevice: the
-// current context's, if any): false to go on, or true with the result the call returns without
+// current context's, if any; -1: none) with the `argCount` arguments `args` it reports
+// (fabric/fault_arguments.def): false to go on, or true with the result the call returns without
 // doing anything. A flag rather than "CUDA_SUCCESS means go on", because `-> return CUDA_SUCCESS`
 // is a fault too (a call that claims success and does nothing, e.g. a device that never really
 // joins its team); read as "go on", it used to run the call after all.
 constexpr int kCurrentDevice = -2;
-bool consultFaults(const char* symbol, int device, CUresult* result);
+// `fabricMoment`: whether fabric-level rules (fabric-manager, imex, link, switch) may fire at this
+// call; false for the calls that answer without the node (cuInit, cuDriverGetVersion,
+// cuGetProcAddress, the error-string calls), so that a program's diagnostics (an error name
+// printed on a failure path) do not shift the fabric's events.
+bool consultFaults(const char* symbol, int device, const fabric::FaultArgument* args, size_t argCount,
+                   CUresult* result, bool fabricMoment = true);
 // The CUresult with this name (CUDA_ERROR_...), for fault plans; false when there is none.
 bool resultByName(const std::string& name, CUresult* out);
+// Resolves what a parsed plan names by cuda.h name (the CUresults of `return` rules, constants in
+// argument filters); throws fabric::InputError with the rule's file and line for an unknown name.
+void resolveFaultPlanNames(std::vector<fabric::FaultRule>* rules);
+// Whether the node is up and its plan loaded: from the first cuInit on, even when a fault plan
+// failed that cuInit. The calls that answer before cuInit consult the plan only from then on.
+inline bool planLoaded() { return state().nodeUp.load(std::memory_order_acquire); }
+
+// The plan's consult: the arguments are built only while a plan is installed (reading a struct
+// field of a null pointer reports it absent; see fabric::FaultArgument).
+#define MCSIM_CONSULT_FAULTS_(device, moment, ...)                                                 \
+  if (::mcsim::driver::node().faultsActive()) {                                                    \
+    const std::initializer_list<::mcsim::fabric::FaultArgument> faultArgs_ = {__VA_ARGS__};        \
+    CUresult fault_ = CUDA_SUCCESS;                                                                \
+    if (::mcsim::driver::consultFaults(__func__, (device), faultArgs_.begin(), faultArgs_.size(), \
+                                       &fault_, (moment))) {                                       \
+      return fault_;                                                                               \
+    }                                                                                              \
+  }
 
 // Every entry point but cuInit, cuDriverGetVersion, cuGetProcAddress and the error-string calls
 // begins here: the init check, then the fault plan, before the call does anything (so that an
-// injected failure leaves the node as it was). The _DEV form names the device the call acts on:
-// every entry point with a CUdevice parameter uses it (cuDeviceGetAttribute,
+// injected failure leaves the node as it was). The _DEV forms name the device the call acts on:
+// every entry point with a CUdevice parameter uses one (cuDeviceGetAttribute,
 // cuDevicePrimaryCtxRetain, ...), so that device= filters see the device the call names, as the
 // plan format says; with the current context's device instead, a device= rule never matched a
-// cuDevicePrimaryCtxRetain made before any context was current.
-#define MCSIM_REQUIRE_INIT_DEV(device)                                                        \
-  do {                                                                                        \
-    if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED;                  \
-    if (::mcsim::driver::node().faultsActive()) {                                             \
-      CUresult fault_ = CUDA_SUCCESS;                                                         \
-      if (::mcsim::driver::consultFaults(__func__, (device), &fault_)) return fault_;         \
-    }                                                                                         \
+// cuDevicePrimaryCtxRetain made before any context was current. The _ARGS forms report the
+// call's arguments for argument filters, as fabric/fault_arguments.def lists them, e.g.
+//   MCSIM_REQUIRE_INIT_ARGS({"size", bytesize}, {"flags", flags});
+//   MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"attribute", attrib});
+//   MCSIM_REQUIRE_INIT_ARGS({"size", prop, &CUmulticastObjectProp::size});  // a struct field
+#define MCSIM_REQUIRE_INIT_DEV_ARGS(device, ...)                                \
+  do {                                                                          \
+    if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED;    \
+    MCSIM_CONSULT_FAULTS_(device, true, __VA_ARGS__)                            \
   } while (0)
-#define MCSIM_REQUIRE_INIT() MCSIM_REQUIRE_INIT_DEV(::mcsim::driver::kCurrentDevice)
+#define MCSIM_REQUIRE_INIT_ARGS(...) MCSIM_REQUIRE_INIT_DEV_ARGS(::mcsim::driver::kCurrentDevice, __VA_ARGS__)
+#define MCSIM_REQUIRE_INIT_DEV(device) MCSIM_REQUIRE_INIT_DEV_ARGS(device, )
+#define MCSIM_REQUIRE_INIT() MCSIM_REQUIRE_INIT_DEV_ARGS(::mcsim::driver::kCurrentDevice, )
+
+// cuDriverGetVersion, cuGetProcAddress and the error-string calls answer before cuInit: they are
+// fault points once the first cuInit has loaded the plan (before it there is none); they act on no
+// device, and fabric-level rules do not fire at them (consultFaults).
+#define MCSIM_FAULT_POINT_ARGS(...)                                             \
+  do {                                                                          \
+    if (::mcsim::driver::planLoaded()) {                                        \
+      MCSIM_CONSULT_FAULTS_(-1, false, __VA_ARGS__)                             \
+    }                                                                           \
+  } while (0)
+#define MCSIM_FAULT_POINT() MCSIM_FAULT_POINT_ARGS()
 
 #define MCSIM_TRY(expr)              \
   do {                               \

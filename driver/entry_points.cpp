@@ -91,6 +91,7 @@ extern "C" {
 // as the reference documents and the real driver does.
 CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                      CUdriverProcAddressQueryResult* symbolStatus) {
+  MCSIM_FAULT_POINT_ARGS({"symbol", symbol}, {"cudaVersion", cudaVersion}, {"flags", flags});
   MCSIM_TRY(checkArguments(symbol, pfn, &cudaVersion, flags));
   CUdriverProcAddressQueryResult status;
   const Entry* e = lookup(symbol, cudaVersion, perThread(flags), &status);
@@ -101,6 +102,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVer
 
 // The CUDA 11.3 form has no status: a symbol not found is CUDA_ERROR_NOT_FOUND, *pfn untouched.
 CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  MCSIM_FAULT_POINT_ARGS({"symbol", symbol}, {"cudaVersion", cudaVersion}, {"flags", flags});
   MCSIM_TRY(checkArguments(symbol, pfn, &cudaVersion, flags));
   CUdriverProcAddressQueryResult status;
   const Entry* e = lookup(symbol, cudaVersion, perThread(flags), &status);

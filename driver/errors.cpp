@@ -45,6 +45,7 @@ bool resultByName(const std::string& name, CUresult* out) {
 extern "C" {
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** pStr) {
+  MCSIM_FAULT_POINT_ARGS({"error", error});
   if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const ResultText* r = find(error);
   if (r == nullptr) {
@@ -56,6 +57,7 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char** pStr) {
 }
 
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char** pStr) {
+  MCSIM_FAULT_POINT_ARGS({"error", error});
   if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const ResultText* r = find(error);
   if (r == nullptr) {

@@ -31,7 +31,9 @@ extern "C" {
 
 CUresult CUDAAPI cuMulticastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,
                                            CUmulticastGranularity_flags option) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"size", prop, &CUmulticastObjectProp::size},
+                          {"numDevices", prop, &CUmulticastObjectProp::numDevices},
+                          {"handleTypes", prop, &CUmulticastObjectProp::handleTypes}, {"option", option});
   if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (option != CU_MULTICAST_GRANULARITY_MINIMUM && option != CU_MULTICAST_GRANULARITY_RECOMMENDED) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -44,7 +46,10 @@ CUresult CUDAAPI cuMulticastGetGranularity(size_t* granularity, const CUmulticas
 }
 
 CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const CUmulticastObjectProp* prop) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"size", prop, &CUmulticastObjectProp::size},
+                          {"numDevices", prop, &CUmulticastObjectProp::numDevices},
+                          {"handleTypes", prop, &CUmulticastObjectProp::handleTypes},
+                          {"flags", prop, &CUmulticastObjectProp::flags});
   if (mcHandle == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!multicastSupported()) return CUDA_ERROR_NOT_SUPPORTED;
   if (prop->flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -76,7 +81,7 @@ CUresult CUDAAPI cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUd
 CUresult CUDAAPI cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
                                     CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
                                     unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"mcOffset", mcOffset}, {"memOffset", memOffset}, {"size", size}, {"flags", flags});
   MCSIM_TRY(checkBind(mcOffset, memOffset, size, flags));
   return toResult(state().node->multicastBindMem(mcHandle, -1, mcOffset, memHandle, memOffset, size));
 }
@@ -84,7 +89,7 @@ CUresult CUDAAPI cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_
 CUresult CUDAAPI cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset,
                                        CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
                                        unsigned long long flags) {
-  MCSIM_REQUIRE_INIT_DEV(dev);
+  MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"mcOffset", mcOffset}, {"memOffset", memOffset}, {"size", size}, {"flags", flags});
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   MCSIM_TRY(checkBind(mcOffset, memOffset, size, flags));
   return toResult(state().node->multicastBindMem(mcHandle, dev, mcOffset, memHandle, memOffset, size));
@@ -92,21 +97,21 @@ CUresult CUDAAPI cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CU
 
 CUresult CUDAAPI cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr,
                                      size_t size, unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"mcOffset", mcOffset}, {"ptr", memptr}, {"size", size}, {"flags", flags});
   MCSIM_TRY(checkBind(mcOffset, memptr, size, flags));
   return toResult(state().node->multicastBindAddr(mcHandle, -1, mcOffset, memptr, size));
 }
 
 CUresult CUDAAPI cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset,
                                         CUdeviceptr memptr, size_t size, unsigned long long flags) {
-  MCSIM_REQUIRE_INIT_DEV(dev);
+  MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"mcOffset", mcOffset}, {"ptr", memptr}, {"size", size}, {"flags", flags});
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   MCSIM_TRY(checkBind(mcOffset, memptr, size, flags));
   return toResult(state().node->multicastBindAddr(mcHandle, dev, mcOffset, memptr, size));
 }
 
 CUresult CUDAAPI cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size) {
-  MCSIM_REQUIRE_INIT_DEV(dev);
+  MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"mcOffset", mcOffset}, {"size", size});
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (size == 0 || !aligned(mcOffset) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
   return toResult(state().node->multicastUnbind(mcHandle, dev, mcOffset, size));

@@ -66,7 +66,7 @@ extern "C" {
 
 CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
                                                CUmemAllocationGranularity_flags option) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"option", option}, {"handleTypes", prop, &CUmemAllocationProp::requestedHandleTypes});
   if (granularity == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) {
@@ -78,7 +78,11 @@ CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemA
 
 CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                              const CUmemAllocationProp* prop, unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  // The device the allocation is made on is the device the call names (device= filters).
+  const int onDevice = prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id
+                                                                                               : kCurrentDevice;
+  MCSIM_REQUIRE_INIT_DEV_ARGS(onDevice, {"size", size},
+                              {"handleTypes", prop, &CUmemAllocationProp::requestedHandleTypes}, {"flags", flags});
   if (handle == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   fabric::AllocationProps p;
   MCSIM_TRY(readProps(prop, &p));
@@ -106,7 +110,7 @@ CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                      unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"size", size}, {"alignment", alignment}, {"addr", addr}, {"flags", flags});
   if (ptr == nullptr || size == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   const uint64_t gran = minimumGranularity();
   if (!aligned(size, gran)) return CUDA_ERROR_INVALID_VALUE;
@@ -121,28 +125,28 @@ CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t align
 }
 
 CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"ptr", ptr}, {"size", size});
   if (ptr == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   return toResult(state().node->freeReservation(ptr, size));
 }
 
 CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                           unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"ptr", ptr}, {"size", size}, {"offset", offset}, {"flags", flags});
   if (flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   if (ptr == 0 || handle == 0 || !aligned(ptr, minimumGranularity())) return CUDA_ERROR_INVALID_VALUE;
   return toResult(state().node->map(ptr, size, offset, handle));
 }
 
 CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"ptr", ptr}, {"size", size});
   const uint64_t gran = minimumGranularity();
   if (size == 0 || !aligned(ptr, gran) || !aligned(size, gran)) return CUDA_ERROR_INVALID_VALUE;
   return toResult(state().node->unmap(ptr, size));
 }
 
 CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"ptr", ptr}, {"size", size}, {"count", count});
   const uint64_t gran = minimumGranularity();
   if (desc == nullptr || count == 0 || size == 0 || !aligned(ptr, gran) || !aligned(size, gran)) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -221,7 +225,7 @@ CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handl
 
 CUresult CUDAAPI cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
                                               CUmemAllocationHandleType handleType, unsigned long long flags) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"handleType", handleType}, {"flags", flags});
   if (shareableHandle == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   switch (handleType) {
     case CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: {
@@ -242,7 +246,7 @@ CUresult CUDAAPI cuMemExportToShareableHandle(void* shareableHandle, CUmemGeneri
 
 CUresult CUDAAPI cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* osHandle,
                                                 CUmemAllocationHandleType shHandleType) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"handleType", shHandleType});
   if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
   uint64_t h = 0;
   switch (shHandleType) {

@@ -130,7 +130,7 @@ class EmbeddedNode final : public Node {
       // The rank of the bind that asks for the slot (it went through onEntry first), so that
       // rank= filters on multicast-slot rules match; they never did with the rank left unset.
       e.rank = faultRank_;
-      e.nowPs = model::Engine::instance().nowPs();
+      if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
       const auto fired = injector_.consult(e);
       return fired && injector_.rule(*fired).action == FaultActionKind::kExhaust;
     });
@@ -501,28 +501,35 @@ class EmbeddedNode final : public Node {
 
   bool faultsActive() const override { return faultsActive_.load(std::memory_order_acquire); }
 
-  FaultOutcome onEntry(const char* symbol, int device, int rank) override {
+  FaultOutcome onEntry(const char* symbol, int device, int rank, const FaultArgument* args,
+                       size_t argCount, bool fabricMoment) override {
     std::unique_lock<std::mutex> lock(mu_);
     FaultOutcome out;
     if (injector_.empty()) return out;
     faultRank_ = rank;
     FaultEvent e;
     e.rank = rank;
-    e.nowPs = model::Engine::instance().nowPs();
-    // Fabric-level rules see every driver call as a moment at which they may fire.
+    if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
+    // Fabric-level rules see every driver call that acts on the node as a moment at which they
+    // may fire.
     for (FaultPointKind p : {FaultPointKind::kFabricManager, FaultPointKind::kImex, FaultPointKind::kLink,
                              FaultPointKind::kSwitch}) {
+      if (!fabricMoment) break;
       e.point = p;
       if (auto i = injector_.consult(e)) applyFabricRule(injector_.rule(*i));
     }
     e.point = FaultPointKind::kEntryPoint;
     e.entry = FaultInjector::baseName(symbol);
     e.device = device;
+    e.args = args;
+    e.argCount = argCount;
     const auto fired = injector_.consult(e);
     if (!fired) return out;
     const FaultRule& r = injector_.rule(*fired);
     switch (r.action) {
       case FaultActionKind::kReturn:
+        // "delay 7s return ...": the call takes its time before it fails (a stalled manager).
+        if (r.timePs > 0) delay(r.timePs);
         out.fail = true;
         out.result = r.result;
         return out;
@@ -530,31 +537,11 @@ class EmbeddedNode final : public Node {
         injector_.release(r.label);
         waiter_.progress();
         return out;
-      case FaultActionKind::kDelay: {
-        const uint64_t ps = r.timePs;
-        model::Engine::instance().run([ps] { return ps; });
+      case FaultActionKind::kDelay:
+        delay(r.timePs);
         return out;
-      }
-      case FaultActionKind::kBlock: {
-        const std::string label = r.label;
-        const std::string who = std::string(symbol) + (device >= 0 ? " on device " + std::to_string(device) : "") +
-                                " (held by the fault rule at " + r.file + ":" + std::to_string(r.line) +
-                                (label.empty() ? ", unnamed: never released)" : ", released by 'release " + label + "' or mcsim::api::releaseFault)");
-        // A block counts as a call blocked in the driver, so that a plan that holds the thread
-        // which would complete a team shows up as the deadlock it is. Its wait object is
-        // kFaultHold; describeWait names both kinds, since whichever waiter notices the deadlock
-        // writes the report for all (with a describer of its own, a team waiter's report called
-        // the fault hold "a released multicast object", a fault waiter's called every team a
-        // fault hold).
-        const Status s = waiter_.wait(
-            lock, who, kFaultHold, [&] { return !label.empty() && injector_.isReleased(label); },
-            [&](uint64_t object) { return describeWait(object); });
-        if (s != Status::kOk) {
-          out.fail = true;
-          out.status = s;
-        }
-        return out;
-      }
+      case FaultActionKind::kBlock:
+        return block(r, symbol, device, lock);
       default:
         return out;
     }
@@ -633,6 +620,50 @@ class EmbeddedNode final : public Node {
   }
 
  private:
+  // A `delay` (or the delay of "delay T return ...") : simulated time passes for the call. Timed
+  // blocks may end meanwhile, so waiters look again.
+  void delay(uint64_t ps) {
+    model::Engine::instance().run([ps] { return ps; });
+    waiter_.progress();
+  }
+
+  // A call held by a `block` rule: until its label is released (a release rule, the API), or
+  // simulated time reaches the rule's until= (for=: that long after the call arrived), whichever
+  // comes first; or until the wait is given up as a deadlock or hang.
+  FaultOutcome block(const FaultRule& r, const char* symbol, int device, std::unique_lock<std::mutex>& lock) {
+    FaultOutcome out;
+    const std::string label = r.label;
+    uint64_t wakeAt = TeamWaiter::kNoDeadline;
+    if (r.untilPs >= 0) wakeAt = static_cast<uint64_t>(r.untilPs);
+    if (r.forPs >= 0) wakeAt = model::Engine::instance().nowPs() + static_cast<uint64_t>(r.forPs);
+    std::string releasedBy;
+    if (!label.empty()) releasedBy = "'release " + label + "' or mcsim::api::releaseFault";
+    if (wakeAt != TeamWaiter::kNoDeadline) {
+      releasedBy += (releasedBy.empty() ? "" : ", or ") + std::string("simulated time ") + std::to_string(wakeAt) + " ps";
+    }
+    const std::string who = std::string(symbol) + (device >= 0 ? " on device " + std::to_string(device) : "") +
+                            " (held by the fault rule at " + r.file + ":" + std::to_string(r.line) +
+                            (releasedBy.empty() ? ", unnamed: never released)" : ", released by " + releasedBy + ")");
+    // A block counts as a call blocked in the driver, so that a plan that holds the thread
+    // which would complete a team shows up as the deadlock it is. Its wait object is
+    // kFaultHold; describeWait names both kinds, since whichever waiter notices the deadlock
+    // writes the report for all (with a describer of its own, a team waiter's report called
+    // the fault hold "a released multicast object", a fault waiter's called every team a
+    // fault hold).
+    const Status s = waiter_.wait(
+        lock, who, kFaultHold,
+        [&] {
+          return (!label.empty() && injector_.isReleased(label)) ||
+                 (wakeAt != TeamWaiter::kNoDeadline && model::Engine::instance().nowPs() >= wakeAt);
+        },
+        [&](uint64_t object) { return describeWait(object); }, wakeAt);
+    if (s != Status::kOk) {
+      out.fail = true;
+      out.status = s;
+    }
+    return out;
+  }
+
   // What a fired fabric-level rule does to the node.
   void applyFabricRule(const FaultRule& r) {
     switch (r.action) {

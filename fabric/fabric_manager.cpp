@@ -25,7 +25,12 @@ FabricManagerState initialFabricManagerState(const Preset& preset) {
       if (std::strcmp(env, fabricManagerStateName(s)) == 0) return s;
     }
     std::fprintf(stderr, "mcsim: MCSIM_FABRIC_MANAGER='%s' is not one of not-started, initialising, "
-                         "ready, degraded; using the preset's default\n", env);
+                         "ready, degraded; using the preset's initial state\n", env);
+  }
+  // The preset's fabric_manager.initial_state (checked when the preset was read).
+  for (auto s : {FabricManagerState::kNotStarted, FabricManagerState::kInitialising, FabricManagerState::kReady,
+                 FabricManagerState::kDegraded}) {
+    if (preset.fabricManagerInitialState == fabricManagerStateName(s)) return s;
   }
   return preset.multicastSupported() ? FabricManagerState::kReady : FabricManagerState::kNotStarted;
 }

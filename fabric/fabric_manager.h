@@ -115,7 +115,8 @@ class FabricManager {
 };
 
 // The manager's initial state: MCSIM_FABRIC_MANAGER (not-started | initialising | ready |
-// degraded) when set, else ready on a fabric and not-started without one.
+// degraded) when set, else the preset's fabric_manager.initial_state (by default ready on a fabric
+// and not-started without one).
 FabricManagerState initialFabricManagerState(const Preset& preset);
 
 }  // namespace mcsim::fabric

@@ -10,7 +10,9 @@ FaultInjector::FaultInjector(std::vector<FaultRule> rules, uint64_t seed)
       counts_(rules_.size()),
       perDevice_(rules_.size()),
       streams_(rules_.size()),
-      seed_(seed) {}
+      seed_(seed) {
+  for (const FaultRule& r : rules_) usesTime_ = usesTime_ || r.atPs >= 0;
+}
 
 FaultRuleCounts& FaultInjector::triggerCounts(size_t i, const FaultEvent& e) {
   return rules_[i].devices.empty() ? counts_[i] : perDevice_[i][e.device];
@@ -52,6 +54,20 @@ bool FaultInjector::matches(const FaultRule& r, const FaultEvent& e) const {
   }
   if (!r.devices.empty() && std::find(r.devices.begin(), r.devices.end(), e.device) == r.devices.end()) return false;
   if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), e.rank) == r.ranks.end()) return false;
+  return argumentsMatch(r, e);
+}
+
+bool FaultInjector::argumentsMatch(const FaultRule& r, const FaultEvent& e) {
+  // Every filter must hold. A call that does not report the argument (another member of a prefix
+  // family), or reports it absent (a struct it was not given), does not match.
+  for (const ArgFilter& f : r.args) {
+    const FaultArgument* a = nullptr;
+    for (size_t i = 0; i < e.argCount && a == nullptr; ++i) {
+      if (f.name == e.args[i].name) a = &e.args[i];
+    }
+    if (a == nullptr || !a->present) return false;
+    if (f.text ? !argumentTextMatches(f, a->text) : !argumentMatches(f, a->value)) return false;
+  }
   return true;
 }
 

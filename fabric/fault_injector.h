@@ -20,7 +20,10 @@ struct FaultEvent {
   std::string entry;  // entry points: the base name (cuMulticastBindMem)
   int device = -1;    // the call's device, -1 when it has none
   int rank = -1;      // MCSIM_RANK of the calling process, -1 when unset
-  uint64_t nowPs = 0; // simulated time
+  uint64_t nowPs = 0; // simulated time (read only when some rule has an at= trigger: usesTime)
+  // Entry points: the arguments the call reports (fault_arguments.def), for argument filters.
+  const FaultArgument* args = nullptr;
+  size_t argCount = 0;
 };
 
 struct FaultRuleCounts {
@@ -43,6 +46,11 @@ class FaultInjector {
   FaultInjector(std::vector<FaultRule> rules, uint64_t seed);
 
   bool empty() const { return rules_.empty(); }
+  // Whether some rule has an at= trigger, so that events need the simulated time. Reading it
+  // starts the engine, which a plan without time triggers has no reason to do at cuInit (the
+  // engine's thread starting there, sanitizer pipes and all, would race with what a program
+  // counts right after cuInit, such as its open descriptors).
+  bool usesTime() const { return usesTime_; }
   // Every rule counts the event if it matches; the first (in plan order) whose triggers hold
   // fires, and its index is returned.
   std::optional<size_t> consult(const FaultEvent& e);
@@ -58,6 +66,7 @@ class FaultInjector {
 
  private:
   bool matches(const FaultRule& r, const FaultEvent& e) const;
+  static bool argumentsMatch(const FaultRule& r, const FaultEvent& e);
   // The counts the triggers of rule `i` use for event `e`, and the stream it draws from (above).
   FaultRuleCounts& triggerCounts(size_t i, const FaultEvent& e);
   model::RandomStream& stream(size_t i, const FaultEvent& e);
@@ -66,6 +75,7 @@ class FaultInjector {
   std::vector<std::map<int, FaultRuleCounts>> perDevice_;  // rules that name devices: by device
   std::vector<std::map<int, model::RandomStream>> streams_;  // by listed device (-1: the rule's one)
   uint64_t seed_ = 0;
+  bool usesTime_ = false;
   std::map<std::string, bool> released_;
 };
 

@@ -1,6 +1,9 @@
 #include "fabric/fault_plan.h"
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "fabric/json_source.h"
@@ -45,6 +48,39 @@ bool keyValue(const std::string& w, std::string* k, std::string* v) {
   *k = w.substr(0, eq);
   *v = w.substr(eq + 1);
   return true;
+}
+
+// Splits a filter "NAME OP VALUE" (no spaces) at its operator: = != < <= > >= &. false when it
+// has no name or no operator.
+bool splitFilter(const std::string& w, std::string* name, std::string* op, std::string* value) {
+  const auto end = w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+  if (end == 0 || end == std::string::npos) return false;
+  *name = w.substr(0, end);
+  for (const char* o : {"<=", ">=", "!=", "=", "<", ">", "&"}) {
+    const std::string ops(o);
+    if (w.compare(end, ops.size(), ops) == 0) {
+      *op = ops;
+      *value = w.substr(end + ops.size());
+      return true;
+    }
+  }
+  return false;
+}
+
+ArgOp argOp(const std::string& op) {
+  if (op == "=") return ArgOp::kEq;
+  if (op == "!=") return ArgOp::kNe;
+  if (op == "<") return ArgOp::kLt;
+  if (op == "<=") return ArgOp::kLe;
+  if (op == ">") return ArgOp::kGt;
+  if (op == ">=") return ArgOp::kGe;
+  return ArgOp::kBits;
+}
+
+std::string joinNames(const std::vector<FaultArgumentSpec>& specs) {
+  std::string out;
+  for (const auto& a : specs) out += (out.empty() ? "" : ", ") + a.name;
+  return out;
 }
 
 class RuleParser {
@@ -94,8 +130,12 @@ class RuleParser {
            "multicast-slot, imex, link, switch)");
     }
     for (size_t i = 1; i < w.size(); ++i) {
-      std::string k, v;
-      if (!keyValue(w[i], &k, &v)) fail("filter '" + w[i] + "' is not key=value");
+      std::string k, op, v;
+      if (!splitFilter(w[i], &k, &op, &v)) {
+        fail("filter '" + w[i] + "' is not NAME OP VALUE (device=1,4, rank=2, gpu=3, or an argument: size>=64MiB)");
+      }
+      const bool own = k == "device" || k == "rank" || k == "gpu";
+      if (own && op != "=") fail(k + " takes '=': " + k + "=...");
       if (k == "device") {
         if (!parseIntList(v, &r->devices)) fail("device= takes a list of device ordinals, e.g. device=1,4,6");
       } else if (k == "rank") {
@@ -105,7 +145,7 @@ class RuleParser {
         if (!parseUnsigned(v, &g)) fail("gpu= takes a device ordinal");
         r->gpu = static_cast<int>(g);
       } else {
-        fail("unknown filter '" + k + "' (device, rank, gpu)");
+        r->args.push_back(parseArgFilter(p, *r, k, op, v));
       }
     }
     // Fabric-level events carry no device, and only link events a GPU: such a filter elsewhere
@@ -114,6 +154,55 @@ class RuleParser {
       fail("device= applies to driver entry points only ('" + p + "' events have no device)");
     }
     if (r->gpu >= 0 && r->point != FaultPointKind::kLink) fail("gpu= applies to link rules only");
+  }
+
+  // An argument filter of an entry-point rule. The argument must be one the entry point reports
+  // (for a prefix, one that some entry point of the family reports): a filter on anything else
+  // would silently never match.
+  ArgFilter parseArgFilter(const std::string& point, const FaultRule& r, const std::string& name, const std::string& op,
+                           const std::string& value) const {
+    if (r.point != FaultPointKind::kEntryPoint) {
+      fail("argument filters such as '" + name + op + value + "' apply to driver entry points only");
+    }
+    ArgFilter f;
+    f.name = name;
+    f.op = argOp(op);
+    const FaultArgumentSpec* spec = nullptr;
+    if (!r.prefix) {
+      const std::vector<FaultArgumentSpec>* specs = faultArgumentsOf(r.entry);
+      if (specs == nullptr) {
+        fail(r.entry + " reports no arguments to fault plans, so '" + name + op + value +
+             "' cannot filter it (docs/faults.md lists the entry points that do)");
+      }
+      for (const auto& a : *specs) spec = a.name == name ? &a : spec;
+      if (spec == nullptr) fail(r.entry + " reports no argument '" + name + "' (it reports " + joinNames(*specs) + ")");
+    } else {
+      for (const auto& [entry, specs] : faultArgumentTable()) {
+        if (entry.compare(0, r.entry.size(), r.entry) != 0) continue;
+        for (const auto& a : specs) spec = (spec == nullptr && a.name == name) ? &a : spec;
+      }
+      if (spec == nullptr) fail("no entry point matching " + point + " reports an argument '" + name + "'");
+    }
+    f.text = spec->text;
+    const bool list = f.op == ArgOp::kEq || f.op == ArgOp::kNe;
+    if (f.text && !list) fail("'" + name + "' is text: it takes = or != only");
+    std::stringstream in(value);
+    for (std::string item; std::getline(in, item, ',');) {
+      ArgValue v;
+      if (item.empty()) fail("'" + name + op + value + "' has an empty value");
+      if (f.text || item.compare(0, 2, "CU") == 0) {
+        v.symbol = item;  // text, or a cuda.h constant the driver resolves
+      } else if (!parseArgumentNumber(item, &v.number)) {
+        fail("'" + item + "' is not a value for " + name + ": a number (4096, 0x1000, 2MiB) or a cuda.h constant name");
+      }
+      f.values.push_back(v);
+    }
+    if (f.values.empty()) fail("'" + name + op + "' has no value");
+    if (!list && f.values.size() != 1) fail("'" + op + "' takes one value (lists go with = and !=)");
+    if (f.op == ArgOp::kBits && f.values[0].symbol.empty() && f.values[0].number == 0) {
+      fail("'" + name + "&0' can never hold: & takes a non-zero mask");
+    }
+    return f;
   }
 
   void parseTriggers(const std::vector<std::string>& w, FaultRule* r) const {
@@ -146,6 +235,11 @@ class RuleParser {
     if (r->nth != 0 && r->after != 0) fail("nth= and after= cannot be combined");
   }
 
+  std::string checkedResult(const std::string& name) const {
+    if (name.compare(0, 5, "CUDA_") != 0) fail("return takes a CUresult name such as CUDA_ERROR_SYSTEM_NOT_READY");
+    return name;
+  }
+
   void parseAction(const std::vector<std::string>& w, FaultRule* r) const {
     if (w.empty()) fail("the rule has no action");
     const std::string& a = w[0];
@@ -159,27 +253,47 @@ class RuleParser {
     if (a == "return") {
       expectArgs(1, "return CUDA_ERROR_NAME");
       requirePoint(entry, "driver entry points");
-      if (w[1].compare(0, 5, "CUDA_") != 0) fail("return takes a CUresult name such as CUDA_ERROR_SYSTEM_NOT_READY");
       r->action = FaultActionKind::kReturn;
-      r->result = w[1];
+      r->result = checkedResult(w[1]);
     } else if (a == "block") {
       requirePoint(entry, "driver entry points");
       r->action = FaultActionKind::kBlock;
       for (size_t i = 1; i < w.size(); ++i) {
         std::string k, v;
-        if (!keyValue(w[i], &k, &v) || k != "name" || v.empty()) fail("usage: -> block [name=ID]");
-        r->label = v;
+        uint64_t ps = 0;
+        if (!keyValue(w[i], &k, &v) || (k != "name" && k != "until" && k != "for") || v.empty()) {
+          fail("usage: -> block [name=ID] [until=TIME | for=TIME]");
+        }
+        if (k == "name") {
+          r->label = v;
+        } else if (!parseDuration(v, &ps)) {
+          fail(k + "= takes a simulated time such as 5ms");
+        } else {
+          (k == "until" ? r->untilPs : r->forPs) = static_cast<int64_t>(ps);
+        }
       }
+      if (r->untilPs >= 0 && r->forPs >= 0) fail("a block takes until= or for=, not both");
     } else if (a == "release") {
       expectArgs(1, "release ID");
       requirePoint(entry || r->point == FaultPointKind::kFabricManager, "driver entry points and fabric-manager");
       r->action = FaultActionKind::kRelease;
       r->label = w[1];
     } else if (a == "delay") {
-      expectArgs(1, "delay TIME");
+      // "delay TIME", or "delay TIME [then] return NAME": the call takes TIME, then fails (a
+      // manager that stalls before it answers SYSTEM_NOT_READY).
+      const char* usage = "delay TIME [then return CUDA_ERROR_NAME]";
       requirePoint(entry, "driver entry points");
-      if (!parseDuration(w[1], &r->timePs)) fail("delay takes a simulated time such as 10us");
-      r->action = FaultActionKind::kDelay;
+      if (w.size() < 2 || !parseDuration(w[1], &r->timePs)) fail("delay takes a simulated time such as 10us");
+      size_t next = 2;
+      if (next < w.size() && w[next] == "then") ++next;
+      if (next == w.size() && next == 2) {
+        r->action = FaultActionKind::kDelay;
+      } else if (next + 2 == w.size() && w[next] == "return") {
+        r->action = FaultActionKind::kReturn;
+        r->result = checkedResult(w[next + 1]);
+      } else {
+        fail(std::string("usage: -> ") + usage);
+      }
     } else if (a == "state") {
       expectArgs(1, "state not-started|initialising|ready|degraded|restarted");
       requirePoint(r->point == FaultPointKind::kFabricManager, "fabric-manager");
@@ -202,7 +316,7 @@ class RuleParser {
       requirePoint(r->point == FaultPointKind::kLink || r->point == FaultPointKind::kSwitch, "link and switch");
       r->action = a == "down" ? FaultActionKind::kDown : FaultActionKind::kUp;
     } else {
-      fail("unknown action '" + a + "' (return, block, release, delay, state, exhaust, absent, present, down, up)");
+      fail("unknown action '" + a + "' (return, delay, block, release, state, exhaust, absent, present, down, up)");
     }
   }
 
@@ -232,6 +346,73 @@ bool parseDuration(const std::string& s, uint64_t* ps) {
     }
   }
   return false;
+}
+
+bool parseArgumentNumber(const std::string& s, uint64_t* v) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    const std::string hex = s.substr(2);
+    if (hex.size() > 16 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return false;
+    *v = std::strtoull(hex.c_str(), nullptr, 16);
+    return true;
+  }
+  static const std::pair<const char*, uint64_t> kUnits[] = {
+      {"KiB", uint64_t{1} << 10}, {"MiB", uint64_t{1} << 20}, {"GiB", uint64_t{1} << 30}, {"TiB", uint64_t{1} << 40}, {"B", 1}};
+  std::string num = s;
+  uint64_t scale = 1;
+  for (const auto& [unit, bytes] : kUnits) {
+    const std::string u(unit);
+    if (s.size() > u.size() && s.compare(s.size() - u.size(), u.size(), u) == 0) {
+      num = s.substr(0, s.size() - u.size());
+      scale = bytes;
+      break;
+    }
+  }
+  if (num.empty() || num.find_first_not_of("0123456789.") != std::string::npos || num.front() == '.' ||
+      num.find('.') != num.rfind('.')) {
+    return false;
+  }
+  const auto dot = num.find('.');
+  if (dot == std::string::npos) {
+    if (num.size() > 20) return false;
+    errno = 0;
+    const unsigned long long n = std::strtoull(num.c_str(), nullptr, 10);
+    if (errno == ERANGE || n > UINT64_MAX / scale) return false;
+    *v = n * scale;
+    return true;
+  }
+  // 1.5GiB: a fraction of a unit, which must come out a whole number of bytes.
+  const double x = std::strtod(num.c_str(), nullptr) * static_cast<double>(scale);
+  if (!(x < 1.8e19) || x != static_cast<double>(static_cast<uint64_t>(x))) return false;
+  *v = static_cast<uint64_t>(x);
+  return true;
+}
+
+bool argumentMatches(const ArgFilter& f, uint64_t value) {
+  switch (f.op) {
+    case ArgOp::kEq:
+    case ArgOp::kNe: {
+      bool any = false;
+      for (const ArgValue& v : f.values) any = any || v.number == value;
+      return f.op == ArgOp::kEq ? any : !any;
+    }
+    case ArgOp::kLt: return value < f.values[0].number;
+    case ArgOp::kLe: return value <= f.values[0].number;
+    case ArgOp::kGt: return value > f.values[0].number;
+    case ArgOp::kGe: return value >= f.values[0].number;
+    case ArgOp::kBits: return (value & f.values[0].number) != 0;
+  }
+  return false;
+}
+
+bool argumentTextMatches(const ArgFilter& f, const char* text) {
+  bool any = false;
+  for (const ArgValue& v : f.values) {
+    const std::string& pattern = v.symbol;
+    const bool prefix = !pattern.empty() && pattern.back() == '*';
+    const size_t n = prefix ? pattern.size() - 1 : pattern.size();
+    any = any || (prefix ? std::strncmp(text, pattern.c_str(), n) == 0 : pattern == text);
+  }
+  return f.op == ArgOp::kEq ? any : !any;
 }
 
 std::vector<FaultRule> parseFaultPlan(const std::string& text, const std::string& origin) {

@@ -3,19 +3,27 @@
 //   # one rule a line; ';' also separates rules (for the one-line MCSIM_FAULTS form)
 //   POINT [FILTER...] : TRIGGER... -> ACTION [ARG...]
 //
-//   cuMulticastBindMem device=1,4,6 : nth=1 -> return CUDA_ERROR_SYSTEM_NOT_READY
+//   cuMulticastBindMem device=1,4,6 : nth=1 -> delay 7s return CUDA_ERROR_SYSTEM_NOT_READY
+//   cuMulticastBindMem size>=64MiB : always -> return CUDA_ERROR_OUT_OF_MEMORY
 //   cuMulticastAddDevice device=7 : always -> block
+//   cuMemMap : nth=1 -> block until=5ms
 //   fabric-manager : at=0 -> state initialising
 //   multicast-slot : after=4 -> exhaust
 //
 // Points: a driver entry point by base name (cuMemCreate; a trailing * matches a prefix, so
 // cuMulticast* matches them all), or one of fabric-manager, multicast-slot, imex, link, switch.
 // Filters: device=LIST (the call's device: the one it names, else the current context's),
-// rank=LIST (MCSIM_RANK of the process), gpu=N (links). Triggers (all must hold): nth=N (the
-// Nth matching call), after=N (every matching call after the Nth), prob=P (drawn from the seeded
-// source), at=TIME (simulated time at least TIME: 10us, 2ms, 0), max=K (at most K firings),
-// always. With device=, nth/after/max count each listed device's calls on their own (nth=1: the
-// first call of every listed device). Actions: return CUresult-name | block [name=ID] | release ID | delay TIME |
+// rank=LIST (MCSIM_RANK of the process), gpu=N (links), and argument filters NAME OP VALUE on the
+// arguments the entry point reports (fault_arguments.def): OP is one of = != < <= > >= & (any of
+// the bits), VALUE an unsigned number (decimal, 0x hex, or with a byte unit: 4KiB, 2MiB, 1GiB,
+// 1TiB), a cuda.h constant name (CU_MEM_HANDLE_TYPE_FABRIC, CU_DEVICE_ATTRIBUTE_..., CUDA_ERROR_...:
+// the driver resolves them), or text for text arguments (symbol=cuMulticast*); = and != take a
+// comma-separated list (any of / none of). Triggers (all must hold): nth=N (the Nth matching
+// call), after=N (every matching call after the Nth), prob=P (drawn from the seeded source),
+// at=TIME (simulated time at least TIME: 10us, 2ms, 0), max=K (at most K firings), always. With
+// device=, nth/after/max count each listed device's calls on their own (nth=1: the first call of
+// every listed device). Actions: return CUresult-name | delay TIME [then] return CUresult-name |
+// block [name=ID] [until=TIME | for=TIME] | release ID | delay TIME |
 // state not-started|initialising|ready|degraded|restarted | exhaust | absent | present | down | up.
 #pragma once
 
@@ -23,13 +31,15 @@
 #include <string>
 #include <vector>
 
+#include "fabric/fault_arguments.h"
+
 namespace mcsim::fabric {
 
 enum class FaultPointKind { kEntryPoint, kFabricManager, kMulticastSlot, kImex, kLink, kSwitch };
 
 enum class FaultActionKind {
-  kReturn,   // the call returns `result` and changes nothing
-  kBlock,    // the call waits until released (by a release action or the API)
+  kReturn,   // the call returns `result` and changes nothing (after `timePs` of simulated time)
+  kBlock,    // the call waits until released (by a release action, the API, or simulated time)
   kRelease,  // releases the blocked calls of the block rule named `label`
   kDelay,    // the call takes `timePs` of simulated time more
   kState,    // the fabric manager moves to `state`
@@ -38,6 +48,20 @@ enum class FaultActionKind {
   kPresent,  // the IMEX channel is present
   kDown,     // a link or switch goes down
   kUp,       // and comes back
+};
+
+// An argument filter: `size>=64MiB`, `numDevices=4,8`, `handleTypes&CU_MEM_HANDLE_TYPE_FABRIC`.
+enum class ArgOp { kEq, kNe, kLt, kLe, kGt, kGe, kBits };
+struct ArgValue {
+  uint64_t number = 0;
+  std::string symbol;  // a cuda.h constant name, resolved into `number` by the driver; or the text
+                       // of a text argument (a trailing '*' matches a prefix)
+};
+struct ArgFilter {
+  std::string name;
+  ArgOp op = ArgOp::kEq;
+  bool text = false;  // a text argument: compares `symbol`s
+  std::vector<ArgValue> values;  // = and !=: any of / none of; the other operators: one value
 };
 
 struct FaultRule {
@@ -52,6 +76,7 @@ struct FaultRule {
   std::vector<int> devices;  // empty: any
   std::vector<int> ranks;    // empty: any
   int gpu = -1;              // links: the GPU whose links go down; -1: all
+  std::vector<ArgFilter> args;  // entry points: every filter must hold
 
   uint64_t nth = 0, after = 0, max = 0;  // 0: not set
   double probability = -1;               // < 0: not set
@@ -61,7 +86,9 @@ struct FaultRule {
   FaultActionKind action = FaultActionKind::kReturn;
   std::string result;   // kReturn: the CUresult name (the driver resolves it)
   std::string label;    // kBlock name=..., kRelease target
-  uint64_t timePs = 0;  // kDelay
+  uint64_t timePs = 0;  // kDelay, and kReturn's delay before it returns ("delay 7s return ...")
+  int64_t untilPs = -1; // kBlock until=TIME: released when simulated time reaches it; < 0: never
+  int64_t forPs = -1;   // kBlock for=TIME: released TIME after the call arrives; < 0: never
   std::string state;    // kState
 };
 
@@ -71,5 +98,11 @@ std::vector<FaultRule> parseFaultPlan(const std::string& text, const std::string
 
 // A simulated duration: "0", "150ns", "10us", "2.5ms", "1s". false when malformed.
 bool parseDuration(const std::string& s, uint64_t* ps);
+// An unsigned argument value: "0", "4096", "0x1000", "2MiB", "1.5GiB" (units KiB MiB GiB TiB, and
+// B). false when malformed, fractional in bytes, or beyond 2^64 - 1.
+bool parseArgumentNumber(const std::string& s, uint64_t* v);
+// Whether an argument value passes a filter (numbers; text filters use argumentTextMatches).
+bool argumentMatches(const ArgFilter& f, uint64_t value);
+bool argumentTextMatches(const ArgFilter& f, const char* text);
 
 }  // namespace mcsim::fabric

@@ -177,7 +177,8 @@ class Node {
 
   // Fault injection. Before a driver call does anything, the driver asks what the plan says
   // about it: `symbol` is the exported name, `device` the call's device (-1: none), `rank` the
-  // process's MCSIM_RANK (-1: unset). Fabric-level rules (fabric manager, IMEX, links, switches)
+  // process's MCSIM_RANK (-1: unset), `args` the `argCount` arguments it reports for argument
+  // filters (fault_arguments.def). Fabric-level rules (when `fabricMoment`) (fabric manager, IMEX, links, switches)
   // are evaluated at every such event too. A blocked call waits here, and counts as blocked in
   // the driver for deadlock detection.
   struct FaultOutcome {
@@ -186,7 +187,8 @@ class Node {
     Status status = Status::kOk;  // kHang when a block was given up
   };
   virtual bool faultsActive() const = 0;
-  virtual FaultOutcome onEntry(const char* symbol, int device, int rank) = 0;
+  virtual FaultOutcome onEntry(const char* symbol, int device, int rank, const FaultArgument* args,
+                               size_t argCount, bool fabricMoment) = 0;
   virtual void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) = 0;
   virtual void releaseFault(const std::string& label) = 0;
   virtual std::vector<FaultRuleCounts> faultCounts() = 0;

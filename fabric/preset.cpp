@@ -1,5 +1,6 @@
 #include "fabric/preset.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -247,6 +248,11 @@ std::shared_ptr<const JsonSource> sourceFor(const std::string& nameOrPath, const
 
 const char* defaultPresetName() { return "hgx-h100"; }
 
+const std::vector<std::string>& fabricManagerStateNames() {
+  static const std::vector<std::string> names = {"not-started", "initialising", "ready", "degraded"};
+  return names;
+}
+
 std::vector<std::string> builtinPresetNames() { return builtinNames("nodes"); }
 
 Preset loadPreset(const std::string& nameOrPath) {
@@ -336,6 +342,23 @@ Preset loadPreset(const std::string& nameOrPath) {
     m.finish();
   }
   p.imexChannel = r.boolean("imex_channel", false, false);
+  p.fabricManagerInitialState = p.multicastSupported() ? "ready" : "not-started";
+  if (r.get("fabric_manager", false) != nullptr) {
+    ObjectReader f(s, "/fabric_manager");
+    const std::string state = f.str("initial_state", true);
+    const auto& names = fabricManagerStateNames();
+    if (std::find(names.begin(), names.end(), state) == names.end()) {
+      s.fail("/fabric_manager/initial_state",
+             "unknown fabric manager state '" + state + "' (not-started, initialising, ready, degraded)");
+    }
+    // Without NVSwitches there is no manager to start; a preset that says otherwise is a mistake.
+    if (!p.multicastSupported() && state != "not-started") {
+      s.fail("/fabric_manager/initial_state", "a preset without a multicast fabric has no fabric manager running: "
+                                              "its initial_state can only be 'not-started'");
+    }
+    p.fabricManagerInitialState = state;
+    f.finish();
+  }
   r.finish();
   return p;
 }

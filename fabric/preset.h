@@ -69,9 +69,16 @@ struct Preset {
   NvswitchSpec nvswitch;
   MulticastSpec multicast;
   bool imexChannel = false;  // whether an IMEX channel is present (FABRIC handles allowed)
+  // The fabric manager's state when the node starts ("fabric_manager": {"initial_state": ...}):
+  // one of fabricManagerStateNames(). Without the key: "ready" with a switch fabric, "not-started"
+  // without one (there is no manager to run). MCSIM_FABRIC_MANAGER and fault plans override it.
+  std::string fabricManagerInitialState;
 
   bool multicastSupported() const { return nvswitch.count > 0 && multicast.maxTeamSize > 1; }
 };
+
+// The fabric manager states a preset (or MCSIM_FABRIC_MANAGER) may start in, in lifecycle order.
+const std::vector<std::string>& fabricManagerStateNames();
 
 // Loads a preset by built-in name ("hgx-h100") or by path (anything with a '/' or ending in
 // ".json"). Throws InputError naming the file, the line and the problem.

@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <cstdint>
 
 #include "model/status.h"
 
@@ -38,8 +39,16 @@ class TeamWaiter {
   // `call` names the waiting call ("cuMulticastBindMem on device 3"); `object` names what it
   // waits for, and `describe()` says what that still lacks (called under the lock, when a
   // report is written). Returns kOk, or kHang when the wait was given up.
+  //
+  // `wakeAtPs` (a fault plan's `block until=`) is a simulated time at which the waiter's
+  // `ready()` becomes true by itself. Simulated time moves only when something takes time, so
+  // when every waiter is stuck and the run would be a deadlock (or the grace period passes
+  // without progress), time instead jumps to the earliest such deadline, as a discrete-event
+  // simulator does when nothing else can happen first.
+  static constexpr uint64_t kNoDeadline = UINT64_MAX;
   Status wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
-              const std::function<bool()>& ready, const std::function<std::string(uint64_t)>& describe);
+              const std::function<bool()>& ready, const std::function<std::string(uint64_t)>& describe,
+              uint64_t wakeAtPs = kNoDeadline);
 
   // Something changed that may let a waiter go on (a device was added, an object released).
   // Call under the node's lock.
@@ -57,8 +66,12 @@ class TeamWaiter {
     // listed). A waiter whose condition already holds is about to go on, so it is not stuck,
     // even if it has not run since.
     const std::function<bool()>* ready = nullptr;
+    uint64_t wakeAtPs = kNoDeadline;
     bool stuck() const { return !givenUp && !(*ready)(); }
   };
+  // Moves simulated time to the earliest deadline of a stuck waiter; false when none has one.
+  // Under the lock.
+  bool advanceToDeadline();
   // Waiters that cannot go on by themselves. Under the lock.
   size_t stuckWaiters() const;
   // Gives up every stuck waiter after writing the report. Under the lock.

@@ -16,6 +16,7 @@ namespace {
 using namespace faulttest;
 
 constexpr unsigned kPosix = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+constexpr uint64_t kSecondPs = 1'000'000'000'000ull;
 constexpr CUmemAllocationHandleType kPosixType = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 
 class Field : public McTest {
@@ -115,8 +116,8 @@ TEST_F(Field, FmNotRunning) {
 // --- A stall while forming a team: some ranks' binds fail ---------------------------------------
 
 // NCCL with a lockstep retry: every rank binds, all learn who failed (an all-gather), the failed
-// ranks bind again, until all have. Exactly devices 1, 4 and 6 fail their first bind; the retry
-// succeeds and the team works.
+// ranks bind again, until all have. Exactly devices 1, 4 and 6 fail their first bind, each after a
+// stall of 7 s of simulated time; the retry succeeds without a stall and the team works.
 TEST_F(Field, FmStallPartialBind) {
   const std::string plan = planPath("fm-stall-partial-bind");
   INIT(nullptr, {{"MCSIM_FAULTS_FILE", plan.c_str()}});
@@ -127,6 +128,7 @@ TEST_F(Field, FmStallPartialBind) {
   std::mutex serial;
   SetupLog setup(kRanks);
   std::vector<Results> attempts(kRanks);
+  std::vector<std::vector<uint64_t>> stalls(kRanks);  // simulated time each attempt took
   std::atomic<int> boundRanks{0};
   std::vector<int> rounds(kRanks, 0);
   run(kRanks, [&](int r) {
@@ -143,7 +145,9 @@ TEST_F(Field, FmStallPartialBind) {
       if (!bound) {
         std::lock_guard<std::mutex> lock(serial);
         const uint64_t before = mcsim::api::stateDigest();
+        const uint64_t t0 = mcsim::api::simulatedTimePs();
         const CUresult res = cuMulticastBindMem(mc, 0, buf.mem, 0, kMin, 0);
+        stalls[r].push_back(mcsim::api::simulatedTimePs() - t0);
         attempts[r].push_back(res);
         if (res == CUDA_SUCCESS) {
           bound = true;
@@ -175,6 +179,11 @@ TEST_F(Field, FmStallPartialBind) {
     const Results want = failing.count(r) != 0 ? Results{CUDA_ERROR_SYSTEM_NOT_READY, CUDA_SUCCESS} : Results{CUDA_SUCCESS};
     EXPECT_RESULTS(want, attempts[r]) << "rank " << r;
     EXPECT_EQ(2, rounds[r]) << "rank " << r;
+    // The failing bind stalls 7 s before it answers; no other bind takes anything like it.
+    for (size_t a = 0; a < stalls[r].size(); ++a) {
+      if (attempts[r][a] == CUDA_SUCCESS) EXPECT_LT(stalls[r][a], kSecondPs) << "rank " << r;
+      else EXPECT_GE(stalls[r][a], 7 * kSecondPs) << "rank " << r;
+    }
   }
   const auto rule = ruleReport("cuMulticastBindMem");
   EXPECT_EQ(6u, rule.matched);  // devices 1, 4 and 6, twice each

@@ -200,8 +200,9 @@ TEST(PlanFormat, LinesSemicolonsAndComments) {
 TEST(PlanFormat, RefusesUnknownPointsFiltersTriggersAndActions) {
   EXPECT_REFUSED("bogus : always -> return CUDA_ERROR_UNKNOWN", 1, "unknown point 'bogus'");
   EXPECT_REFUSED("cuMem-Create : always -> return CUDA_ERROR_UNKNOWN", 1, "is no driver entry point name");
-  EXPECT_REFUSED("cuMemCreate colour=red : always -> return CUDA_ERROR_UNKNOWN", 1, "unknown filter 'colour'");
-  EXPECT_REFUSED("cuMemCreate 7 : always -> return CUDA_ERROR_UNKNOWN", 1, "filter '7' is not key=value");
+  EXPECT_REFUSED("cuMemCreate colour=red : always -> return CUDA_ERROR_UNKNOWN", 1,
+                 "cuMemCreate reports no argument 'colour' (it reports size, handleTypes, flags)");
+  EXPECT_REFUSED("cuMemCreate 7 : always -> return CUDA_ERROR_UNKNOWN", 1, "filter '7' is not NAME OP VALUE");
   EXPECT_REFUSED("cuMemCreate device=a : always -> return CUDA_ERROR_UNKNOWN", 1, "device= takes a list");
   EXPECT_REFUSED("cuMemCreate device=1,,2 : always -> return CUDA_ERROR_UNKNOWN", 1, "device= takes a list");
   EXPECT_REFUSED("cuMemCreate rank=-1 : always -> return CUDA_ERROR_UNKNOWN", 1, "rank= takes a list");
@@ -234,8 +235,8 @@ TEST(PlanFormat, RefusesBadCountsTimesAndProbabilities) {
   EXPECT_REFUSED("cuMemCreate : at=5 -> return CUDA_ERROR_UNKNOWN", 1, "at= takes a simulated time");
   EXPECT_REFUSED("cuMemCreate : always -> delay soon", 1, "delay takes a simulated time");
   EXPECT_REFUSED("cuMemCreate : always -> delay 5", 1, "delay takes a simulated time");
-  EXPECT_REFUSED("cuMemCreate : always -> delay", 1, "usage: -> delay TIME");
-  EXPECT_REFUSED("cuMemCreate : always -> delay 1ms 2ms", 1, "usage: -> delay TIME");
+  EXPECT_REFUSED("cuMemCreate : always -> delay", 1, "delay takes a simulated time");
+  EXPECT_REFUSED("cuMemCreate : always -> delay 1ms 2ms", 1, "usage: -> delay TIME [then return CUDA_ERROR_NAME]");
 }
 
 TEST(PlanFormat, RefusesBadActionArguments) {
@@ -312,9 +313,9 @@ TEST_F(PlanInstall, InstallsAndReportsRules) {
 TEST_F(PlanInstall, RefusesANameThatIsNoCUresultAndKeepsThePlanInForce) {
   INIT();
   ASSERT_EQ("", mcsim::api::installFaultPlan("cuMemCreate : nth=5 -> return CUDA_ERROR_OUT_OF_MEMORY"));
-  EXPECT_EQ("MCSIM_API:2: 'CUDA_ERROR_NOT_A_THING' is no CUresult name",
+  EXPECT_EQ("MCSIM_API:2: 'CUDA_ERROR_NOT_A_THING' is no CUresult name (in 'cuMemCreate : always -> return CUDA_ERROR_NOT_A_THING')",
             mcsim::api::installFaultPlan("cuMemMap : always -> delay 1us\ncuMemCreate : always -> return CUDA_ERROR_NOT_A_THING"));
-  EXPECT_EQ("MCSIM_API:1: 'CUDA_SUCCES' is no CUresult name",
+  EXPECT_EQ("MCSIM_API:1: 'CUDA_SUCCES' is no CUresult name (in 'cuMemCreate : always -> return CUDA_SUCCES')",
             mcsim::api::installFaultPlan("cuMemCreate : always -> return CUDA_SUCCES"));
   const std::string err = mcsim::api::installFaultPlan("cuMemCreate : always -> return CUDA_ERROR_UNKNOWN\nlink : always -> sideways");
   EXPECT_EQ(0u, err.find("MCSIM_API:2: unknown action 'sideways'")) << err;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "fabric/fault_arguments.h"
 #include "model/random.h"
 
 namespace mcsim::tools {
@@ -104,11 +105,45 @@ std::string deviceList(Draws& d, int n) {
   return out.empty() ? std::to_string(d.below(uint64_t(n))) : out;
 }
 
+// An argument filter on one of the arguments `entry` reports (fabric/fault_arguments.def), or ""
+// when it reports none. Values are ones the workloads pass (sizes of a granule or two, zero flags,
+// the handle types they ask for), so that the filter selects some calls and not others.
+std::string argumentFilter(Draws& d, const std::string& entry) {
+  const auto* specs = fabric::faultArgumentsOf(entry);
+  if (specs == nullptr) return "";
+  std::vector<std::string> names;
+  for (const auto& a : *specs) {
+    if (!a.text) names.push_back(a.name);
+  }
+  if (names.empty()) return "";
+  const std::string& name = d.pick(names);
+  // Filters that read like ones a person would write for this argument.
+  static const std::map<std::string, std::vector<std::string>> kByName = {
+      {"handleTypes", {"&CU_MEM_HANDLE_TYPE_FABRIC", "&CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR", "=0"}},
+      {"handleType", {"=CU_MEM_HANDLE_TYPE_FABRIC", "=CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"}},
+      {"flags", {"=0", "!=0"}},
+      {"ptr", {"!=0", "<1TiB"}},
+      {"addr", {"=0", "!=0"}},
+      {"count", {"=1", ">=2"}},
+      {"numDevices", {"=1", "=8", ">=4", "<8"}},
+      {"option", {"=0", "=1"}},
+      {"attribute", {"=CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED", "!=CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED"}},
+  };
+  // Sizes and offsets (size, mcOffset, memOffset, offset, alignment) and anything else.
+  static const std::vector<std::string> kSizes = {"=0", ">=2MiB", "<4MiB", ">=512MiB", "!=0", "=2MiB,4MiB"};
+  const auto it = kByName.find(name);
+  return name + d.pick(it != kByName.end() ? it->second : kSizes);
+}
+
 void entryRules(Draws& d, const std::string& entry, const std::vector<std::string>& entries,
                 const PlanSettings& s, int* blockCount, std::vector<std::string>* rules,
                 std::vector<std::string>* releases) {
   std::string point = entry;
   if (d.chance(0.25)) point += " device=" + deviceList(d, s.devices);
+  if (d.chance(0.2)) {
+    const std::string filter = argumentFilter(d, entry);
+    if (!filter.empty()) point += " " + filter;
+  }
 
   std::string trigger;
   bool once = false;  // fires at most once by itself
@@ -128,7 +163,9 @@ void entryRules(Draws& d, const std::string& entry, const std::vector<std::strin
   const double a = d.uniform();
   uint64_t max = 0;
   if (a < 0.80 || (a < 0.84 && !mayClaimSuccess(entry))) {
-    action = std::string("return ") + d.pick(faultCodesFor(entry));
+    // Now and then the failure comes after a stall (the fabric manager's 7 s in the field).
+    action = d.chance(0.1) ? std::string("delay 2ms return ") + d.pick(faultCodesFor(entry))
+                           : std::string("return ") + d.pick(faultCodesFor(entry));
   } else if (a < 0.84) {
     // A call that claims success and does nothing: a device that never really joins its team,
     // memory that is not really bound, mapped or granted. Later calls must cope.
@@ -140,7 +177,12 @@ void entryRules(Draws& d, const std::string& entry, const std::vector<std::strin
     // then fails with MCSIM_HANG_RESULT). Once per plan point, so that a run stays short.
     action = "block";
     max = 1;
-    if (d.chance(0.5)) {
+    const double how = d.uniform();
+    if (how < 0.25) {
+      // Held until simulated time moves on: nothing else in the workload moves it, so the wait ends
+      // when mcsim finds nothing else can happen first.
+      action += " for=1ms";
+    } else if (how < 0.625) {
       const std::string label = "b" + std::to_string((*blockCount)++);
       action += " name=" + label;
       const std::string& other = d.pick(entries);

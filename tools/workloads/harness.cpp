@@ -1,13 +1,15 @@
 #include "harness.h"
 
-#include <dirent.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <thread>
+#include <utility>
+
+#include "descriptors.h"
 
 namespace mcsim::workload {
 
@@ -140,14 +142,7 @@ uint64_t Harness::fabricFired() {
   return n;
 }
 
-int Harness::openDescriptors() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
+int Harness::openDescriptors() { return openDescriptorCount(); }
 
 void Harness::start(int t) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -195,6 +190,49 @@ void Harness::finish(int t) {
   std::unique_lock<std::mutex> lock(mu_);
   state_[size_t(t)] = ThreadState::kDone;
   passTurn(t);
+}
+
+void Harness::runThreads(const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < state_.size(); ++t) threads.emplace_back(body, static_cast<int>(t));
+  for (auto& th : threads) th.join();
+}
+
+Rank::Rank(Harness& h, int rank, bool* abortFlag, std::function<void()> cleanup)
+    : h_(h), r_(rank), abort_(abortFlag), cleanup_(std::move(cleanup)) {
+  h_.start(r_);
+}
+
+bool Rank::enterContext() {
+  CUcontext ctx = nullptr;
+  if (!ok(h_.call(r_, "cuDevicePrimaryCtxRetain", [&] { return cuDevicePrimaryCtxRetain(&ctx, r_); }))) return false;
+  ctxRetained_ = true;
+  if (!ok(h_.call(r_, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(ctx); }))) return false;
+  ctxCurrent_ = true;
+  return true;
+}
+
+CUresult Rank::team(const char* name, const std::function<CUresult()>& fn) {
+  return h_.call(r_, name, [&] {
+    const CUresult res = fn();
+    if (res != CUDA_SUCCESS) *abort_ = true;
+    return res;
+  });
+}
+
+CUresult Rank::importPosix(int fd, CUmemGenericAllocationHandle* mc) {
+  void* arg = reinterpret_cast<void*>(static_cast<intptr_t>(fd));  // the descriptor travels in the pointer
+  return h_.call(r_, "cuMemImportFromShareableHandle",
+                 [&] { return cuMemImportFromShareableHandle(mc, arg, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR); });
+}
+
+void Rank::leave(bool raiseAbort) {
+  if (raiseAbort) *abort_ = true;
+  cleanup_();
+  if (ctxCurrent_) h_.teardown(r_, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(nullptr); });
+  if (ctxRetained_) h_.teardown(r_, "cuDevicePrimaryCtxRelease", [&] { return cuDevicePrimaryCtxRelease(r_); });
+  ctxCurrent_ = ctxRetained_ = false;
+  h_.finish(r_);
 }
 
 void Harness::violation(const std::string& what) {

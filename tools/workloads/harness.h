@@ -74,6 +74,9 @@ class Harness {
   // campaign catches a violation).
   static bool plantLeak();
 
+  // Runs body(t) for every thread t on a thread of its own, and joins them.
+  void runThreads(const std::function<void(int)>& body);
+
  private:
   enum class ThreadState { kRunnable, kAtBarrier, kDone };
   void waitTurn(std::unique_lock<std::mutex>& lock, int t);
@@ -93,6 +96,39 @@ class Harness {
 
   mcsim::api::NodeStats startStats_;
   int startFds_ = 0;
+};
+
+inline bool ok(CUresult r) { return r == CUDA_SUCCESS; }
+
+// The part of a rank's life that the one-thread-per-device workloads (NCCL's and PyTorch's) share:
+// its first turn, its device's primary context, the team's abort flag, and leaving. Construct it
+// as the rank's first act; every path of the rank ends in leave().
+class Rank {
+ public:
+  // `abortFlag` is the team's (NCCL's abort flag); `cleanup` releases what the workload made
+  // (called by leave, before the context goes).
+  Rank(Harness& h, int rank, bool* abortFlag, std::function<void()> cleanup);
+
+  int rank() const { return r_; }
+  // Retains the rank's device's primary context and makes it current. False when a call failed.
+  bool enterContext();
+  // A call from the bind on: a failure raises the abort flag at once, in the rank's turn, so that
+  // the ranks after it see the flag before their own next call.
+  CUresult team(const char* name, const std::function<CUresult()>& fn);
+  // Imports the multicast object from the POSIX descriptor the creating rank exported (the
+  // threads share descriptors as processes would pass them over a Unix socket).
+  CUresult importPosix(int fd, CUmemGenericAllocationHandle* mc);
+  // Leaves the team: before the bind without a word (raiseAbort false: the others' binds then
+  // wait until mcsim reports the hang), from the bind on with the abort flag raised. Cleans up,
+  // releases the context, and passes the turn for good.
+  void leave(bool raiseAbort);
+
+ private:
+  Harness& h_;
+  int r_;
+  bool* abort_;
+  std::function<void()> cleanup_;
+  bool ctxRetained_ = false, ctxCurrent_ = false;
 };
 
 // Helpers for the sequences.

@@ -17,7 +17,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -42,18 +41,15 @@ struct Shared {
   std::array<std::vector<uint32_t>, kRanks> expected;  // what each buffer's window must hold
 };
 
-// What one rank holds, so that it can clean up from any point.
-struct Rank {
-  int r = 0;
-  bool ctxRetained = false, ctxCurrent = false;
+// What one rank holds besides its context (the harness's Rank), so that it can clean up from any point.
+struct Held {
   CUmemGenericAllocationHandle mc = 0, mem = 0;
   CUdeviceptr ucVa = 0, mcVa = 0;
   bool ucMapped = false, mcMapped = false, bound = false;
 };
 
-void cleanup(Shared& s, Rank& k) {
+void cleanup(Shared& s, int r, Held& k) {
   Harness& h = s.h;
-  const int r = k.r;
   s.buffer[size_t(r)] = 0;
   if (k.bound) h.teardown(r, "cuMulticastUnbind", [&] { return cuMulticastUnbind(k.mc, r, 0, s.size); });
   if (k.mc != 0) h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(k.mc); });
@@ -65,9 +61,7 @@ void cleanup(Shared& s, Rank& k) {
     h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(k.mem); });
   }
   if (k.ucVa != 0) h.teardown(r, "cuMemAddressFree", [&] { return cuMemAddressFree(k.ucVa, s.size); });
-  if (k.ctxCurrent) h.teardown(r, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(nullptr); });
-  if (k.ctxRetained) h.teardown(r, "cuDevicePrimaryCtxRelease", [&] { return cuDevicePrimaryCtxRelease(r); });
-  k = Rank{r};
+  k = Held{};
 }
 
 // NCCL probes FABRIC handles first and drops them on failure (no IMEX channel: NOT_PERMITTED).
@@ -83,84 +77,57 @@ void probeFabric(Harness& h, int r, size_t size) {
 
 void rank(Shared& s, int r) {
   Harness& h = s.h;
-  h.start(r);
-  Rank k;
-  k.r = r;
-  auto ok = [](CUresult res) { return res == CUDA_SUCCESS; };
-  // Leaves the team: before the bind without a word, from the bind on with the abort flag raised.
-  auto leave = [&](bool raiseAbort) {
-    if (raiseAbort) s.abort = true;
-    cleanup(s, k);
-    h.finish(r);
-  };
-  // From the bind on, a failing call raises the abort flag at once, in the rank's turn, so that
-  // the ranks after it see the flag before their own next call.
-  auto team = [&](const char* name, const std::function<CUresult()>& fn) {
-    return h.call(r, name, [&] {
-      const CUresult res = fn();
-      if (res != CUDA_SUCCESS) s.abort = true;
-      return res;
-    });
-  };
-
-  CUcontext ctx = nullptr;
-  if (!ok(h.call(r, "cuDevicePrimaryCtxRetain", [&] { return cuDevicePrimaryCtxRetain(&ctx, r); }))) return leave(false);
-  k.ctxRetained = true;
-  if (!ok(h.call(r, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(ctx); }))) return leave(false);
-  k.ctxCurrent = true;
+  Held k;
+  Rank me(h, r, &s.abort, [&] { cleanup(s, r, k); });
+  if (!me.enterContext()) return me.leave(false);
   int supported = 0;
   if (!ok(h.call(r, "cuDeviceGetAttribute",
                  [&] { return cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, r); })) ||
       supported == 0) {
-    return leave(false);
+    return me.leave(false);
   }
   CUmulticastObjectProp mp = multicastProp(kRanks, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   size_t gran = 0;
   if (!ok(h.call(r, "cuMulticastGetGranularity",
                  [&] { return cuMulticastGetGranularity(&gran, &mp, CU_MULTICAST_GRANULARITY_RECOMMENDED); }))) {
-    return leave(false);
+    return me.leave(false);
   }
   mp.size = gran;
   if (r == 0) {
     s.size = gran;
     probeFabric(h, r, gran);
-    if (!ok(h.call(r, "cuMulticastCreate", [&] { return cuMulticastCreate(&k.mc, &mp); }))) return leave(false);
+    if (!ok(h.call(r, "cuMulticastCreate", [&] { return cuMulticastCreate(&k.mc, &mp); }))) return me.leave(false);
     int fd = -1;
     if (!ok(h.call(r, "cuMemExportToShareableHandle", [&] {
           return cuMemExportToShareableHandle(&fd, k.mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
         }))) {
-      return leave(false);
+      return me.leave(false);
     }
     s.fd = fd;
   }
   h.barrier(r);  // the descriptor is out (or rank 0 is gone)
 
   if (r != 0) {
-    if (s.fd < 0 || s.size != gran) return leave(false);
-    void* arg = reinterpret_cast<void*>(static_cast<intptr_t>(s.fd));
-    if (!ok(h.call(r, "cuMemImportFromShareableHandle", [&] {
-          return cuMemImportFromShareableHandle(&k.mc, arg, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-        }))) {
-      return leave(false);
-    }
+    if (s.fd < 0 || s.size != gran) return me.leave(false);
+    if (!ok(me.importPosix(s.fd, &k.mc))) return me.leave(false);
   }
-  if (!ok(h.call(r, "cuMulticastAddDevice", [&] { return cuMulticastAddDevice(k.mc, r); }))) return leave(false);
+  if (!ok(h.call(r, "cuMulticastAddDevice", [&] { return cuMulticastAddDevice(k.mc, r); }))) return me.leave(false);
   CUmemAllocationProp prop = deviceProp(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   size_t memGran = 0;
   if (!ok(h.call(r, "cuMemGetAllocationGranularity", [&] {
         return cuMemGetAllocationGranularity(&memGran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
       }))) {
-    return leave(false);
+    return me.leave(false);
   }
   if (!ok(h.call(r, "cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.ucVa, s.size, memGran, 0, 0); }))) {
-    return leave(false);
+    return me.leave(false);
   }
-  if (!ok(h.call(r, "cuMemCreate", [&] { return cuMemCreate(&k.mem, s.size, &prop, 0); }))) return leave(false);
-  if (!ok(h.call(r, "cuMemMap", [&] { return cuMemMap(k.ucVa, s.size, 0, k.mem, 0); }))) return leave(false);
+  if (!ok(h.call(r, "cuMemCreate", [&] { return cuMemCreate(&k.mem, s.size, &prop, 0); }))) return me.leave(false);
+  if (!ok(h.call(r, "cuMemMap", [&] { return cuMemMap(k.ucVa, s.size, 0, k.mem, 0); }))) return me.leave(false);
   k.ucMapped = true;
   // Granted to this rank and to the previous one, which copies into it.
   const CUmemAccessDesc access[2] = {readWrite(r), readWrite((r + kRanks - 1) % kRanks)};
-  if (!ok(h.call(r, "cuMemSetAccess", [&] { return cuMemSetAccess(k.ucVa, s.size, access, 2); }))) return leave(false);
+  if (!ok(h.call(r, "cuMemSetAccess", [&] { return cuMemSetAccess(k.ucVa, s.size, access, 2); }))) return me.leave(false);
   std::vector<uint32_t>& mine = s.expected[size_t(r)];
   mine.assign(kWindowWords, 0);  // memory nobody wrote reads as zeros
   std::vector<uint32_t> pattern(kWindowWords);
@@ -176,21 +143,21 @@ void rank(Shared& s, int r) {
   s.buffer[size_t(r)] = k.ucVa;
   h.barrier(r);  // NCCL's barrier before the bind
 
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMulticastBindMem", [&] { return cuMulticastBindMem(k.mc, 0, k.mem, 0, s.size, 0); }))) {
-    return leave(true);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMulticastBindMem", [&] { return cuMulticastBindMem(k.mc, 0, k.mem, 0, s.size, 0); }))) {
+    return me.leave(true);
   }
   k.bound = true;
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.mcVa, s.size, gran, 0, 0); }))) {
-    return leave(true);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.mcVa, s.size, gran, 0, 0); }))) {
+    return me.leave(true);
   }
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMemMap", [&] { return cuMemMap(k.mcVa, s.size, 0, k.mc, 0); }))) return leave(true);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMemMap", [&] { return cuMemMap(k.mcVa, s.size, 0, k.mc, 0); }))) return me.leave(true);
   k.mcMapped = true;
-  if (s.abort) return leave(false);
+  if (s.abort) return me.leave(false);
   const CUmemAccessDesc self = readWrite(r);
-  if (!ok(team("cuMemSetAccess", [&] { return cuMemSetAccess(k.mcVa, s.size, &self, 1); }))) return leave(true);
+  if (!ok(me.team("cuMemSetAccess", [&] { return cuMemSetAccess(k.mcVa, s.size, &self, 1); }))) return me.leave(true);
   h.barrier(r);  // everyone still here is bound and mapped; the buffers stay until the next barrier
 
   // The ring: the start of this rank's buffer into the next rank's inbox (over NVLink: a fault
@@ -205,7 +172,7 @@ void rank(Shared& s, int r) {
   h.barrier(r);
   h.verify(r, k.ucVa, mine, "rank " + std::to_string(r) + "'s buffer");
   h.barrier(r);  // nobody tears down before every rank has checked
-  leave(false);
+  me.leave(false);
 }
 
 }  // namespace
@@ -222,9 +189,7 @@ int main(int argc, char** argv) {
   }
   Shared s;
   if (s.h.begin()) {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < kRanks; ++r) threads.emplace_back(rank, std::ref(s), r);
-    for (auto& t : threads) t.join();
+    s.h.runThreads([&](int r) { rank(s, r); });
     if (s.fd >= 0) ::close(s.fd);
   }
   return s.h.end();

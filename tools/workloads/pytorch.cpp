@@ -16,7 +16,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -36,18 +35,16 @@ struct Shared {
   std::array<bool, kRanks> bound{};  // the all-gather of success
 };
 
-struct Rank {
-  int r = 0;
-  bool ctxRetained = false, ctxCurrent = false;
+// What one rank holds besides its context (the harness's Rank).
+struct Held {
   CUmemGenericAllocationHandle creation = 0;  // rank 0's own reference from cuMulticastCreate
   CUmemGenericAllocationHandle mc = 0, mem = 0;
   CUdeviceptr mcVa = 0, ucVa = 0;
   bool mcMapped = false, ucMapped = false, bound = false;
 };
 
-void cleanup(Shared& s, Rank& k) {
+void cleanup(Shared& s, int r, Held& k) {
   Harness& h = s.h;
-  const int r = k.r;
   if (k.mcMapped) h.teardown(r, "cuMemUnmap", [&] { return cuMemUnmap(k.mcVa, kSize); });
   if (k.mcVa != 0) h.teardown(r, "cuMemAddressFree", [&] { return cuMemAddressFree(k.mcVa, kSize); });
   if (k.bound) h.teardown(r, "cuMulticastUnbind", [&] { return cuMulticastUnbind(k.mc, r, 0, kSize); });
@@ -59,70 +56,42 @@ void cleanup(Shared& s, Rank& k) {
   if (k.mem != 0 && !(Harness::plantLeak() && r == 5)) {
     h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(k.mem); });
   }
-  if (k.ctxCurrent) h.teardown(r, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(nullptr); });
-  if (k.ctxRetained) h.teardown(r, "cuDevicePrimaryCtxRelease", [&] { return cuDevicePrimaryCtxRelease(r); });
-  k = Rank{r};
+  k = Held{};
 }
 
 void rank(Shared& s, int r) {
   Harness& h = s.h;
-  h.start(r);
-  Rank k;
-  k.r = r;
-  auto ok = [](CUresult res) { return res == CUDA_SUCCESS; };
-  auto leave = [&](bool raiseAbort) {
-    if (raiseAbort) s.abort = true;
-    cleanup(s, k);
-    h.finish(r);
-  };
-  // From the bind on, a failing call raises the abort flag at once, in the rank's turn, so that
-  // the ranks after it see the flag before their own next call.
-  auto team = [&](const char* name, const std::function<CUresult()>& fn) {
-    return h.call(r, name, [&] {
-      const CUresult res = fn();
-      if (res != CUDA_SUCCESS) s.abort = true;
-      return res;
-    });
-  };
-
-  CUcontext ctx = nullptr;
-  if (!ok(h.call(r, "cuDevicePrimaryCtxRetain", [&] { return cuDevicePrimaryCtxRetain(&ctx, r); }))) return leave(false);
-  k.ctxRetained = true;
-  if (!ok(h.call(r, "cuCtxSetCurrent", [&] { return cuCtxSetCurrent(ctx); }))) return leave(false);
-  k.ctxCurrent = true;
+  Held k;
+  Rank me(h, r, &s.abort, [&] { cleanup(s, r, k); });
+  if (!me.enterContext()) return me.leave(false);
   if (r == 0) {
     CUmulticastObjectProp mp = multicastProp(kRanks, kSize, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    if (!ok(h.call(r, "cuMulticastCreate", [&] { return cuMulticastCreate(&k.creation, &mp); }))) return leave(false);
+    if (!ok(h.call(r, "cuMulticastCreate", [&] { return cuMulticastCreate(&k.creation, &mp); }))) return me.leave(false);
     int fd = -1;
     if (!ok(h.call(r, "cuMemExportToShareableHandle", [&] {
           return cuMemExportToShareableHandle(&fd, k.creation, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
         }))) {
-      return leave(false);
+      return me.leave(false);
     }
     s.fd = fd;
   }
   h.barrier(r);
 
-  if (s.fd < 0) return leave(false);
-  void* arg = reinterpret_cast<void*>(static_cast<intptr_t>(s.fd));
-  if (!ok(h.call(r, "cuMemImportFromShareableHandle", [&] {
-        return cuMemImportFromShareableHandle(&k.mc, arg, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-      }))) {
-    return leave(false);
-  }
-  if (!ok(h.call(r, "cuMulticastAddDevice", [&] { return cuMulticastAddDevice(k.mc, r); }))) return leave(false);
+  if (s.fd < 0) return me.leave(false);
+  if (!ok(me.importPosix(s.fd, &k.mc))) return me.leave(false);
+  if (!ok(h.call(r, "cuMulticastAddDevice", [&] { return cuMulticastAddDevice(k.mc, r); }))) return me.leave(false);
   CUmemAllocationProp prop = deviceProp(r, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-  if (!ok(h.call(r, "cuMemCreate", [&] { return cuMemCreate(&k.mem, kSize, &prop, 0); }))) return leave(false);
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMulticastBindMem", [&] { return cuMulticastBindMem(k.mc, 0, k.mem, 0, kSize, 0); }))) {
-    return leave(true);
+  if (!ok(h.call(r, "cuMemCreate", [&] { return cuMemCreate(&k.mem, kSize, &prop, 0); }))) return me.leave(false);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMulticastBindMem", [&] { return cuMulticastBindMem(k.mc, 0, k.mem, 0, kSize, 0); }))) {
+    return me.leave(true);
   }
   k.bound = true;
   s.bound[size_t(r)] = true;
   h.barrier(r);  // the all-gather of success
 
   for (bool b : s.bound) {
-    if (!b) return leave(false);
+    if (!b) return me.leave(false);
   }
   if (r == 0) {
     // The creator drops its own reference; the importers' handles keep the object.
@@ -131,24 +100,24 @@ void rank(Shared& s, int r) {
   }
   h.barrier(r);
 
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.mcVa, kSize, 0, 0, 0); }))) {
-    return leave(true);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.mcVa, kSize, 0, 0, 0); }))) {
+    return me.leave(true);
   }
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMemMap", [&] { return cuMemMap(k.mcVa, kSize, 0, k.mc, 0); }))) return leave(true);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMemMap", [&] { return cuMemMap(k.mcVa, kSize, 0, k.mc, 0); }))) return me.leave(true);
   k.mcMapped = true;
   const CUmemAccessDesc self = readWrite(r);
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMemSetAccess", [&] { return cuMemSetAccess(k.mcVa, kSize, &self, 1); }))) return leave(true);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMemSetAccess", [&] { return cuMemSetAccess(k.mcVa, kSize, &self, 1); }))) return me.leave(true);
   // The rank's own view of its memory: mapped, filled, checked at the end.
-  if (s.abort) return leave(false);
-  if (!ok(team("cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.ucVa, kSize, 0, 0, 0); }))) {
-    return leave(true);
+  if (s.abort) return me.leave(false);
+  if (!ok(me.team("cuMemAddressReserve", [&] { return cuMemAddressReserve(&k.ucVa, kSize, 0, 0, 0); }))) {
+    return me.leave(true);
   }
-  if (!ok(team("cuMemMap", [&] { return cuMemMap(k.ucVa, kSize, 0, k.mem, 0); }))) return leave(true);
+  if (!ok(me.team("cuMemMap", [&] { return cuMemMap(k.ucVa, kSize, 0, k.mem, 0); }))) return me.leave(true);
   k.ucMapped = true;
-  if (!ok(team("cuMemSetAccess", [&] { return cuMemSetAccess(k.ucVa, kSize, &self, 1); }))) return leave(true);
+  if (!ok(me.team("cuMemSetAccess", [&] { return cuMemSetAccess(k.ucVa, kSize, &self, 1); }))) return me.leave(true);
   std::vector<uint32_t> expected(kWindowWords, 0);
   const uint32_t fill = 0xF2220000u | uint32_t(r);
   if (ok(h.call(r, "cuMemsetD32", [&] { return cuMemsetD32(k.ucVa, fill, kWindowWords); }))) {
@@ -157,7 +126,7 @@ void rank(Shared& s, int r) {
   h.barrier(r);
   h.verify(r, k.ucVa, expected, "rank " + std::to_string(r) + "'s memory");
   h.barrier(r);
-  leave(false);
+  me.leave(false);
 }
 
 }  // namespace
@@ -172,9 +141,7 @@ int main(int argc, char** argv) {
   }
   Shared s;
   if (s.h.begin()) {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < kRanks; ++r) threads.emplace_back(rank, std::ref(s), r);
-    for (auto& t : threads) t.join();
+    s.h.runThreads([&](int r) { rank(s, r); });
     if (s.fd >= 0) ::close(s.fd);
   }
   return s.h.end();
