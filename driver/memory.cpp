@@ -223,7 +223,7 @@ CUresult checkFreeContext() {
 extern "C" {
 
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-  MCSIM_REQUIRE_INIT();
+  MCSIM_REQUIRE_INIT_ARGS({"bytesize", bytesize});
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;  // the real driver clears the pointer of a refused allocation (mem.alloc.size0)
   CUctx_st* ctx = nullptr;

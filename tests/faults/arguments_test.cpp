@@ -177,6 +177,7 @@ std::vector<Row> rows(CUcontext ctx) {
       {"cuGetErrorName", [] { return cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &str); },
        {{"error", "CUDA_ERROR_OUT_OF_MEMORY"}}},
       {"cuGetErrorString", [] { return cuGetErrorString(CUDA_ERROR_ILLEGAL_STATE, &str); }, {{"error", "401"}}},
+      {"cuMemAlloc", [] { return cuMemAlloc(&va, 0); }, {{"bytesize", "0"}}},
       {"cuDeviceGet", [] { return cuDeviceGet(&dev, 5); }, {{"ordinal", "5"}}},
       {"cuDeviceGetAttribute", [] { return cuDeviceGetAttribute(&iv, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 2); },
        {{"attribute", "CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED"}}},
