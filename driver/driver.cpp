@@ -1,5 +1,6 @@
 // Driver state, cuInit, cuDriverGetVersion, and the Status -> CUresult mapping.
 #include "driver/driver.h"
+#include "model/timeline.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -148,6 +149,16 @@ CUresult bringUpNode() {
 }
 
 }  // namespace
+
+bool timelineActive() {
+  static const bool on = model::Timeline::active() != nullptr;
+  return on;
+}
+
+void noteCall(const char* symbol) {
+  static const model::TimelineTrack track = model::Timeline::active()->track("Host", "driver calls");
+  track.instant(node().nowPs(), symbol);
+}
 
 bool consultFaults(const char* symbol, int device, const fabric::FaultArgument* args, size_t argCount,
                    CUresult* result, bool fabricMoment) {

@@ -84,6 +84,11 @@ inline bool planLoaded() { return state().nodeUp.load(std::memory_order_acquire)
     }                                                                                              \
   }
 
+// With MCSIM_TIMELINE set, every driver call appears on the timeline's "driver calls" row at the
+// simulated time it was made.
+bool timelineActive();
+void noteCall(const char* symbol);
+
 // Every entry point but cuInit, cuDriverGetVersion, cuGetProcAddress and the error-string calls
 // begins here: the init check, then the fault plan, before the call does anything (so that an
 // injected failure leaves the node as it was). The _DEV forms name the device the call acts on:
@@ -98,6 +103,7 @@ inline bool planLoaded() { return state().nodeUp.load(std::memory_order_acquire)
 #define MCSIM_REQUIRE_INIT_DEV_ARGS(device, ...)                                \
   do {                                                                          \
     if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED;    \
+    if (::mcsim::driver::timelineActive()) ::mcsim::driver::noteCall(__func__); \
     MCSIM_CONSULT_FAULTS_(device, true, __VA_ARGS__)                            \
   } while (0)
 #define MCSIM_REQUIRE_INIT_ARGS(...) MCSIM_REQUIRE_INIT_DEV_ARGS(::mcsim::driver::kCurrentDevice, __VA_ARGS__)

@@ -289,6 +289,7 @@ TEST(Timeline, IsTraceEventJsonWithTheHardwareAndStreams) {
   EXPECT_GT(spans, 10u);
   EXPECT_EQ(threads.count("HBM stack 0"), 1u);
   EXPECT_EQ(threads.count("NVLink switch 0 out"), 1u);
+  EXPECT_EQ(threads.count("driver calls"), 1u);
   bool stream = false;
   for (const auto& t : threads) stream = stream || t.rfind("stream ", 0) == 0;
   EXPECT_TRUE(stream);
