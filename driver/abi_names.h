@@ -15,3 +15,8 @@
 #undef cuDeviceGetUuid
 #undef cuGetProcAddress
 #undef cuMemAlloc
+
+// In the driver's sources the lifted names are renamed again (driver/driver.h).
+#ifdef MCSIM_DRIVER_IMPL
+#include "mcsim_internal_names.h"
+#endif

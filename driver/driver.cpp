@@ -155,6 +155,9 @@ CUresult bringUpNode() {
 }  // namespace
 
 bool consultFaults(const char* symbol, int device, CUresult* result) {
+  // The entry points are defined as mcsim_impl_<symbol> (traces/gen_wrappers.py): plans name the symbol.
+  constexpr char kImpl[] = "mcsim_impl_";
+  if (std::strncmp(symbol, kImpl, sizeof kImpl - 1) == 0) symbol += sizeof kImpl - 1;
   if (device == kCurrentDevice) {
     CUctx_st* ctx = nullptr;
     device = currentContext(&ctx) == CUDA_SUCCESS ? ctx->device : -1;
