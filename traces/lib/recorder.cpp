@@ -50,6 +50,7 @@ thread_local int tThread = -1;
 thread_local int tDepth = 0;  // a driver that calls its own exports is recorded once
 
 std::atomic<uint64_t> gAdmitted{0};
+std::atomic<uint64_t> gFinished{0};
 
 int findIn(const std::vector<std::pair<void*, int>>& v, void* p) {
   auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(p, -1));
@@ -143,6 +144,7 @@ CallScope::CallScope(int call, const uint64_t* slots) : call_(call), slots_(slot
   if (tThread < 0) tThread = r.threads++;
   thread_ = tThread;
   seq_ = r.admitted++;
+  finishedBefore_ = gFinished.load(std::memory_order_acquire);
   auto* args = new Json();
   encodeInputs(callTable()[call_], slots_, r.names, r.options, args);
   inputs_ = args;
@@ -159,7 +161,7 @@ CUresult CallScope::finish(CUresult result) {
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.closed || r.file == nullptr) return result;
   const CallDesc& d = callTable()[call_];
-  Json rec{{"seq", seq_}, {"thread", thread_}, {"call", d.symbol}, {"args", std::move(*args)}};
+  Json rec{{"seq", seq_}, {"fin", finishedBefore_}, {"thread", thread_}, {"call", d.symbol}, {"args", std::move(*args)}};
   rec["result"] = resultName(result);
   if (result == CUDA_SUCCESS) {
     Json out;
@@ -174,6 +176,7 @@ CUresult CallScope::finish(CUresult result) {
   }
   writeLine(r, rec);
   ++r.written;
+  gFinished.fetch_add(1, std::memory_order_acq_rel);
   return result;
 }
 
@@ -200,5 +203,7 @@ void wrapProcAddress(const char* symbol, void** pfn) {
 }  // namespace mcsim::trace
 
 extern "C" uint64_t mcsim_trace_admitted(void) { return mcsim::trace::gAdmitted.load(std::memory_order_acquire); }
+
+extern "C" uint64_t mcsim_trace_finished(void) { return mcsim::trace::gFinished.load(std::memory_order_acquire); }
 
 extern "C" void mcsim_trace_close(void) { mcsim::trace::closeTrace(); }

@@ -38,6 +38,7 @@ class CallScope {
   const uint64_t* slots_;
   bool active_;
   uint64_t seq_ = 0;
+  uint64_t finishedBefore_ = 0;  // calls finished when this one was admitted
   int thread_ = 0;
   uint64_t t0_ = 0;
   void* inputs_ = nullptr;  // the encoded arguments (a Json), owned
@@ -55,8 +56,9 @@ const char* wrappedSymbol(void* fn);
 
 // Exported (extern "C", mcsim_trace_*) for the replayer, which loads either library.
 extern "C" {
-// How many calls have been admitted to the trace so far.
+// How many calls have been admitted to the trace so far, and how many of them have finished.
 uint64_t mcsim_trace_admitted(void);
+uint64_t mcsim_trace_finished(void);
 // Writes the end record and closes the trace; later calls are not recorded.
 void mcsim_trace_close(void);
 }
