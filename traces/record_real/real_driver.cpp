@@ -83,7 +83,14 @@ __attribute__((constructor)) void startRealRecording() {
   gMulticastAllowed = mc != nullptr && std::strcmp(mc, "1") == 0;
   static_assert(sizeof(kWrapperTable) / sizeof(kWrapperTable[0]) <= sizeof(gForward) / sizeof(gForward[0]),
                 "gForward is too small for the call table");
-  if (void* real = openRealDriver()) {
+  // The library behind this one must not record as well (it does when it is mcsim's own, as in
+  // the tests): it loads with MCSIM_RECORD unset, which is then put back for child processes.
+  const char* record = std::getenv("MCSIM_RECORD");
+  const std::string recordPath = record != nullptr ? record : "";
+  if (record != nullptr) ::unsetenv("MCSIM_RECORD");
+  void* real = openRealDriver();
+  if (record != nullptr) ::setenv("MCSIM_RECORD", recordPath.c_str(), 1);
+  if (real != nullptr) {
     for (size_t i = 0; i < callCount(); ++i) gForward[i] = ::dlsym(real, callTable()[i].symbol);
   }
   startRecorder(Target{"real", nullptr, kWrapperTable, gForward});
