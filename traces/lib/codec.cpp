@@ -268,6 +268,50 @@ bool fromHex(const std::string& hex, std::vector<uint8_t>* out) {
   return true;
 }
 
+namespace {
+const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}
+
+std::string toBase64(const void* data, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(data);
+  std::string s;
+  s.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = (uint32_t{b[i]} << 16) | (i + 1 < n ? uint32_t{b[i + 1]} << 8 : 0) | (i + 2 < n ? b[i + 2] : 0);
+    s.push_back(kBase64[(v >> 18) & 63]);
+    s.push_back(kBase64[(v >> 12) & 63]);
+    s.push_back(i + 1 < n ? kBase64[(v >> 6) & 63] : '=');
+    s.push_back(i + 2 < n ? kBase64[v & 63] : '=');
+  }
+  return s;
+}
+
+bool fromBase64(const std::string& text, std::vector<uint8_t>* out) {
+  out->clear();
+  if (text.size() % 4 != 0) return false;
+  for (size_t i = 0; i < text.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = text[i + k];
+      int d;
+      if (c == '=' && k >= 2 && i + 4 == text.size()) {
+        d = 0;
+        ++pad;
+      } else {
+        const char* at = (c == '\0' || pad > 0) ? nullptr : std::strchr(kBase64, c);
+        if (at == nullptr) return false;
+        d = static_cast<int>(at - kBase64);
+      }
+      v = (v << 6) | static_cast<uint32_t>(d);
+    }
+    out->push_back(static_cast<uint8_t>(v >> 16));
+    if (pad < 2) out->push_back(static_cast<uint8_t>(v >> 8));
+    if (pad < 1) out->push_back(static_cast<uint8_t>(v));
+  }
+  return true;
+}
+
 std::string digestHex(const void* data, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
   const auto* b = static_cast<const uint8_t*>(data);
@@ -299,7 +343,7 @@ void encodeInputs(const CallDesc& d, const uint64_t* slots, const Names& names, 
         if (s == 0) break;
         const uint64_t n = slots[p.ref];
         a = Json{{"bytes", n}, {"digest", digestHex(ptr(s), n)}};
-        if (n <= o.dataLimit) a["data"] = toHex(ptr(s), n);
+        if (n <= o.dataLimit) a["data"] = toBase64(ptr(s), n);
         break;
       }
       case Kind::kStrIn: a = s == 0 ? Json() : Json(printable(static_cast<const char*>(ptr(s)), kMaxString)); break;
@@ -388,7 +432,7 @@ void encodeOutputs(const CallDesc& d, const uint64_t* slots, Names& names, const
       case Kind::kHostOut: {
         const uint64_t n = slots[p.ref];
         v = Json{{"digest", digestHex(ptr(s), n)}};
-        if (o.outputData && n <= o.dataLimit) v["data"] = toHex(ptr(s), n);
+        if (o.outputData && n <= o.dataLimit) v["data"] = toBase64(ptr(s), n);
         break;
       }
       case Kind::kOutStr: {
@@ -539,7 +583,7 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
       case Kind::kHostIn: {
         std::vector<uint8_t> data;
         const uint64_t n = a.at("bytes").get<uint64_t>();
-        if (!a.contains("data") || !fromHex(a.at("data").get<std::string>(), &data) || data.size() != n) {
+        if (!a.contains("data") || !fromBase64(a.at("data").get<std::string>(), &data) || data.size() != n) {
           // Not recorded (larger than the recording's data limit): a filler of the right size.
           data.assign(n, 0xa5);
           *approximate = true;

@@ -29,6 +29,9 @@ struct RecordOptions {
 std::string digestHex(const void* data, size_t n);
 std::string toHex(const void* data, size_t n);
 bool fromHex(const std::string& hex, std::vector<uint8_t>* out);
+// Host buffer data is base64 (RFC 4648, with padding): a third smaller than hex.
+std::string toBase64(const void* data, size_t n);
+bool fromBase64(const std::string& text, std::vector<uint8_t>* out);
 
 // Recorder side.
 void encodeInputs(const CallDesc& d, const uint64_t* slots, const Names& names, const RecordOptions& o, Json* args);

@@ -51,9 +51,9 @@ std::string checkArgument(const ParamDesc& p, const Json& a) {
       if (a.at("bytes").get<uint64_t>() > (uint64_t{1} << 34)) return "host buffer larger than 16 GiB";
       if (a.contains("data")) {
         std::vector<uint8_t> b;
-        if (!a.at("data").is_string() || !fromHex(a.at("data").get<std::string>(), &b) ||
+        if (!a.at("data").is_string() || !fromBase64(a.at("data").get<std::string>(), &b) ||
             b.size() != a.at("bytes").get<uint64_t>()) {
-          return "data is not hex of 'bytes' bytes";
+          return "data is not base64 of 'bytes' bytes";
         }
       }
       return "";
