@@ -13,8 +13,10 @@
 
 #include "commands.h"
 #include "driver_library.h"
+#ifndef MCSIM_TRACES_ONLY
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
+#endif
 #include "traces/lib/minimize.h"
 #include "traces/lib/replayer.h"
 #include "traces/lib/trace_diff.h"
@@ -76,9 +78,9 @@ std::string prepareReplay(const char* cmd, const TargetChoice& c, Trace* t, cons
   if (!c.library.empty()) {
     o->library = fs::absolute(c.library).string();
   } else {
-    const DriverLibraryDir lib = findDriverLibraryDir();
+    const DriverLibraryDir lib = findDriverLibraryDir(o->simulated ? "" : "record-real");
     if (lib.dir.empty()) return std::string(cmd) + ": " + lib.problem;
-    o->library = lib.dir + (o->simulated ? "/" : "/record-real/") + kDriverLibraryName;
+    o->library = lib.dir + "/" + kDriverLibraryName;
   }
   if (!fs::exists(o->library)) return std::string(cmd) + ": no " + o->library + " (build it first)";
   if (!o->simulated && hasMulticast(*t)) {
@@ -91,12 +93,14 @@ std::string prepareReplay(const char* cmd, const TargetChoice& c, Trace* t, cons
   if (!c.faults.empty()) {
     o->overrideFaults = true;
     if (!readText(c.faults, &o->faultsText)) return std::string(cmd) + ": " + c.faults + ": cannot read the fault plan";
+#ifndef MCSIM_TRACES_ONLY
     // Refuse a plan the driver would refuse (every call would then fail with CUDA_ERROR_NO_DEVICE).
     try {
       fabric::parseFaultPlan(o->faultsText, c.faults);
     } catch (const fabric::InputError& e) {
       return std::string(cmd) + ": " + e.what();
     }
+#endif
   }
   if (!c.topology.empty()) t->header["env"]["MCSIM_TOPOLOGY"] = c.topology;
   o->recordTo = dir.file("replay.jsonl");
