@@ -17,6 +17,7 @@ build=build-real
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  echo "real drivers: $(ls /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 /usr/local/nvidia/lib64/libcuda.so.1 2>/dev/null | tr '\n' ' ')"
   if ! { cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCSIM_TRACES_REAL=ON \
            -DMCSIM_EXTRA_INCLUDE="$PWD/.device/include" -DMCSIM_WERROR=OFF >"$out/build.log" 2>&1 &&
          ninja -C $build >>"$out/build.log" 2>&1; }; then
