@@ -25,7 +25,11 @@ build=build-real
   fi
   B=$build/bin
   echo "== 1. record the non-multicast sample on the real GPU"
-  MCSIM_RECORD="$out/vmm-copies.real.jsonl" $B/mcsim_sample_vmm_copies; echo "exit $?"
+  # The recording library's directory first: a machine's LD_LIBRARY_PATH often names the real
+  # driver's, which the loader searches before the program's RUNPATH (the 2026-11-21 run lost
+  # its direct recording that way).
+  MCSIM_RECORD="$out/vmm-copies.real.jsonl" LD_LIBRARY_PATH="$PWD/$build/lib/record-real${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    $B/mcsim_sample_vmm_copies; echo "exit $?"
   echo "== 2. replay the real recording on the real GPU (real -> real)"
   $B/mcsim replay "$out/vmm-copies.real.jsonl" --target real --explain 10 -o "$out/vmm-copies.real-replay.jsonl"; echo "exit $?"
   echo "== 3. replay mcsim's recording on the real GPU (mcsim -> real)"
