@@ -171,5 +171,36 @@ TEST(RecordReal, RefusesMulticastUnlessAllowed) {
   EXPECT_EQ(reinterpret_cast<decltype(create)>(fn)(&h, &prop), CUDA_ERROR_NOT_PERMITTED);
 }
 
+// A call given a host buffer shorter than its count fails in the driver; the recorder, which reads
+// the buffer first, must not crash on it and records it as unreadable.
+TEST(RecordReal, ShortHostBufferIsRecordedUnreadable) {
+  const std::string trace = ::testing::TempDir() + "short_buffer.jsonl";
+  ::setenv("MCSIM_REAL_LIBCUDA", MCSIM_TEST_LIB_DIR "/libcuda.so.1", 1);
+  ::setenv("MCSIM_RECORD", trace.c_str(), 1);
+  void* lib = ::dlopen(MCSIM_TEST_LIB_DIR "/record-real/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ::unsetenv("MCSIM_RECORD");
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto init = reinterpret_cast<CUresult (*)(unsigned)>(::dlsym(lib, "cuInit"));
+  auto retain = reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(::dlsym(lib, "cuDevicePrimaryCtxRetain"));
+  auto setCurrent = reinterpret_cast<CUresult (*)(CUcontext)>(::dlsym(lib, "cuCtxSetCurrent"));
+  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(::dlsym(lib, "cuMemAlloc_v2"));
+  auto htod = reinterpret_cast<CUresult (*)(CUdeviceptr, const void*, size_t)>(::dlsym(lib, "cuMemcpyHtoD_v2"));
+  auto close = reinterpret_cast<void (*)()>(::dlsym(lib, "mcsim_trace_close"));
+  ASSERT_TRUE(init && retain && setCurrent && alloc && htod && close);
+  CUcontext ctx = nullptr;
+  CUdeviceptr d = 0;
+  ASSERT_EQ(init(0), CUDA_SUCCESS);
+  ASSERT_EQ(retain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(setCurrent(ctx), CUDA_SUCCESS);
+  ASSERT_EQ(alloc(&d, 4096), CUDA_SUCCESS);
+  const char small[16] = {};
+  EXPECT_NE(htod(d, small, uint64_t{1} << 40), CUDA_SUCCESS);
+  close();
+  Trace t;
+  ASSERT_EQ(readTrace(trace, &t), "");
+  ASSERT_EQ(t.records.size(), 5u);
+  EXPECT_EQ(t.records[4].args.at("srcHost").value("unreadable", false), true) << t.records[4].args.dump();
+}
+
 }  // namespace
 }  // namespace mcsim::trace

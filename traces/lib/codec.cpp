@@ -1,5 +1,8 @@
 #include "traces/lib/codec.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -62,6 +65,35 @@ uint64_t scalarSlot(CType t, const Json& j) {
   }
   if (j.is_number_unsigned()) return j.get<uint64_t>();
   return static_cast<uint64_t>(j.get<int64_t>());
+}
+
+// Reads a host buffer the program passed without trusting its size: a call given a short buffer
+// and a long count must fail in the driver, not crash in the recorder. process_vm_readv on our own
+// process reports EFAULT instead of faulting. Returns false when any byte is unreadable; `data`
+// (when not null) receives the bytes, and the digest is computed either way.
+bool readHost(uint64_t addr, uint64_t n, std::string* digest, std::vector<uint8_t>* data) {
+  constexpr uint64_t kChunk = 1u << 20;
+  constexpr uint64_t kLimit = uint64_t{1} << 34;  // no program copies 16 GiB from the host at once
+  if (n > kLimit) return false;
+  std::vector<uint8_t> chunk(static_cast<size_t>(std::min(n, kChunk)));
+  uint64_t h = 0xcbf29ce484222325ull;
+  if (data != nullptr) data->clear();
+  for (uint64_t done = 0; done < n;) {
+    const size_t len = static_cast<size_t>(std::min(kChunk, n - done));
+    iovec local{chunk.data(), len};
+    iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr + done)), len};
+    if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(len)) return false;
+    for (size_t i = 0; i < len; ++i) {
+      h ^= chunk[i];
+      h *= 0x100000001b3ull;
+    }
+    if (data != nullptr) data->insert(data->end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(len));
+    done += len;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  *digest = buf;
+  return true;
 }
 
 Json raw(uint64_t v) { return Json{{"raw", hexValue(v)}}; }
@@ -342,8 +374,14 @@ void encodeInputs(const CallDesc& d, const uint64_t* slots, const Names& names, 
       case Kind::kHostIn: {
         if (s == 0) break;
         const uint64_t n = slots[p.ref];
-        a = Json{{"bytes", n}, {"digest", digestHex(ptr(s), n)}};
-        if (n <= o.dataLimit) a["data"] = toBase64(ptr(s), n);
+        std::string digest;
+        std::vector<uint8_t> data;
+        if (!readHost(s, n, &digest, n <= o.dataLimit ? &data : nullptr)) {
+          a = Json{{"bytes", n}, {"unreadable", true}};
+          break;
+        }
+        a = Json{{"bytes", n}, {"digest", digest}};
+        if (n <= o.dataLimit) a["data"] = toBase64(data.data(), data.size());
         break;
       }
       case Kind::kStrIn: a = s == 0 ? Json() : Json(printable(static_cast<const char*>(ptr(s)), kMaxString)); break;
@@ -583,6 +621,13 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
       case Kind::kHostIn: {
         std::vector<uint8_t> data;
         const uint64_t n = a.at("bytes").get<uint64_t>();
+        if (a.value("unreadable", false)) {
+          // The recorded program passed a buffer shorter than its count (the call failed there):
+          // a pointer to a small zeroed buffer stands in, as unreadable as nothing.
+          s = toSlot(arena.bytes(kScratch));
+          *approximate = true;
+          break;
+        }
         if (!a.contains("data") || !fromBase64(a.at("data").get<std::string>(), &data) || data.size() != n) {
           // Not recorded (larger than the recording's data limit): a filler of the right size.
           data.assign(n, 0xa5);

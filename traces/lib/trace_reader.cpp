@@ -48,6 +48,7 @@ std::string checkArgument(const ParamDesc& p, const Json& a) {
     }
     case Kind::kHostIn: {
       if (!a.is_object() || !a.contains("bytes") || !isUnsigned(a.at("bytes"))) return "expected {\"bytes\": N, ...}";
+      if (a.contains("unreadable")) return a.at("unreadable").is_boolean() ? "" : "unreadable must be true or false";
       if (a.at("bytes").get<uint64_t>() > (uint64_t{1} << 34)) return "host buffer larger than 16 GiB";
       if (a.contains("data")) {
         std::vector<uint8_t> b;
