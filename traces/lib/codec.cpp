@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 namespace mcsim::trace {
 
@@ -551,6 +552,12 @@ void* Arena::copy(const std::vector<uint8_t>& b) {
 
 namespace {
 
+// A size a trace asks the replayer to allocate, refused (as a bad trace) above `limit`.
+uint64_t checkedSize(uint64_t n, uint64_t limit, const char* what) {
+  if (n > limit) throw std::runtime_error(std::string(what) + " of " + std::to_string(n) + " bytes is larger than a replay allows");
+  return n;
+}
+
 // A name ("va2+4096") or raw value back to a live value.
 bool resolve(const Json& j, const Binder& b, uint64_t* v, std::string* problem) {
   if (j.is_null()) {
@@ -608,7 +615,12 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
     if (isOutput(p.kind)) {
       // Outputs get room for what the call writes: at most a string, a descriptor or 16 bytes.
       size_t n = 16;
-      if (p.kind == Kind::kOutStr || p.kind == Kind::kHostOut) n = static_cast<size_t>(slots[p.ref]);
+      if (p.kind == Kind::kHostOut) n = static_cast<size_t>(checkedSize(slots[p.ref], uint64_t{1} << 34, "host buffer"));
+      if (p.kind == Kind::kOutStr) {
+        // An int length: a negative one gets a small buffer (the driver refuses it).
+        const auto len = static_cast<int64_t>(static_cast<int32_t>(slots[p.ref]));
+        n = len <= 0 ? 16 : static_cast<size_t>(checkedSize(static_cast<uint64_t>(len), 1u << 20, "string"));
+      }
       if (p.kind == Kind::kStructOut) n = structSize(static_cast<StructKind>(p.sub));
       if (p.kind == Kind::kShareableOut) n = sizeof(CUmemFabricHandle);
       s = toSlot(arena.bytes(n));

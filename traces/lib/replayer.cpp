@@ -179,6 +179,14 @@ int childMain(const Trace& t, const ReplayOptions& o) {
     if (target.initialized == nullptr) target.stateDigest = nullptr;
   }
   for (size_t i = 0; i < callCount(); ++i) target.fns.push_back(::dlsym(target.lib, callTable()[i].symbol));
+  // Every call must reach the target's recorder, or the admission turns of later calls never come.
+  for (const Record& r : t.records) {
+    if (target.fns[static_cast<size_t>(r.call)] == nullptr) {
+      std::fprintf(stderr, "mcsim replay: %s has no %s (%s:%d)\n", o.library.c_str(), callTable()[r.call].symbol,
+                   t.path.c_str(), r.line);
+      return 3;
+    }
+  }
 
   Replay replay(t, o, target);
   replay.run();

@@ -172,8 +172,8 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
     Record r;
     r.line = n;
     if (!j.contains("seq") || !isUnsigned(j.at("seq"))) return fail(path, n, "no \"seq\" (admission number)");
-    if (!j.contains("thread") || !isUnsigned(j.at("thread")) || j.at("thread").get<uint64_t>() > 100000) {
-      return fail(path, n, "no \"thread\" ordinal");
+    if (!j.contains("thread") || !isUnsigned(j.at("thread")) || j.at("thread").get<uint64_t>() >= 4096) {
+      return fail(path, n, "no \"thread\" ordinal (0 to 4095)");
     }
     if (!j.contains("call") || !j.at("call").is_string()) return fail(path, n, "no \"call\"");
     r.seq = j.at("seq").get<uint64_t>();
