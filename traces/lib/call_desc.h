@@ -46,7 +46,7 @@ enum class Kind : uint8_t {
   kRaw,           // not described: recorded as a raw value and flagged
 };
 
-enum class HandleKind : uint8_t { kNone, kCtx, kMem, kPool, kStream, kEvent };
+enum class HandleKind : uint8_t { kNone, kCtx, kMem, kPool, kStream, kEvent, kModule, kFunction, kLibrary, kKernel, kOther };
 enum class StructKind : uint8_t { kNone, kAllocProp, kLocation, kMcProp, kPoolProps };
 
 struct ParamDesc {

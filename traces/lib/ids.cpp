@@ -11,6 +11,11 @@ const char* handlePrefix(HandleKind k) {
     case HandleKind::kPool: return "pool";
     case HandleKind::kStream: return "stream";
     case HandleKind::kEvent: return "event";
+    case HandleKind::kModule: return "module";
+    case HandleKind::kFunction: return "func";
+    case HandleKind::kLibrary: return "library";
+    case HandleKind::kKernel: return "kernel";
+    case HandleKind::kOther: return "obj";
     case HandleKind::kNone: break;
   }
   return "handle";
