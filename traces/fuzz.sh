@@ -22,5 +22,5 @@ mkdir -p "$corpus" "$dir/fuzz-artifacts"
 # Small seeds only: libFuzzer's inputs are capped at -max_len bytes.
 cp tests/traces/good.jsonl tests/traces/bad/*.jsonl "$corpus/"
 head -c 4000 traces/samples/nccl-8gpu-setup.jsonl >"$corpus/nccl-head.jsonl"
-exec "$dir/trace_parser_fuzzer" "$corpus" -max_len=8192 -max_total_time="$seconds" \
+exec "$dir/traces/trace_parser_fuzzer" "$corpus" -max_len=8192 -max_total_time="$seconds" \
   -artifact_prefix="$dir/fuzz-artifacts/" -print_final_stats=1 "$@"
