@@ -1,5 +1,6 @@
 #include "traces/lib/recorder.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,6 +83,16 @@ void closeTrace() {
   r.file = nullptr;
 }
 
+// A forked child shares the trace file with its parent: it stops recording rather than interleave
+// its calls with the parent's (a child that execs a CUDA program records afresh; use %p in
+// MCSIM_RECORD to keep each process's trace).
+void stopInChild() {
+  Recorder& r = recorder();
+  r.file = nullptr;
+  r.closed = true;
+  gRecording = false;
+}
+
 uint64_t wallNs() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -129,6 +140,7 @@ void startRecorder(const Target& t) {
   header["data_limit"] = r.options.dataLimit;
   writeLine(r, header);
   std::atexit(closeTrace);
+  ::pthread_atfork(nullptr, nullptr, stopInChild);
   gRecording = true;
 }
 
