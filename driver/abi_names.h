@@ -18,3 +18,8 @@
 #undef cuStreamDestroy
 #undef cuEventDestroy
 #undef cuEventElapsedTime
+
+// In the driver's sources the lifted names are renamed again (driver/driver.h).
+#ifdef MCSIM_DRIVER_IMPL
+#include "mcsim_internal_names.h"
+#endif

@@ -155,13 +155,22 @@ bool timelineActive() {
   return on;
 }
 
+// The entry points are defined as mcsim_impl_<symbol> (traces/gen_wrappers.py); plans and the
+// timeline name the exported symbol.
+const char* exportedName(const char* symbol) {
+  constexpr char kImpl[] = "mcsim_impl_";
+  return std::strncmp(symbol, kImpl, sizeof kImpl - 1) == 0 ? symbol + sizeof kImpl - 1 : symbol;
+}
+
 void noteCall(const char* symbol) {
+  symbol = exportedName(symbol);
   static const model::TimelineTrack track = model::Timeline::active()->track("Host", "driver calls");
   track.instant(node().nowPs(), symbol);
 }
 
 bool consultFaults(const char* symbol, int device, const fabric::FaultArgument* args, size_t argCount,
                    CUresult* result, bool fabricMoment) {
+  symbol = exportedName(symbol);
   // The entry point's wiring must match fabric/fault_arguments.def, or plans that parse would
   // filter on arguments it never passes: a bug in mcsim, which the test suites and campaigns
   // (every call they make under a plan comes through here) catch at once.

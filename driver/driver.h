@@ -3,6 +3,11 @@
 #pragma once
 
 #include <cuda.h>
+// The driver's sources (MCSIM_DRIVER_IMPL) define each entry point as mcsim_impl_<symbol>; the
+// trace wrappers (traces/, generated from entry_points.def) define the exported names.
+#ifdef MCSIM_DRIVER_IMPL
+#include "mcsim_internal_names.h"
+#endif
 
 #include <atomic>
 #include <initializer_list>

@@ -26,5 +26,8 @@ Command addRunCommand(CLI::App& parent);
 Command addPresetsCommand(CLI::App& parent);
 Command addTopoCommand(CLI::App& parent);
 Command addCampaignCommand(CLI::App& parent);
+Command addReplayCommand(CLI::App& parent);
+Command addDiffCommand(CLI::App& parent);
+Command addMinimizeCommand(CLI::App& parent);
 
 }  // namespace mcsim::tools

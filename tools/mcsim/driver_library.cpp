@@ -23,14 +23,14 @@ DriverLibraryDir check(const fs::path& dir, const std::string& origin) {
 
 }  // namespace
 
-DriverLibraryDir findDriverLibraryDir() {
+DriverLibraryDir findDriverLibraryDir(const std::string& subdir) {
   if (const char* env = std::getenv("MCSIM_LIB_DIR"); env != nullptr && *env != '\0') {
-    return check(env, "from MCSIM_LIB_DIR");
+    return check(fs::path(env) / subdir, "from MCSIM_LIB_DIR");
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return {"", "cannot locate the mcsim executable (" + ec.message() + "); set MCSIM_LIB_DIR"};
-  DriverLibraryDir found = check(self.parent_path().parent_path() / "lib", "next to " + self.string());
+  DriverLibraryDir found = check(self.parent_path().parent_path() / "lib" / subdir, "next to " + self.string());
   if (found.dir.empty()) found.problem += "; set MCSIM_LIB_DIR to the directory that holds it";
   return found;
 }

@@ -13,7 +13,8 @@ struct DriverLibraryDir {
 };
 
 // MCSIM_LIB_DIR when set; otherwise <directory of this executable>/../lib, the layout of both
-// the build tree (bin/ beside lib/) and an installed prefix.
-DriverLibraryDir findDriverLibraryDir();
+// the build tree (bin/ beside lib/) and an installed prefix. With `subdir` ("record-real"), the
+// directory of that name inside it.
+DriverLibraryDir findDriverLibraryDir(const std::string& subdir = "");
 
 }  // namespace mcsim::tools

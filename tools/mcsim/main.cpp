@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
       addPresetsCommand(app),
       addTopoCommand(app),
       addCampaignCommand(app),
+      addReplayCommand(app),
+      addDiffCommand(app),
+      addMinimizeCommand(app),
   };
 
   try {

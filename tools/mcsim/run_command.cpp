@@ -31,6 +31,7 @@ namespace {
 struct RunOptions {
   std::string topology;
   std::string faults;
+  std::string record;
   uint64_t seed = 0;
   int driverVersion = 0;
   std::vector<std::string> command;
@@ -84,6 +85,12 @@ int run(const RunOptions& o) {
     const std::filesystem::path absolute = std::filesystem::absolute(o.faults, ec);
     setEnv("MCSIM_FAULTS_FILE", ec ? o.faults : absolute.string());
   }
+  if (!o.record.empty()) {
+    // The driver records every call to this file (docs/traces.md); %p in it becomes the pid.
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(o.record, ec);
+    setEnv("MCSIM_RECORD", ec ? o.record : absolute.string());
+  }
   if (o.seedOption->count() > 0) setEnv("MCSIM_SEED", std::to_string(o.seed));
   if (o.versionOption->count() > 0) setEnv("MCSIM_DRIVER_VERSION", std::to_string(o.driverVersion));
 
@@ -111,6 +118,7 @@ Command addRunCommand(CLI::App& parent) {
       "run", "Run a program against mcsim's libcuda.so.1: mcsim run [OPTIONS] -- PROGRAM [ARGS...]");
   cmd->add_option("--topology", o->topology, "Built-in preset name or preset file (MCSIM_TOPOLOGY)");
   cmd->add_option("--faults", o->faults, "Fault plan file to install at cuInit (MCSIM_FAULTS_FILE; docs/faults.md)");
+  cmd->add_option("--record", o->record, "Record every driver call to this trace (MCSIM_RECORD; docs/traces.md)");
   o->seedOption = cmd->add_option("--seed", o->seed, "Seed of every random choice (MCSIM_SEED)");
   o->versionOption = cmd->add_option("--driver-version", o->driverVersion,
                                      "Driver version to emulate, e.g. 12080 (MCSIM_DRIVER_VERSION)")

@@ -1,0 +1,20 @@
+# Records PROGRAM in mcsim (optionally under FAULTS, on TOPOLOGY) to TRACE, then replays TRACE in
+# mcsim: passes when the replay is bit-exact ("0 differences", exit status 0).
+#   cmake -DMCSIM=... -DPROGRAM=... -DTRACE=... [-DFAULTS=plan] [-DTOPOLOGY=preset] -P round_trip.cmake
+set(ENV{MCSIM_HANG_GRACE_S} 1)
+set(run_args run --record ${TRACE})
+if(FAULTS)
+  list(APPEND run_args --faults ${FAULTS})
+endif()
+if(TOPOLOGY)
+  list(APPEND run_args --topology ${TOPOLOGY})
+endif()
+execute_process(COMMAND ${MCSIM} ${run_args} -- ${PROGRAM} RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+if(NOT EXISTS ${TRACE})
+  message(FATAL_ERROR "recording ${PROGRAM} left no trace (status ${status})")
+endif()
+execute_process(COMMAND ${MCSIM} replay ${TRACE} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}")
+if(NOT status EQUAL 0 OR NOT out MATCHES "replayed [1-9][0-9]* calls, 0 differences")
+  message(FATAL_ERROR "replay of ${TRACE} is not exact (status ${status}):\n${err}")
+endif()

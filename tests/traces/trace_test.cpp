@@ -1,0 +1,206 @@
+// Unit tests of the trace layer: the reader's refusals (every class of bad trace names its file
+// and line), the codec's encodings, names, conditions and the diff; and the recording library's
+// refusal of cuMulticast* calls in front of a "real" driver (mcsim's own, here).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+#include <vector>
+
+#include "traces/lib/codec.h"
+#include "traces/lib/ids.h"
+#include "traces/lib/minimize.h"
+#include "traces/lib/trace_diff.h"
+#include "traces/lib/trace_reader.h"
+
+namespace mcsim::trace {
+namespace {
+
+const std::string kDir = MCSIM_TEST_TRACE_DIR;
+
+struct BadTrace {
+  const char* file;
+  int line;
+  const char* reason;
+};
+
+TEST(TraceReader, EveryBadTraceIsRefusedWithFileLineAndReason) {
+  const BadTrace cases[] = {
+      {"truncated.jsonl", 4, "truncated: the last line is incomplete"},
+      {"no-end.jsonl", 3, "truncated: no end record"},
+      {"wrong-version.jsonl", 1, "trace version 99 (this mcsim reads version 1)"},
+      {"unknown-call.jsonl", 3, "unknown call 'cuDevicePrimaryCtxFrobnicate'"},
+      {"dangling-id.jsonl", 3, "dangling id 'ctx7': no earlier call produced it"},
+      {"not-json.jsonl", 3, "not JSON"},
+      {"bad-argument.jsonl", 3, "argument 'dev': expected a number"},
+      {"unknown-result.jsonl", 3, "unknown result 'CUDA_ERROR_WHATEVER'"},
+  };
+  for (const BadTrace& c : cases) {
+    const std::string path = kDir + "/bad/" + c.file;
+    Trace t;
+    const std::string e = readTrace(path, &t);
+    const std::string prefix = path + ":" + std::to_string(c.line) + ": ";
+    EXPECT_EQ(e.rfind(prefix, 0), 0u) << e;
+    EXPECT_NE(e.find(c.reason), std::string::npos) << e;
+  }
+}
+
+TEST(TraceReader, MoreRefusals) {
+  Trace t;
+  EXPECT_EQ(parseTrace("", "x", &t), "x:1: empty file");
+  EXPECT_NE(parseTrace("{\"hello\":1}\n", "x", &t).find("x:1: not an mcsim trace"), std::string::npos);
+  const std::string h = "{\"mcsim_trace\":1,\"target\":\"mcsim\"}\n";
+  const std::string init = "{\"seq\":0,\"thread\":0,\"call\":\"cuInit\",\"args\":{\"Flags\":0},\"result\":\"CUDA_SUCCESS\"}\n";
+  EXPECT_NE(parseTrace(h + init + init + "{\"end\":true,\"calls\":2}\n", "x", &t).find("x:3: admission number 0 appears twice"),
+            std::string::npos);
+  EXPECT_NE(parseTrace(h + init + "{\"end\":true,\"calls\":5}\n", "x", &t).find("x:3: the end record counts 5"), std::string::npos);
+  EXPECT_NE(parseTrace(h + "{\"end\":true,\"calls\":0}\nmore\n", "x", &t).find("x:3: text after the end record"), std::string::npos);
+  EXPECT_NE(parseTrace(h + "{\"seq\":0,\"thread\":0,\"call\":\"cuInit\",\"args\":{},\"result\":\"CUDA_SUCCESS\"}\n{\"end\":true,\"calls\":1}\n",
+                       "x", &t).find("x:2: argument 'Flags' is missing"),
+            std::string::npos);
+  // A descriptor missing a field is refused, not a crash later.
+  const std::string create = "{\"seq\":1,\"thread\":0,\"call\":\"cuMemCreate\",\"args\":{\"handle\":\"out\",\"size\":1,"
+                             "\"prop\":{\"type\":1},\"flags\":0},\"result\":\"CUDA_SUCCESS\"}\n";
+  EXPECT_NE(parseTrace(h + init + create + "{\"end\":true,\"calls\":2}\n", "x", &t).find("x:3: arguments:"), std::string::npos);
+}
+
+TEST(TraceReader, GoodTraceReadsAndWritesBack) {
+  Trace t;
+  ASSERT_EQ(readTrace(kDir + "/good.jsonl", &t), "");
+  ASSERT_EQ(t.records.size(), 3u);
+  EXPECT_EQ(t.records[2].producers, std::vector<int>{1});
+  Trace again;
+  ASSERT_EQ(parseTrace(writeTrace(t.header, t.records), "again", &again), "");
+  EXPECT_EQ(again.records.size(), 3u);
+}
+
+TEST(Codec, Base64RoundTripsAndRefusesJunk) {
+  for (size_t n = 0; n < 10; ++n) {
+    std::vector<uint8_t> in(n);
+    for (size_t i = 0; i < n; ++i) in[i] = static_cast<uint8_t>(i * 77 + 3);
+    std::vector<uint8_t> out;
+    ASSERT_TRUE(fromBase64(toBase64(in.data(), in.size()), &out));
+    EXPECT_EQ(in, out);
+  }
+  std::vector<uint8_t> out;
+  EXPECT_FALSE(fromBase64("abc", &out));
+  EXPECT_FALSE(fromBase64("ab!d", &out));
+  EXPECT_FALSE(fromBase64("a=bc", &out));
+}
+
+TEST(Names, AddressesAreRegionPlusOffset) {
+  Names n;
+  EXPECT_EQ(n.newRegion(false, 0x1000, 0x100), "va1");
+  EXPECT_EQ(n.address(false, 0x1000), "va1");
+  EXPECT_EQ(n.address(false, 0x1010), "va1+16");
+  EXPECT_EQ(n.address(false, 0x1100), "va1+256");  // one past the end: an end pointer
+  EXPECT_EQ(n.address(false, 0x1101), "");
+  EXPECT_EQ(n.address(true, 0x1000), "");  // host regions are separate
+  // A region handed out again replaces the old one.
+  EXPECT_EQ(n.newRegion(false, 0x1080, 0x100), "va2");
+  EXPECT_EQ(n.address(false, 0x1000), "");
+  EXPECT_EQ(n.address(false, 0x1090), "va2+16");
+  EXPECT_EQ(n.outHandle(HandleKind::kMem, 7, true), "mem1");
+  EXPECT_EQ(n.outHandle(HandleKind::kMem, 7, false), "mem1");
+  EXPECT_EQ(n.outHandle(HandleKind::kMem, 7, true), "mem2");
+  ASSERT_TRUE(parseName("va12+4096"));
+  EXPECT_EQ(parseName("va12+4096")->base, "va12");
+  EXPECT_EQ(parseName("va12+4096")->offset, 4096u);
+  for (const char* junk : {"", "va", "12", "va1+", "va1+x", "out", "legacy", "va1-3", "VA1"}) {
+    EXPECT_FALSE(parseName(junk)) << junk;
+  }
+}
+
+TEST(Conditions, Parse) {
+  Condition c;
+  EXPECT_EQ(parseCondition("result=CUDA_ERROR_ILLEGAL_STATE@cuMulticastBindMem", &c), "");
+  EXPECT_EQ(c.result, "CUDA_ERROR_ILLEGAL_STATE");
+  EXPECT_EQ(c.call, "cuMulticastBindMem");
+  EXPECT_EQ(parseCondition("deadlock", &c), "");
+  EXPECT_EQ(c.kind, Condition::Kind::kDeadlock);
+  EXPECT_NE(parseCondition("result=CUDA_ERROR_NOPE", &c), "");
+  EXPECT_NE(parseCondition("result=CUDA_SUCCESS@cuNothing", &c), "");
+  EXPECT_NE(parseCondition("sometimes", &c), "");
+}
+
+TEST(Diff, ResultsCountOutputsOnlyWhenExact) {
+  Trace a, b;
+  ASSERT_EQ(readTrace(kDir + "/good.jsonl", &a), "");
+  b = a;
+  b.records[1].out["pctx"] = "ctx9";
+  DiffOptions loose;
+  EXPECT_TRUE(diffTraces(a, b, loose).differences.empty());
+  EXPECT_EQ(diffTraces(a, b, loose).notes.size(), 1u);
+  DiffOptions exact;
+  exact.exact = true;
+  EXPECT_EQ(diffTraces(a, b, exact).differences.size(), 1u);
+  b.records[2].result = "CUDA_ERROR_INVALID_CONTEXT";
+  const DiffResult r = diffTraces(a, b, loose);
+  ASSERT_EQ(r.differences.size(), 1u);
+  EXPECT_NE(r.differences[0].what.find("result CUDA_SUCCESS vs CUDA_ERROR_INVALID_CONTEXT"), std::string::npos);
+}
+
+// The recording library forwards to MCSIM_REAL_LIBCUDA (mcsim's driver here) and refuses every
+// cuMulticast* call, direct or through cuGetProcAddress, unless MCSIM_REAL_MULTICAST=1.
+TEST(RecordReal, RefusesMulticastUnlessAllowed) {
+  ::setenv("MCSIM_REAL_LIBCUDA", MCSIM_TEST_LIB_DIR "/libcuda.so.1", 1);
+  ::unsetenv("MCSIM_REAL_MULTICAST");
+  ::unsetenv("MCSIM_RECORD");
+  void* lib = ::dlopen(MCSIM_TEST_LIB_DIR "/record-real/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto init = reinterpret_cast<CUresult (*)(unsigned)>(::dlsym(lib, "cuInit"));
+  auto create = reinterpret_cast<CUresult (*)(CUmemGenericAllocationHandle*, const CUmulticastObjectProp*)>(
+      ::dlsym(lib, "cuMulticastCreate"));
+  auto proc = reinterpret_cast<CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*)>(
+      ::dlsym(lib, "cuGetProcAddress_v2"));
+  ASSERT_TRUE(init && create && proc);
+  ASSERT_EQ(init(0), CUDA_SUCCESS);
+  CUmulticastObjectProp prop{};
+  prop.numDevices = 2;
+  prop.size = 2u << 20;
+  prop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle h = 0;
+  EXPECT_EQ(create(&h, &prop), CUDA_ERROR_NOT_PERMITTED);
+  EXPECT_EQ(h, 0u);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult found;
+  ASSERT_EQ(proc("cuMulticastCreate", &fn, 12010, 0, &found), CUDA_SUCCESS);
+  ASSERT_NE(fn, nullptr);
+  EXPECT_EQ(fn, reinterpret_cast<void*>(create));  // the recording library's own wrapper
+  EXPECT_EQ(reinterpret_cast<decltype(create)>(fn)(&h, &prop), CUDA_ERROR_NOT_PERMITTED);
+}
+
+// A call given a host buffer shorter than its count fails in the driver; the recorder, which reads
+// the buffer first, must not crash on it and records it as unreadable.
+TEST(RecordReal, ShortHostBufferIsRecordedUnreadable) {
+  const std::string trace = ::testing::TempDir() + "short_buffer.jsonl";
+  ::setenv("MCSIM_REAL_LIBCUDA", MCSIM_TEST_LIB_DIR "/libcuda.so.1", 1);
+  ::setenv("MCSIM_RECORD", trace.c_str(), 1);
+  void* lib = ::dlopen(MCSIM_TEST_LIB_DIR "/record-real/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ::unsetenv("MCSIM_RECORD");
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto init = reinterpret_cast<CUresult (*)(unsigned)>(::dlsym(lib, "cuInit"));
+  auto retain = reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(::dlsym(lib, "cuDevicePrimaryCtxRetain"));
+  auto setCurrent = reinterpret_cast<CUresult (*)(CUcontext)>(::dlsym(lib, "cuCtxSetCurrent"));
+  auto alloc = reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(::dlsym(lib, "cuMemAlloc_v2"));
+  auto htod = reinterpret_cast<CUresult (*)(CUdeviceptr, const void*, size_t)>(::dlsym(lib, "cuMemcpyHtoD_v2"));
+  auto close = reinterpret_cast<void (*)()>(::dlsym(lib, "mcsim_trace_close"));
+  ASSERT_TRUE(init && retain && setCurrent && alloc && htod && close);
+  CUcontext ctx = nullptr;
+  CUdeviceptr d = 0;
+  ASSERT_EQ(init(0), CUDA_SUCCESS);
+  ASSERT_EQ(retain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(setCurrent(ctx), CUDA_SUCCESS);
+  ASSERT_EQ(alloc(&d, 4096), CUDA_SUCCESS);
+  const char small[16] = {};
+  EXPECT_NE(htod(d, small, uint64_t{1} << 40), CUDA_SUCCESS);
+  close();
+  Trace t;
+  ASSERT_EQ(readTrace(trace, &t), "");
+  ASSERT_EQ(t.records.size(), 5u);
+  EXPECT_EQ(t.records[4].args.at("srcHost").value("unreadable", false), true) << t.records[4].args.dump();
+}
+
+}  // namespace
+}  // namespace mcsim::trace

@@ -1,0 +1,274 @@
+// `mcsim replay`, `mcsim diff` and `mcsim minimize`: the trace commands (docs/traces.md). The
+// work is in traces/lib; this file is the command line around it.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "commands.h"
+#include "driver_library.h"
+#ifndef MCSIM_TRACES_ONLY
+#include "fabric/fault_plan.h"
+#include "fabric/json_source.h"
+#endif
+#include "traces/lib/minimize.h"
+#include "traces/lib/replayer.h"
+#include "traces/lib/trace_diff.h"
+#include "traces/lib/trace_reader.h"
+
+namespace mcsim::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using trace::Trace;
+
+// A scratch directory for one command, removed when it ends.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string tmpl = (fs::temp_directory_path() / "mcsim-trace-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  std::string file(const char* name) const { return path_ + "/" + name; }
+  bool ok() const { return !path_.empty(); }
+
+ private:
+  std::string path_;
+};
+
+bool readText(const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream s;
+  s << in.rdbuf();
+  *out = s.str();
+  return true;
+}
+
+bool hasMulticast(const Trace& t) {
+  for (const auto& r : t.records) {
+    if (std::string(trace::callTable()[r.call].base).rfind("cuMulticast", 0) == 0) return true;
+  }
+  return false;
+}
+
+struct TargetChoice {
+  std::string target = "sim";
+  std::string library;
+  std::string topology;
+  std::string faults;
+};
+
+// Fills the replay options every command shares; "" or the problem (exit status 2).
+std::string prepareReplay(const char* cmd, const TargetChoice& c, Trace* t, const ScratchDir& dir,
+                          trace::ReplayOptions* o) {
+  if (!dir.ok()) return std::string(cmd) + ": cannot make a scratch directory";
+  o->simulated = c.target == "sim";
+  if (!c.library.empty()) {
+    o->library = fs::absolute(c.library).string();
+  } else {
+    const DriverLibraryDir lib = findDriverLibraryDir(o->simulated ? "" : "record-real");
+    if (lib.dir.empty()) return std::string(cmd) + ": " + lib.problem;
+    o->library = lib.dir + "/" + kDriverLibraryName;
+  }
+  if (!fs::exists(o->library)) return std::string(cmd) + ": no " + o->library + " (build it first)";
+  if (!o->simulated && hasMulticast(*t)) {
+    const char* mc = std::getenv("MCSIM_REAL_MULTICAST");
+    if (mc == nullptr || std::string(mc) != "1") {
+      return std::string(cmd) + ": " + t->path +
+             " calls cuMulticast* functions, which are not replayed on a real driver unless MCSIM_REAL_MULTICAST=1";
+    }
+  }
+  if (!c.faults.empty()) {
+    o->overrideFaults = true;
+    if (!readText(c.faults, &o->faultsText)) return std::string(cmd) + ": " + c.faults + ": cannot read the fault plan";
+#ifndef MCSIM_TRACES_ONLY
+    // Refuse a plan the driver would refuse (every call would then fail with CUDA_ERROR_NO_DEVICE).
+    try {
+      fabric::parseFaultPlan(o->faultsText, c.faults);
+    } catch (const fabric::InputError& e) {
+      return std::string(cmd) + ": " + e.what();
+    }
+#endif
+  }
+  if (!c.topology.empty()) t->header["env"]["MCSIM_TOPOLOGY"] = c.topology;
+  o->recordTo = dir.file("replay.jsonl");
+  o->faultsPath = dir.file("faults.plan");
+  o->outcomeTo = dir.file("outcome.json");
+  return "";
+}
+
+void addTargetOptions(CLI::App* cmd, TargetChoice* c) {
+  cmd->add_option("--target", c->target, "Replay in mcsim (sim) or on the real driver (real)")
+      ->check(CLI::IsMember({"sim", "real"}));
+  cmd->add_option("--faults", c->faults, "Fault plan to replay under instead of the recorded one (mcsim)");
+  cmd->add_option("--topology", c->topology, "Preset to replay on instead of the recorded one (mcsim)");
+  cmd->add_option("--library", c->library, "The libcuda.so.1 to replay against (default: mcsim's, or record-real/)");
+}
+
+// ---- replay
+
+struct ReplayArgs {
+  std::string trace;
+  TargetChoice target;
+  std::string output;
+  size_t explain = 5;
+  double timeout = 300;
+  bool resultsOnly = false;
+};
+
+int replay(ReplayArgs& a) {
+  Trace t;
+  if (std::string e = trace::readTrace(a.trace, &t); !e.empty()) {
+    std::fprintf(stderr, "mcsim replay: %s\n", e.c_str());
+    return kExitBadInput;
+  }
+  ScratchDir dir;
+  trace::ReplayOptions o;
+  o.timeoutSeconds = a.timeout;
+  if (std::string e = prepareReplay("mcsim replay", a.target, &t, dir, &o); !e.empty()) {
+    std::fprintf(stderr, "%s\n", e.c_str());
+    return kExitBadInput;
+  }
+  const trace::ReplayOutcome r = trace::replayInChild(t, o);
+  if (!r.finished) {
+    std::fprintf(stderr, "mcsim replay: %s\n", r.problem.c_str());
+    return kExitFailure;
+  }
+  Trace replayed;
+  if (std::string e = trace::readTrace(o.recordTo, &replayed); !e.empty()) {
+    std::fprintf(stderr, "mcsim replay: the replay's own trace is unreadable: %s\n", e.c_str());
+    return kExitFailure;
+  }
+  replayed.path = a.output.empty() ? "replay" : a.output;
+  if (!a.output.empty()) fs::copy_file(o.recordTo, a.output, fs::copy_options::overwrite_existing);
+  trace::DiffOptions d;
+  d.exact = trace::bothSimulated(t, replayed) && !a.resultsOnly;
+  d.explain = a.explain;
+  trace::DiffResult res = trace::diffTraces(t, replayed, d);
+  if (!r.invariant.empty()) res.differences.insert(res.differences.begin(), {0, "invariant: " + r.invariant});
+  std::printf("%s", trace::describeDiff(res, t, replayed, "replayed", d, false).c_str());
+  if (r.approximated > 0) {
+    std::printf("%llu calls replayed approximately; the first: %s\n", static_cast<unsigned long long>(r.approximated),
+                r.firstApproximation.c_str());
+  }
+  return res.differences.empty() ? kExitOk : kExitFailure;
+}
+
+// ---- diff
+
+struct DiffArgs {
+  std::string a, b;
+  bool exact = false, resultsOnly = false;
+  size_t explain = 5;
+};
+
+int diff(const DiffArgs& a) {
+  Trace ta, tb;
+  for (auto [path, t] : {std::pair{&a.a, &ta}, std::pair{&a.b, &tb}}) {
+    if (std::string e = trace::readTrace(*path, t); !e.empty()) {
+      std::fprintf(stderr, "mcsim diff: %s\n", e.c_str());
+      return kExitBadInput;
+    }
+  }
+  trace::DiffOptions d;
+  d.exact = a.exact || (!a.resultsOnly && trace::bothSimulated(ta, tb));
+  d.explain = a.explain;
+  const trace::DiffResult res = trace::diffTraces(ta, tb, d);
+  std::printf("%s", trace::describeDiff(res, ta, tb, "compared", d, true).c_str());
+  return res.differences.empty() ? kExitOk : kExitFailure;
+}
+
+// ---- minimize
+
+struct MinimizeArgs {
+  std::string trace;
+  std::string until;
+  std::string output;
+  TargetChoice target;
+  int maxReplays = 500;
+  double timeout = 60;
+};
+
+int minimize(MinimizeArgs& a) {
+  Trace t;
+  if (std::string e = trace::readTrace(a.trace, &t); !e.empty()) {
+    std::fprintf(stderr, "mcsim minimize: %s\n", e.c_str());
+    return kExitBadInput;
+  }
+  trace::MinimizeOptions o;
+  if (std::string e = trace::parseCondition(a.until, &o.until); !e.empty()) {
+    std::fprintf(stderr, "mcsim minimize: --until %s\n", e.c_str());
+    return kExitBadInput;
+  }
+  ScratchDir dir;
+  if (std::string e = prepareReplay("mcsim minimize", a.target, &t, dir, &o.replay); !e.empty()) {
+    std::fprintf(stderr, "%s\n", e.c_str());
+    return kExitBadInput;
+  }
+  o.replay.stderrTo = dir.file("stderr.txt");
+  o.replay.timeoutSeconds = a.timeout;
+  o.maxReplays = a.maxReplays;
+  if (!a.target.faults.empty()) t.header["faults"] = o.replay.faultsText;  // the minimal trace carries its plan
+  const trace::MinimizeResult res = trace::minimizeTrace(t, o);
+  if (!res.problem.empty()) {
+    std::fprintf(stderr, "mcsim minimize: %s\n", res.problem.c_str());
+    return kExitFailure;
+  }
+  const std::string out = a.output.empty() ? a.trace + ".min.jsonl" : a.output;
+  std::ofstream(out) << trace::writeTrace(t.header, res.records);
+  std::printf("minimized %zu calls to %zu (%s) in %d replays: %s\n", t.records.size(), res.records.size(),
+              trace::describeCondition(o.until).c_str(), res.replays, out.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+Command addReplayCommand(CLI::App& parent) {
+  auto a = std::make_shared<ReplayArgs>();
+  CLI::App* cmd = parent.add_subcommand("replay", "Replay a trace and compare every result and data digest with it");
+  cmd->add_option("trace", a->trace, "The trace (JSON Lines, docs/traces.md)")->required();
+  addTargetOptions(cmd, &a->target);
+  cmd->add_option("-o,--output", a->output, "Keep the replay's own trace here");
+  cmd->add_option("--explain", a->explain, "How many differences to explain (default 5)");
+  cmd->add_option("--timeout", a->timeout, "Seconds before the replay is given up (default 300)");
+  cmd->add_flag("--results-only", a->resultsOnly,
+                "Only results and data digests count, not outputs or simulated times (default across targets)");
+  return {cmd, [a] { return replay(*a); }};
+}
+
+Command addDiffCommand(CLI::App& parent) {
+  auto a = std::make_shared<DiffArgs>();
+  CLI::App* cmd = parent.add_subcommand("diff", "Compare two traces call by call: results, data digests, durations");
+  cmd->add_option("a", a->a, "The first trace")->required();
+  cmd->add_option("b", a->b, "The second trace")->required();
+  cmd->add_flag("--exact", a->exact, "Arguments, outputs and simulated times must match too");
+  cmd->add_flag("--results-only", a->resultsOnly, "Only results and data digests count (default across targets)");
+  cmd->add_option("--explain", a->explain, "How many differences to explain (default 5)");
+  return {cmd, [a] { return diff(*a); }};
+}
+
+Command addMinimizeCommand(CLI::App& parent) {
+  auto a = std::make_shared<MinimizeArgs>();
+  CLI::App* cmd = parent.add_subcommand("minimize", "Shrink a failing trace to a minimal one that fails the same way");
+  cmd->add_option("trace", a->trace, "The failing trace")->required();
+  cmd->add_option("--until", a->until, "The failure: result=CUDA_ERROR_X[@call], deadlock or invariant")->required();
+  addTargetOptions(cmd, &a->target);
+  cmd->add_option("-o,--output", a->output, "Where the minimal trace goes (default TRACE.min.jsonl)");
+  cmd->add_option("--max-replays", a->maxReplays, "Give up shrinking after this many replays (default 500)");
+  cmd->add_option("--timeout", a->timeout, "Seconds before one replay is given up (default 60)");
+  return {cmd, [a] { return minimize(*a); }};
+}
+
+}  // namespace mcsim::tools

@@ -1,0 +1,221 @@
+#include "traces/lib/recorder.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "traces/lib/call_desc.h"
+#include "traces/lib/codec.h"
+#include "traces/lib/results.h"
+#include "traces/lib/trace_format.h"
+
+namespace mcsim::trace {
+
+bool gRecording = false;
+
+namespace {
+
+struct Recorder {
+  std::mutex mu;
+  FILE* file = nullptr;
+  Target target{};
+  RecordOptions options;
+  Names names;
+  uint64_t admitted = 0;
+  uint64_t written = 0;
+  int threads = 0;
+  bool closed = false;
+  // Wrapper and forward pointers sorted by address, for cuGetProcAddress.
+  std::vector<std::pair<void*, int>> byForward, byWrapper;
+};
+
+Recorder& recorder() {
+  // Leaked on purpose: calls made from static destructors must still find it.
+  static Recorder* r = new Recorder();
+  return *r;
+}
+
+thread_local int tThread = -1;
+thread_local int tDepth = 0;  // a driver that calls its own exports is recorded once
+
+std::atomic<uint64_t> gAdmitted{0};
+std::atomic<uint64_t> gFinished{0};
+
+int findIn(const std::vector<std::pair<void*, int>>& v, void* p) {
+  auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(p, -1));
+  return (it != v.end() && it->first == p) ? it->second : -1;
+}
+
+std::string readFile(const char* path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeLine(Recorder& r, const Json& j) {
+  const std::string line = j.dump();
+  std::fwrite(line.data(), 1, line.size(), r.file);
+  std::fputc('\n', r.file);
+  // Flushed per record, so that a trace of a program that crashes ends at its last call.
+  std::fflush(r.file);
+}
+
+void closeTrace() {
+  Recorder& r = recorder();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.file == nullptr || r.closed) return;
+  r.closed = true;
+  writeLine(r, Json{{"end", true}, {"calls", r.written}});
+  std::fclose(r.file);
+  r.file = nullptr;
+}
+
+// A forked child shares the trace file with its parent: it stops recording rather than interleave
+// its calls with the parent's (a child that execs a CUDA program records afresh; use %p in
+// MCSIM_RECORD to keep each process's trace).
+void stopInChild() {
+  Recorder& r = recorder();
+  r.file = nullptr;
+  r.closed = true;
+  gRecording = false;
+}
+
+uint64_t wallNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+}  // namespace
+
+void startRecorder(const Target& t) {
+  Recorder& r = recorder();
+  r.target = t;
+  for (size_t i = 0; i < callCount(); ++i) {
+    if (t.forwards[i] != nullptr) r.byForward.emplace_back(t.forwards[i], static_cast<int>(i));
+    r.byWrapper.emplace_back(t.wrappers[i], static_cast<int>(i));
+  }
+  std::sort(r.byForward.begin(), r.byForward.end());
+  std::sort(r.byWrapper.begin(), r.byWrapper.end());
+  r.options.symbolOf = &wrappedSymbol;
+
+  const char* path = std::getenv("MCSIM_RECORD");
+  if (path == nullptr || *path == '\0') return;
+  std::string p = path;
+  // %p: one trace per process when several processes record.
+  const size_t at = p.find("%p");
+  if (at != std::string::npos) p.replace(at, 2, std::to_string(::getpid()));
+  if (const char* d = std::getenv("MCSIM_RECORD_DATA")) r.options.dataLimit = std::strtoull(d, nullptr, 10);
+  if (const char* d = std::getenv("MCSIM_RECORD_OUTPUT_DATA")) r.options.outputData = std::strcmp(d, "1") == 0;
+  r.file = std::fopen(p.c_str(), "w");
+  if (r.file == nullptr) {
+    std::fprintf(stderr, "mcsim: MCSIM_RECORD=%s: cannot write the trace: %s\n", p.c_str(), std::strerror(errno));
+    return;
+  }
+  Json header{{"mcsim_trace", kTraceVersion}, {"target", t.name}, {"pid", static_cast<int64_t>(::getpid())}};
+  Json env = Json::object();
+  for (const char* name : kRecordedEnvironment) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  header["env"] = env;
+  Json faults;
+  if (const char* f = std::getenv("MCSIM_FAULTS_FILE")) {
+    faults = readFile(f);
+  } else if (const char* f1 = std::getenv("MCSIM_FAULTS")) {
+    faults = std::string(f1);
+  }
+  header["faults"] = faults;
+  header["data_limit"] = r.options.dataLimit;
+  writeLine(r, header);
+  std::atexit(closeTrace);
+  ::pthread_atfork(nullptr, nullptr, stopInChild);
+  gRecording = true;
+}
+
+CallScope::CallScope(int call, const uint64_t* slots) : call_(call), slots_(slots), active_(tDepth == 0) {
+  ++tDepth;
+  if (!active_) return;
+  Recorder& r = recorder();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.closed || r.file == nullptr) {
+    active_ = false;
+    return;
+  }
+  if (tThread < 0) tThread = r.threads++;
+  thread_ = tThread;
+  seq_ = r.admitted++;
+  finishedBefore_ = gFinished.load(std::memory_order_acquire);
+  auto* args = new Json();
+  encodeInputs(callTable()[call_], slots_, r.names, r.options, args);
+  inputs_ = args;
+  t0_ = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
+  gAdmitted.store(r.admitted, std::memory_order_release);
+}
+
+CUresult CallScope::finish(CUresult result) {
+  --tDepth;
+  if (!active_) return result;
+  Recorder& r = recorder();
+  const uint64_t t1 = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
+  std::unique_ptr<Json> args(static_cast<Json*>(inputs_));
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.closed || r.file == nullptr) return result;
+  const CallDesc& d = callTable()[call_];
+  Json rec{{"seq", seq_}, {"fin", finishedBefore_}, {"thread", thread_}, {"call", d.symbol}, {"args", std::move(*args)}};
+  rec["result"] = resultName(result);
+  if (result == CUDA_SUCCESS) {
+    Json out;
+    encodeOutputs(d, slots_, r.names, r.options, &out);
+    if (!out.empty()) rec["out"] = std::move(out);
+  }
+  if (r.target.simNowPs != nullptr) {
+    rec["t0_ps"] = t0_;
+    rec["t1_ps"] = t1;
+  } else {
+    rec["dur_ns"] = t1 - t0_;
+  }
+  writeLine(r, rec);
+  ++r.written;
+  gFinished.fetch_add(1, std::memory_order_acq_rel);
+  return result;
+}
+
+const char* wrappedSymbol(void* fn) {
+  const int i = findIn(recorder().byWrapper, fn);
+  return i < 0 ? nullptr : callTable()[i].symbol;
+}
+
+void wrapProcAddress(const char* symbol, void** pfn) {
+  if (pfn == nullptr || *pfn == nullptr) return;
+  Recorder& r = recorder();
+  const int i = findIn(r.byForward, *pfn);
+  if (i >= 0) {
+    *pfn = r.target.wrappers[i];
+    return;
+  }
+  if (std::strcmp(r.target.name, "real") == 0 && symbol != nullptr && std::strncmp(symbol, "cuMulticast", 11) == 0) {
+    std::fprintf(stderr, "mcsim record: withholding %s, a cuMulticast* entry point the recorder has no wrapper for\n",
+                 symbol);
+    *pfn = nullptr;
+  }
+}
+
+}  // namespace mcsim::trace
+
+extern "C" uint64_t mcsim_trace_admitted(void) { return mcsim::trace::gAdmitted.load(std::memory_order_acquire); }
+
+extern "C" uint64_t mcsim_trace_finished(void) { return mcsim::trace::gFinished.load(std::memory_order_acquire); }
+
+extern "C" void mcsim_trace_close(void) { mcsim::trace::closeTrace(); }

@@ -1,0 +1,64 @@
+// The recording half of the trace layer, shared by mcsim's libcuda.so.1 and the recording
+// libcuda.so.1 for real drivers. Every exported wrapper (trace_wrappers.inc) tests gRecording,
+// a flag set once before main from MCSIM_RECORD, and otherwise forwards at once; when it is set,
+// a CallScope around the forwarded call writes one JSON Lines record (docs/traces.md).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace mcsim::trace {
+
+extern bool gRecording;
+
+// What differs between the two libraries that host the wrappers.
+struct Target {
+  const char* name;                 // "mcsim" or "real": the trace header's target
+  uint64_t (*simNowPs)();           // simulated time, or nullptr (a real driver has none)
+  void* const* wrappers;            // the exported wrapper of each call-table entry
+  void* const* forwards;            // what each one forwards to (nullptr: not available)
+};
+
+// Called once, before main, by the library that holds the wrappers: reads MCSIM_RECORD,
+// MCSIM_RECORD_DATA and MCSIM_RECORD_OUTPUT_DATA, opens the trace and writes its header.
+void startRecorder(const Target& t);
+
+// One recorded call: admission (sequence number, thread, start time, the arguments) when made,
+// the result and outputs when finished.
+class CallScope {
+ public:
+  CallScope(int call, const uint64_t* slots);
+  CUresult finish(CUresult r);
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  int call_;
+  const uint64_t* slots_;
+  bool active_;
+  uint64_t seq_ = 0;
+  uint64_t finishedBefore_ = 0;  // calls finished when this one was admitted
+  int thread_ = 0;
+  uint64_t t0_ = 0;
+  void* inputs_ = nullptr;  // the encoded arguments (a Json), owned
+};
+
+// cuGetProcAddress hands out the wrapper of the variant it found, so that calls made through
+// function pointers are recorded (and, for a real driver, guarded) like direct ones. A pointer
+// with no wrapper is left as it is; for a real driver, a cuMulticast* one is withheld.
+void wrapProcAddress(const char* symbol, void** pfn);
+
+// The exported symbol a wrapper pointer stands for, or nullptr.
+const char* wrappedSymbol(void* fn);
+
+}  // namespace mcsim::trace
+
+// Exported (extern "C", mcsim_trace_*) for the replayer, which loads either library.
+extern "C" {
+// How many calls have been admitted to the trace so far, and how many of them have finished.
+uint64_t mcsim_trace_admitted(void);
+uint64_t mcsim_trace_finished(void);
+// Writes the end record and closes the trace; later calls are not recorded.
+void mcsim_trace_close(void);
+}

@@ -1,0 +1,266 @@
+#include "traces/lib/replayer.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "traces/lib/trace_format.h"
+
+namespace mcsim::trace {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Target {
+  void* lib = nullptr;
+  uint64_t (*admitted)() = nullptr;
+  uint64_t (*finished)() = nullptr;
+  void (*close)() = nullptr;
+  bool (*initialized)() = nullptr;         // mcsim::api::initialized
+  uint64_t (*stateDigest)() = nullptr;     // mcsim::api::stateDigest
+  std::vector<void*> fns;
+};
+
+// The child's side of a replay.
+class Replay {
+ public:
+  Replay(const Trace& t, const ReplayOptions& o, Target& target) : t_(t), o_(o), target_(target), done_(t.records.size()) {
+    for (auto& d : done_) d.store(false);
+  }
+
+  void run() {
+    if (t_.threads <= 1) {
+      for (size_t i = 0; i < t_.records.size(); ++i) issue(i);
+      return;
+    }
+    // One replay thread per recorded thread, each issuing its calls in order; call i is issued
+    // once the target has admitted calls 0..i-1, which reproduces the recorded admission order
+    // even where calls block (a bind waits for a device another thread adds later); and once as
+    // many calls have finished as had when it was recorded, which reproduces the interleaving.
+    std::map<int, std::vector<size_t>> byThread;
+    for (size_t i = 0; i < t_.records.size(); ++i) byThread[t_.records[i].thread].push_back(i);
+    std::vector<std::thread> threads;
+    for (auto& [thread, calls] : byThread) {
+      threads.emplace_back([this, list = calls] {
+        for (size_t i : list) {
+          const uint64_t fin = t_.records[i].fin;
+          while (target_.admitted() < i || target_.finished() < fin) {
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+          }
+          issue(i);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+
+  void report(std::ostream& out) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    out << Json{{"approximated", approximated_}, {"first_approximation", firstApproximation_}, {"invariant", invariant_}}.dump()
+        << "\n";
+  }
+
+ private:
+  void issue(size_t i) {
+    const Record& r = t_.records[i];
+    const CallDesc& d = callTable()[r.call];
+    // The names this call uses come from calls that may still be running on other threads.
+    for (int p : r.producers) {
+      while (!done_[static_cast<size_t>(p)].load()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    uint64_t slots[32] = {};
+    bool approximate = false;
+    std::string problem;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      try {
+        problem = decodeInputs(d, r.args, binder_, arena_, slots, &approximate);
+      } catch (const std::exception& e) {
+        problem = e.what();
+      }
+      if (!problem.empty() || approximate) {
+        if (approximated_++ == 0) {
+          firstApproximation_ = t_.path + ":" + std::to_string(r.line) + ": " + d.symbol + ": " +
+                                (problem.empty() ? "host data not recorded, replayed with a filler" : problem);
+        }
+      }
+    }
+    const bool check = o_.checkInvariants && t_.threads <= 1 && target_.stateDigest != nullptr && target_.initialized();
+    const uint64_t before = check ? target_.stateDigest() : 0;
+    const CUresult result = target_.fns[static_cast<size_t>(r.call)] != nullptr
+                                ? d.thunk(target_.fns[static_cast<size_t>(r.call)], slots)
+                                : CUDA_ERROR_NOT_FOUND;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (check && result != CUDA_SUCCESS && target_.stateDigest() != before && invariant_.empty()) {
+        invariant_ = t_.path + ":" + std::to_string(r.line) + ": " + d.symbol +
+                     " failed but changed the state digest (a failing call must change nothing)";
+      }
+      if (result == CUDA_SUCCESS && r.out.is_object()) {
+        try {
+          bindOutputs(d, slots, r.out, binder_);
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    done_[i].store(true);
+  }
+
+  const Trace& t_;
+  const ReplayOptions& o_;
+  Target& target_;
+  std::vector<std::atomic<bool>> done_;
+  mutable std::mutex mu_;
+  Binder binder_;
+  Arena arena_;
+  uint64_t approximated_ = 0;
+  std::string firstApproximation_;
+  std::string invariant_;
+};
+
+void setEnv(const char* name, const std::string& v) { ::setenv(name, v.c_str(), 1); }
+
+// In the child: the environment the target reads, then load, replay, close the trace.
+int childMain(const Trace& t, const ReplayOptions& o) {
+  if (o.simulated) {
+    for (const char* name : kRecordedEnvironment) ::unsetenv(name);
+    ::unsetenv("MCSIM_FAULTS");
+    ::unsetenv("MCSIM_FAULTS_FILE");
+    if (t.header.contains("env")) {
+      for (const auto& [name, value] : t.header.at("env").items()) {
+        if (value.is_string()) setEnv(name.c_str(), value.get<std::string>());
+      }
+    }
+    std::string plan;
+    if (o.overrideFaults) {
+      plan = o.faultsText;
+    } else if (t.header.contains("faults") && t.header.at("faults").is_string()) {
+      plan = t.header.at("faults").get<std::string>();
+    }
+    if (!plan.empty()) {
+      std::ofstream(o.faultsPath) << plan;
+      setEnv("MCSIM_FAULTS_FILE", o.faultsPath);
+    }
+  }
+  setEnv("MCSIM_RECORD", o.recordTo);
+  setEnv("MCSIM_RECORD_DATA", std::to_string(t.header.value("data_limit", uint64_t{65536})));
+  ::unsetenv("MCSIM_RECORD_OUTPUT_DATA");
+
+  Target target;
+  target.lib = ::dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (target.lib == nullptr) {
+    std::fprintf(stderr, "mcsim replay: cannot load %s: %s\n", o.library.c_str(), ::dlerror());
+    return 3;
+  }
+  target.admitted = reinterpret_cast<uint64_t (*)()>(::dlsym(target.lib, "mcsim_trace_admitted"));
+  target.finished = reinterpret_cast<uint64_t (*)()>(::dlsym(target.lib, "mcsim_trace_finished"));
+  target.close = reinterpret_cast<void (*)()>(::dlsym(target.lib, "mcsim_trace_close"));
+  if (target.admitted == nullptr || target.finished == nullptr || target.close == nullptr) {
+    std::fprintf(stderr, "mcsim replay: %s is not a recording libcuda.so.1 (no mcsim_trace_* hooks)\n", o.library.c_str());
+    return 3;
+  }
+  if (o.simulated) {
+    target.initialized = reinterpret_cast<bool (*)()>(::dlsym(target.lib, "_ZN5mcsim3api11initializedEv"));
+    target.stateDigest = reinterpret_cast<uint64_t (*)()>(::dlsym(target.lib, "_ZN5mcsim3api11stateDigestEv"));
+    if (target.initialized == nullptr) target.stateDigest = nullptr;
+  }
+  for (size_t i = 0; i < callCount(); ++i) target.fns.push_back(::dlsym(target.lib, callTable()[i].symbol));
+  // Every call must reach the target's recorder, or the admission turns of later calls never come.
+  for (const Record& r : t.records) {
+    if (target.fns[static_cast<size_t>(r.call)] == nullptr) {
+      std::fprintf(stderr, "mcsim replay: %s has no %s (%s:%d)\n", o.library.c_str(), callTable()[r.call].symbol,
+                   t.path.c_str(), r.line);
+      return 3;
+    }
+  }
+
+  Replay replay(t, o, target);
+  replay.run();
+  target.close();
+  std::ofstream out(o.outcomeTo);
+  replay.report(out);
+  return 0;
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o) {
+  ReplayOutcome res;
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    res.problem = "cannot fork";
+    return res;
+  }
+  if (pid == 0) {
+    if (!o.stderrTo.empty()) {
+      const int fd = ::open(o.stderrTo.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) ::dup2(fd, 2);
+    }
+    int code = 4;
+    try {
+      code = childMain(t, o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mcsim replay: %s\n", e.what());
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  const auto deadline = Clock::now() + std::chrono::duration<double>(o.timeoutSeconds);
+  int status = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (Clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      res.problem = "the replay did not finish within " + std::to_string(static_cast<int>(o.timeoutSeconds)) + " s";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!o.stderrTo.empty()) res.stderrText = readAll(o.stderrTo);
+  if (!res.problem.empty()) return res;
+  if (WIFSIGNALED(status)) {
+    res.problem = std::string("the replay was ended by signal ") + strsignal(WTERMSIG(status));
+    return res;
+  }
+  if (WEXITSTATUS(status) != 0) {
+    res.problem = "the replay could not run (status " + std::to_string(WEXITSTATUS(status)) + ")";
+    return res;
+  }
+  res.finished = true;
+  try {
+    const Json j = Json::parse(readAll(o.outcomeTo));
+    res.approximated = j.value("approximated", uint64_t{0});
+    res.firstApproximation = j.value("first_approximation", std::string());
+    res.invariant = j.value("invariant", std::string());
+  } catch (const std::exception&) {
+    res.problem = "the replay left no report";
+    res.finished = false;
+  }
+  return res;
+}
+
+}  // namespace mcsim::trace

@@ -1,0 +1,38 @@
+// Re-issuing a trace's calls against a libcuda.so.1 (mcsim's, or the recording library in front
+// of a real driver), in the recorded admission order, with the trace's names bound to what the
+// target returns. The replay runs in a child process (mcsim elaborates SystemC once per process,
+// and a replay may hang or crash), which records its own trace through the target's wrappers; the
+// caller compares that trace with the original (trace_diff.h).
+#pragma once
+
+#include <string>
+
+#include "traces/lib/trace_reader.h"
+
+namespace mcsim::trace {
+
+struct ReplayOptions {
+  std::string library;     // the libcuda.so.1 to load (full path)
+  std::string recordTo;    // the replay's own trace
+  bool simulated = true;   // an mcsim target: the header's settings and fault plan apply
+  bool overrideFaults = false;
+  std::string faultsText;  // with overrideFaults: the plan to use instead of the recorded one
+  std::string faultsPath;  // where to write the plan for the child
+  std::string stderrTo;    // "" to let the child's stderr through
+  std::string outcomeTo;   // where the child reports (approximations, invariant violations)
+  double timeoutSeconds = 300;
+  bool checkInvariants = true;  // mcsim only: a failing call must leave the state digest unchanged
+};
+
+struct ReplayOutcome {
+  bool finished = false;   // the child ran to the end
+  std::string problem;     // why not (could not load the library, killed, crashed)
+  uint64_t approximated = 0;  // calls issued with data or names the trace could not supply
+  std::string firstApproximation;
+  std::string invariant;   // the first invariant violation, or ""
+  std::string stderrText;  // with stderrTo
+};
+
+ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o);
+
+}  // namespace mcsim::trace

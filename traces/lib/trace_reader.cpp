@@ -1,0 +1,280 @@
+#include "traces/lib/trace_reader.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "traces/lib/results.h"
+#include "traces/lib/trace_format.h"
+
+namespace mcsim::trace {
+
+namespace {
+
+bool usesName(Kind k) {
+  return k == Kind::kHandleIn || k == Kind::kAddrIn || k == Kind::kHostPtr || k == Kind::kShareableIn;
+}
+
+bool producesName(Kind k) {
+  switch (k) {
+    case Kind::kHandleOut: case Kind::kHandleNew: case Kind::kAddrOut: case Kind::kAddrNew:
+    case Kind::kHostNew: case Kind::kShareableOut: case Kind::kPtrAttr: case Kind::kPtrAttrs: return true;
+    default: return false;
+  }
+}
+
+void addName(const Json& v, std::vector<std::string>* out) {
+  if (!v.is_string()) return;
+  if (auto p = parseName(v.get<std::string>())) out->push_back(p->base);
+}
+
+bool isUnsigned(const Json& j) { return j.is_number_unsigned() || (j.is_number_integer() && j.get<int64_t>() >= 0); }
+
+// Checks an argument's shape for its kind; "" or the problem.
+std::string checkArgument(const ParamDesc& p, const Json& a) {
+  if (a.is_null()) return "";
+  switch (p.kind) {
+    case Kind::kScalar:
+      return a.is_number() ? "" : "expected a number";
+    case Kind::kHandleIn: case Kind::kAddrIn: case Kind::kHostPtr: {
+      if (a.is_number()) return "";
+      if (a.is_object() && a.contains("raw") && a.at("raw").is_string()) return "";
+      if (a.is_object() && a.contains("raw_ptr")) return "";
+      if (a.is_string()) {
+        const std::string s = a.get<std::string>();
+        if (s == "legacy" || s == "per_thread" || parseName(s)) return "";
+      }
+      return std::string("expected a ") + kindName(p.kind) + " name, got " + a.dump();
+    }
+    case Kind::kHostIn: {
+      if (!a.is_object() || !a.contains("bytes") || !isUnsigned(a.at("bytes"))) return "expected {\"bytes\": N, ...}";
+      if (a.contains("unreadable")) return a.at("unreadable").is_boolean() ? "" : "unreadable must be true or false";
+      if (a.at("bytes").get<uint64_t>() > (uint64_t{1} << 34)) return "host buffer larger than 16 GiB";
+      if (a.contains("data")) {
+        std::vector<uint8_t> b;
+        if (!a.at("data").is_string() || !fromBase64(a.at("data").get<std::string>(), &b) ||
+            b.size() != a.at("bytes").get<uint64_t>()) {
+          return "data is not base64 of 'bytes' bytes";
+        }
+      }
+      return "";
+    }
+    case Kind::kStrIn: return a.is_string() ? "" : "expected a string";
+    case Kind::kAccessDescs: {
+      if (a.is_object() && a.contains("raw_ptr")) return "";
+      if (!a.is_array() || a.size() > 4096) return "expected an array of access descriptors";
+      return "";
+    }
+    case Kind::kShareableIn: {
+      if (a.is_object() && ((a.contains("raw_fd") && a.at("raw_fd").is_number_integer()) || a.contains("raw_ptr"))) return "";
+      if (a.is_object() && a.contains("data") && a.at("data").is_string()) return "";
+      if (a.is_string() && parseName(a.get<std::string>())) return "";
+      return "expected an OS handle name";
+    }
+    case Kind::kPtrAttrs: {
+      if (a.is_object() && a.contains("raw_ptr")) return "";
+      if (!a.is_object() || !a.contains("attributes") || !a.at("attributes").is_array() || a.at("attributes").size() > 4096)
+        return "expected {\"attributes\": [...]}";
+      for (const Json& e : a.at("attributes")) {
+        if (!e.is_number_integer()) return "attributes must be numbers";
+      }
+      return "";
+    }
+    case Kind::kRaw:
+      if (a.is_object() && (a.contains("raw_ptr") || (a.contains("raw") && a.at("raw").is_number()))) return "";
+      return "expected a raw value";
+    default:
+      // Outputs are "out" or null; descriptors are checked by decoding them below.
+      if (a.is_string() && a.get<std::string>() == "out") return "";
+      if (a.is_object() || a.is_number()) return "";
+      return std::string("unexpected value for a ") + kindName(p.kind);
+  }
+}
+
+std::string fail(const std::string& path, int line, const std::string& why) {
+  return path + ":" + std::to_string(line) + ": " + why;
+}
+
+}  // namespace
+
+std::vector<std::string> namesUsed(const Record& r) {
+  std::vector<std::string> out;
+  const CallDesc& d = callTable()[r.call];
+  for (int i = 0; i < d.nparams; ++i) {
+    if (usesName(d.params[i].kind) && r.args.contains(d.params[i].name)) addName(r.args.at(d.params[i].name), &out);
+  }
+  return out;
+}
+
+std::vector<std::string> namesProduced(const Record& r) {
+  std::vector<std::string> out;
+  if (!r.out.is_object()) return out;
+  const CallDesc& d = callTable()[r.call];
+  for (int i = 0; i < d.nparams; ++i) {
+    if (!producesName(d.params[i].kind) || !r.out.contains(d.params[i].name)) continue;
+    const Json& v = r.out.at(d.params[i].name);
+    if (v.is_array()) {
+      for (const Json& e : v) addName(e, &out);
+    } else {
+      addName(v, &out);
+    }
+  }
+  return out;
+}
+
+std::string parseTrace(const std::string& text, const std::string& path, Trace* out) {
+  *out = Trace{};
+  out->path = path;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  bool ended = false;
+  std::set<uint64_t> seqs;
+  std::set<int> threads;
+  std::map<std::string, int> producedBy;  // name -> record index
+  while (std::getline(in, line)) {
+    ++n;
+    if (ended) return fail(path, n, "text after the end record");
+    if (in.eof() && !text.empty() && text.back() != '\n') return fail(path, n, "truncated: the last line is incomplete");
+    Json j;
+    try {
+      j = Json::parse(line);
+    } catch (const Json::exception& e) {
+      return fail(path, n, std::string("not JSON: ") + e.what());
+    }
+    if (!j.is_object()) return fail(path, n, "expected a JSON object");
+    if (n == 1) {
+      if (!j.contains("mcsim_trace")) return fail(path, n, "not an mcsim trace (no \"mcsim_trace\" header)");
+      if (!j.at("mcsim_trace").is_number_integer() || j.at("mcsim_trace").get<int64_t>() != kTraceVersion) {
+        return fail(path, n, "trace version " + j.at("mcsim_trace").dump() + " (this mcsim reads version " +
+                                 std::to_string(kTraceVersion) + ")");
+      }
+      if (!j.contains("target") || !j.at("target").is_string() ||
+          (j.at("target") != "mcsim" && j.at("target") != "real")) {
+        return fail(path, n, "the header's target must be \"mcsim\" or \"real\"");
+      }
+      if (j.contains("env") && !j.at("env").is_object()) return fail(path, n, "the header's env must be an object");
+      if (j.contains("faults") && !j.at("faults").is_null() && !j.at("faults").is_string()) {
+        return fail(path, n, "the header's faults must be a string");
+      }
+      out->header = j;
+      out->target = j.at("target").get<std::string>();
+      continue;
+    }
+    if (j.contains("end")) {
+      if (!j.contains("calls") || !isUnsigned(j.at("calls")) || j.at("calls").get<uint64_t>() != out->records.size()) {
+        return fail(path, n, "the end record counts " + j.value("calls", Json()).dump() + " calls, the trace has " +
+                                 std::to_string(out->records.size()));
+      }
+      ended = true;
+      continue;
+    }
+    Record r;
+    r.line = n;
+    if (!j.contains("seq") || !isUnsigned(j.at("seq"))) return fail(path, n, "no \"seq\" (admission number)");
+    if (!j.contains("thread") || !isUnsigned(j.at("thread")) || j.at("thread").get<uint64_t>() >= 4096) {
+      return fail(path, n, "no \"thread\" ordinal (0 to 4095)");
+    }
+    if (!j.contains("call") || !j.at("call").is_string()) return fail(path, n, "no \"call\"");
+    r.seq = j.at("seq").get<uint64_t>();
+    if (j.contains("fin")) {
+      if (!isUnsigned(j.at("fin")) || j.at("fin").get<uint64_t>() > r.seq) return fail(path, n, "\"fin\" must be a number no larger than seq");
+      r.fin = j.at("fin").get<uint64_t>();
+    }
+    r.thread = static_cast<int>(j.at("thread").get<uint64_t>());
+    r.call = findCall(j.at("call").get<std::string>());
+    if (r.call < 0) return fail(path, n, "unknown call '" + j.at("call").get<std::string>() + "'");
+    if (!seqs.insert(r.seq).second) return fail(path, n, "admission number " + std::to_string(r.seq) + " appears twice");
+    if (!j.contains("args") || !j.at("args").is_object()) return fail(path, n, "no \"args\" object");
+    r.args = j.at("args");
+    if (!j.contains("result") || !j.at("result").is_string()) return fail(path, n, "no \"result\"");
+    r.result = j.at("result").get<std::string>();
+    CUresult code;
+    if (!resultByName(r.result, &code)) return fail(path, n, "unknown result '" + r.result + "'");
+    if (j.contains("out")) {
+      if (!j.at("out").is_object()) return fail(path, n, "\"out\" must be an object");
+      r.out = j.at("out");
+    }
+    if (j.contains("t0_ps") || j.contains("t1_ps")) {
+      if (!isUnsigned(j.value("t0_ps", Json())) || !isUnsigned(j.value("t1_ps", Json()))) {
+        return fail(path, n, "t0_ps and t1_ps must both be numbers");
+      }
+      r.hasSimTime = true;
+      r.t0Ps = j.at("t0_ps").get<uint64_t>();
+      r.t1Ps = j.at("t1_ps").get<uint64_t>();
+    }
+    if (j.contains("dur_ns")) {
+      if (!isUnsigned(j.at("dur_ns"))) return fail(path, n, "dur_ns must be a number");
+      r.hasWallTime = true;
+      r.durNs = j.at("dur_ns").get<uint64_t>();
+    }
+    const CallDesc& d = callTable()[r.call];
+    for (int i = 0; i < d.nparams; ++i) {
+      const ParamDesc& p = d.params[i];
+      if (p.kind == Kind::kAux) continue;
+      if (!r.args.contains(p.name)) return fail(path, n, std::string("argument '") + p.name + "' is missing");
+      const std::string why = checkArgument(p, r.args.at(p.name));
+      if (!why.empty()) return fail(path, n, std::string("argument '") + p.name + "': " + why);
+    }
+    // Decoding with every name answered checks the descriptors' fields.
+    try {
+      Binder any;
+      for (const std::string& name : namesUsed(r)) any.bind(name, 0);
+      Arena arena;
+      uint64_t slots[32];
+      bool approximate = false;
+      decodeInputs(d, r.args, any, arena, slots, &approximate);
+    } catch (const std::exception& e) {
+      return fail(path, n, std::string("arguments: ") + e.what());
+    }
+    out->records.push_back(std::move(r));
+    threads.insert(out->records.back().thread);
+  }
+  if (n == 0) return fail(path, 1, "empty file");
+  if (!ended) return fail(path, n, "truncated: no end record (did the recorded program end abnormally?)");
+  std::stable_sort(out->records.begin(), out->records.end(),
+                   [](const Record& a, const Record& b) { return a.seq < b.seq; });
+  for (size_t i = 0; i < out->records.size(); ++i) {
+    Record& r = out->records[i];
+    for (const std::string& name : namesUsed(r)) {
+      auto it = producedBy.find(name);
+      if (it == producedBy.end()) {
+        return fail(path, r.line, "dangling id '" + name + "': no earlier call produced it");
+      }
+      r.producers.push_back(it->second);
+    }
+    for (const std::string& name : namesProduced(r)) producedBy.emplace(name, static_cast<int>(i));
+  }
+  out->threads = static_cast<int>(threads.size());
+  return "";
+}
+
+std::string readTrace(const std::string& path, Trace* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return path + ":0: cannot read the file";
+  std::stringstream s;
+  s << in.rdbuf();
+  return parseTrace(s.str(), path, out);
+}
+
+std::string writeTrace(const Json& header, const std::vector<Record>& records) {
+  std::string text = header.dump() + "\n";
+  uint64_t seq = 0;
+  for (const Record& r : records) {
+    // The renumbered trace keeps each call's place among those kept: no more finished before it
+    // than there are calls before it.
+    Json j{{"seq", seq}, {"fin", std::min(r.fin, seq)}, {"thread", r.thread}, {"call", callTable()[r.call].symbol}, {"args", r.args}, {"result", r.result}};
+    if (r.out.is_object()) j["out"] = r.out;
+    if (r.hasSimTime) {
+      j["t0_ps"] = r.t0Ps;
+      j["t1_ps"] = r.t1Ps;
+    }
+    if (r.hasWallTime) j["dur_ns"] = r.durNs;
+    text += j.dump() + "\n";
+    ++seq;
+  }
+  text += Json{{"end", true}, {"calls", records.size()}}.dump() + "\n";
+  return text;
+}
+
+}  // namespace mcsim::trace

@@ -1,0 +1,10 @@
+// Simulated time for the records of mcsim's own trace. Compiled into the driver, beside it.
+#include "driver/driver.h"
+#include "model/engine.h"
+
+namespace mcsim::trace {
+
+// Zero until cuInit has built the node: asking the engine earlier would start SystemC.
+uint64_t simulatedNowPs() { return driver::initialized() ? model::Engine::instance().nowPs() : 0; }
+
+}  // namespace mcsim::trace

@@ -1,0 +1,24 @@
+// The exported entry points of mcsim's libcuda.so.1: the generated wrappers, forwarding straight
+// to the driver's implementations, which mcsim_internal_names.h renamed to mcsim_impl_<symbol>.
+// This translation unit is the one part of the library compiled without those renames.
+#undef MCSIM_DRIVER_IMPL
+#include "traces/lib/wrapper_prologue.h"
+
+namespace mcsim::trace {
+uint64_t simulatedNowPs();  // traces/sim_clock.cpp
+}
+
+#define MCSIM_TRACE_DECLARE(sym, pfn) extern "C" std::remove_pointer_t<pfn> mcsim_impl_##sym;
+#define MCSIM_TRACE_PRELUDE(i)
+#define MCSIM_TRACE_MULTICAST_GUARD(i)
+#define MCSIM_TRACE_FORWARD(sym, pfn, i) mcsim_impl_##sym
+#define MCSIM_TRACE_IMPL_TABLE
+
+#include "trace_wrappers.inc"
+
+namespace {
+// Before main (and before any call): MCSIM_RECORD decides, once, whether calls are recorded.
+__attribute__((constructor)) void startRecording() {
+  mcsim::trace::startRecorder(mcsim::trace::Target{"mcsim", &mcsim::trace::simulatedNowPs, kWrapperTable, kImplTable});
+}
+}  // namespace
