@@ -1,6 +1,7 @@
 #include "model/engine.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -81,6 +82,7 @@ Engine::Engine() {
   gInternalThreads.fetch_add(1);
   thread_ = std::thread([this] { threadMain(); });
   thread_.detach();
+  std::atexit([] { Engine::instance().quiesce(); });
 }
 
 Engine::~Engine() = default;
@@ -130,7 +132,11 @@ void Engine::threadMain() {
     bool run = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return !posted_.empty() || (needsRun() && !stalled_); });
+      cv_.wait(lock, [this] { return stopping_ || !posted_.empty() || (needsRun() && !stalled_); });
+      if (stopping_) {
+        doneCv_.notify_all();
+        return;  // parked for good: the process is exiting
+      }
       batch.swap(posted_);
       if (!batch.empty()) stalled_ = false;
       simIdle_ = false;
@@ -165,6 +171,14 @@ void Engine::threadMain() {
   }
 }
 
+void Engine::quiesce() {
+  std::unique_lock<std::mutex> lock(mu_);
+  stopping_ = true;
+  cv_.notify_all();
+  doneCv_.notify_all();
+  doneCv_.wait_for(lock, std::chrono::seconds(2), [this] { return simIdle_; });
+}
+
 void Engine::post(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   posted_.push_back(std::move(fn));
@@ -195,7 +209,9 @@ uint64_t Engine::wait(const CompletionPtr& c) {
     waiters_.push_back(&w);
     cv_.notify_all();
     // Wait for the publication that follows the pause: nowPs_ must not lag the completion.
-    doneCv_.wait(lock, [&] { return c->done() && simIdle_ && posted_.empty(); });
+    // Once the process is exiting (quiesce) nothing runs any more: waits return at once, so that
+    // a static destructor that synchronizes cannot hang the exit.
+    doneCv_.wait(lock, [&] { return stopping_ || (c->done() && simIdle_ && posted_.empty()); });
     removeWaiter(&w);
   }
   c->awaited.fetch_sub(1);
@@ -220,7 +236,7 @@ uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
     waiters_.push_back(&w);
     cv_.notify_all();
     auto doneAt = [&](const CompletionPtr& x) { return x && x->done(); };
-    doneCv_.wait(lock, [&] { return (doneAt(timer) || doneAt(until)) && simIdle_ && posted_.empty(); });
+    doneCv_.wait(lock, [&] { return stopping_ || ((doneAt(timer) || doneAt(until)) && simIdle_ && posted_.empty()); });
     removeWaiter(&w);
     reached = nowPs_;
   }

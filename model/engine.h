@@ -105,6 +105,11 @@ class Engine {
   // host never acts while simulated time could still move (that would make timestamps depend on
   // thread timing).
   bool simIdle_ = true;
+  bool stopping_ = false;  // the process is exiting: the simulation thread parks
+  // At exit: waits (boundedly) until the simulation thread is between kernel runs, then parks it
+  // there, so that nothing runs on a SystemC coroutine stack while the process winds down (the
+  // leak checker's stack scan crashes on one).
+  void quiesce();
   uint64_t nowPs_ = 0;   // simulated time, published by the simulation thread
   uint64_t processes_ = 0, activations_ = 0;  // simulation thread only, published with nowPs_
   uint64_t publishedProcesses_ = 0, publishedActivations_ = 0;
