@@ -57,14 +57,24 @@ std::vector<CUstream_st*> streamsOf(StreamTables& t, const CUctx_st* ctx) {
   return out;
 }
 
+// A new stream of `ctx`, numbered from the tables' counter (caller holding the lock); `name` is
+// its timeline label, its id when empty.
+std::unique_ptr<CUstream_st> newStream(StreamTables& t, CUstream_st::Kind kind, CUctx_st* ctx, unsigned flags,
+                                       int priority, const std::string& name) {
+  auto s = std::make_unique<CUstream_st>();
+  s->kind = kind;
+  s->ctx = ctx;
+  s->flags = flags;
+  s->priority = priority;
+  s->id = t.nextStreamId++;
+  s->name = name.empty() ? std::to_string(s->id) : name;
+  return s;
+}
+
 CUstream_st* legacyStream(StreamTables& t, CUctx_st* ctx) {
   auto& slot = t.legacy[ctx];
   if (!slot) {
-    slot = std::make_unique<CUstream_st>();
-    slot->kind = CUstream_st::Kind::kLegacy;
-    slot->ctx = ctx;
-    slot->id = t.nextStreamId++;
-    slot->name = "legacy (context " + std::to_string(ctx->id) + ")";
+    slot = newStream(t, CUstream_st::Kind::kLegacy, ctx, 0, 0, "legacy (context " + std::to_string(ctx->id) + ")");
   }
   return slot.get();
 }
@@ -73,16 +83,19 @@ CUstream_st* perThreadStream(StreamTables& t, CUctx_st* ctx) {
   const int ordinal = threadOrdinal();
   auto& slot = t.perThread[{ordinal, ctx}];
   if (!slot) {
-    slot = std::make_unique<CUstream_st>();
-    slot->kind = CUstream_st::Kind::kPerThread;
-    slot->ctx = ctx;
-    slot->id = t.nextStreamId++;
-    slot->name = "per-thread " + std::to_string(ordinal) + " (context " + std::to_string(ctx->id) + ")";
+    slot = newStream(t, CUstream_st::Kind::kPerThread, ctx, 0, 0,
+                     "per-thread " + std::to_string(ordinal) + " (context " + std::to_string(ctx->id) + ")");
   }
   return slot.get();
 }
 
 bool pending(const fabric::WorkDone& w) { return w && !w->done(); }
+
+// An event's last record point (empty until recorded), read under the lock that records it.
+fabric::WorkDone recordedWork(const CUevent_st* ev) {
+  std::lock_guard<std::mutex> lock(tables().mu);
+  return ev->recorded;
+}
 
 }  // namespace
 
@@ -203,9 +216,7 @@ void addStreamsToDigest(model::Digest& d) {
 }
 
 // Entry points' shared bodies (stream_entries.inc calls them with its ABI's reading of NULL).
-namespace {
-
-CUresult eventRecord(CUevent e, CUstream s, bool perThreadDefault) {
+CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
   CUevent_st* ev = nullptr;
   MCSIM_TRY(checkEvent(e, &ev));
   CUstream_st* st = nullptr;
@@ -220,8 +231,6 @@ CUresult eventRecord(CUevent e, CUstream s, bool perThreadDefault) {
   ev->recorded = w;
   return CUDA_SUCCESS;
 }
-
-}  // namespace
 
 CUresult streamSynchronizeEntry(CUstream s, bool perThreadDefault) {
   CUstream_st* st = nullptr;
@@ -248,11 +257,7 @@ CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThr
   CUevent_st* ev = nullptr;
   MCSIM_TRY(checkEvent(e, &ev));
   if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  fabric::WorkDone recorded;
-  {
-    std::lock_guard<std::mutex> lock(tables().mu);
-    recorded = ev->recorded;
-  }
+  const fabric::WorkDone recorded = recordedWork(ev);
   // Waiting for an event never recorded, or already reached, orders nothing.
   if (!pending(recorded)) return CUDA_SUCCESS;
   fabric::DeviceOp op;
@@ -261,15 +266,9 @@ CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThr
   return enqueue(st, op, nullptr, recorded);
 }
 
-CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) { return eventRecord(e, s, perThreadDefault); }
-
 CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault) {
   if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  return eventRecord(e, s, perThreadDefault);
-}
-
-CUresult streamGetEntry(CUstream s, bool perThreadDefault, CUstream_st** out) {
-  return resolveStream(s, perThreadDefault, out);
+  return eventRecordEntry(e, s, perThreadDefault);
 }
 
 }  // namespace mcsim::driver
@@ -278,49 +277,36 @@ using namespace mcsim::driver;
 
 extern "C" {
 
-CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
-  MCSIM_REQUIRE_INIT();
-  if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if ((Flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  CUctx_st* ctx = nullptr;
-  MCSIM_TRY(currentContext(&ctx));
-  StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
-  auto s = std::make_unique<CUstream_st>();
-  s->ctx = ctx;
-  s->flags = Flags;
-  s->id = t.nextStreamId++;
-  s->name = std::to_string(s->id);
-  CUstream_st* raw = s.get();
-  t.created[raw] = std::move(s);
-  *phStream = raw;
-  return CUDA_SUCCESS;
-}
-
 // Priorities as a real H100 and H200 report them (docs/real-driver/): 0 is the least, -5 the
 // greatest. mcsim keeps them but does not schedule by them.
 constexpr int kLeastPriority = 0;
 constexpr int kGreatestPriority = -5;
 
-CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
-  MCSIM_REQUIRE_INIT();
+// The body of cuStreamCreate and cuStreamCreateWithPriority (each consults the fault plan under
+// its own name first).
+static CUresult createStream(CUstream* phStream, unsigned flags, int priority) {
   if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if ((flags & ~unsigned{CU_STREAM_NON_BLOCKING}) != 0) return CUDA_ERROR_INVALID_VALUE;
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   StreamTables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  auto s = std::make_unique<CUstream_st>();
-  s->ctx = ctx;
-  s->flags = flags;
-  // Out-of-range priorities are clamped, as the reference says.
-  s->priority = std::min(kLeastPriority, std::max(kGreatestPriority, priority));
-  s->id = t.nextStreamId++;
-  s->name = std::to_string(s->id);
+  std::unique_ptr<CUstream_st> s = newStream(t, CUstream_st::Kind::kCreated, ctx, flags, priority, "");
   CUstream_st* raw = s.get();
   t.created[raw] = std::move(s);
   *phStream = raw;
   return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  return createStream(phStream, Flags, kLeastPriority);
+}
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  MCSIM_REQUIRE_INIT();
+  // Out-of-range priorities are clamped, as the reference says.
+  return createStream(phStream, flags, std::min(kLeastPriority, std::max(kGreatestPriority, priority)));
 }
 
 CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
@@ -379,11 +365,7 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   CUevent_st* ev = nullptr;
   MCSIM_TRY(checkEvent(hEvent, &ev));
-  mcsim::fabric::WorkDone recorded;
-  {
-    std::lock_guard<std::mutex> lock(tables().mu);
-    recorded = ev->recorded;
-  }
+  const mcsim::fabric::WorkDone recorded = recordedWork(ev);
   if (!pending(recorded)) return CUDA_SUCCESS;
   return node().poll(recorded) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -392,11 +374,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   CUevent_st* ev = nullptr;
   MCSIM_TRY(checkEvent(hEvent, &ev));
-  mcsim::fabric::WorkDone recorded;
-  {
-    std::lock_guard<std::mutex> lock(tables().mu);
-    recorded = ev->recorded;
-  }
+  const mcsim::fabric::WorkDone recorded = recordedWork(ev);
   waitWork(recorded);
   return CUDA_SUCCESS;
 }
@@ -408,12 +386,7 @@ static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) 
   CUevent_st *a = nullptr, *b = nullptr;
   MCSIM_TRY(checkEvent(hStart, &a));
   MCSIM_TRY(checkEvent(hEnd, &b));
-  mcsim::fabric::WorkDone ra, rb;
-  {
-    std::lock_guard<std::mutex> lock(tables().mu);
-    ra = a->recorded;
-    rb = b->recorded;
-  }
+  const mcsim::fabric::WorkDone ra = recordedWork(a), rb = recordedWork(b);
   if (((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
   if (!ra || !rb) return CUDA_ERROR_INVALID_HANDLE;
   if (!ra->done() || !rb->done()) return CUDA_ERROR_NOT_READY;

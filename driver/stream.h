@@ -67,7 +67,6 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault);
 CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault);
 CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault);
 CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault);
-CUresult streamGetEntry(CUstream s, bool perThreadDefault, CUstream_st** out);
 
 // For mcsim::api: streams and events in state digests.
 void addStreamsToDigest(model::Digest& d);
