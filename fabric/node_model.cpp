@@ -15,11 +15,6 @@ using model::TimelineTrack;
 
 namespace {
 
-TimelineTrack trackOf(const std::string& group, const std::string& name) {
-  Timeline* t = Timeline::active();
-  return t != nullptr ? t->track(group, name) : TimelineTrack();
-}
-
 void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) {
   if (elementBytes == 1) {
     std::memset(p, static_cast<int>(value & 0xff), len);
@@ -51,7 +46,7 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
   for (int s = 0; s < preset.nvswitch.count; ++s) {
     auto sw = std::make_unique<Switch>();
     sw->crossbar = BandwidthServer(preset.nvswitch.crossbarGbytesPerSec * 1e9,
-                                   trackOf("NVSwitch " + std::to_string(s), "crossbar"));
+                                   Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"));
     sw->latencyPs = preset.nvswitch.latencyNs * 1000;
     switches_.push_back(std::move(sw));
   }
@@ -61,8 +56,8 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
       Port p;
       p.links = preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)];
       const std::string gpu = "GPU " + std::to_string(g), to = "NVLink switch " + std::to_string(s);
-      p.up = BandwidthServer(perLink * p.links, trackOf(gpu, to + " out"));
-      p.down = BandwidthServer(perLink * p.links, trackOf(gpu, to + " in"));
+      p.up = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " out"));
+      p.down = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " in"));
       ports_[static_cast<size_t>(g)].push_back(std::move(p));
     }
   }
@@ -142,7 +137,7 @@ void NodeModel::execute(DeviceWork& w) {
   }
   engine.waitUntil(last);
   if (Timeline::active() != nullptr && !w.stream.empty()) {
-    trackOf("GPU " + std::to_string(w.engineGpu), "stream " + w.stream).span(start, Engine::simNowPs(), w.label.c_str());
+    Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream).span(start, Engine::simNowPs(), w.label.c_str());
   }
 }
 

@@ -8,8 +8,7 @@ namespace mcsim::model {
 namespace {
 
 TimelineTrack trackOf(int gpu, const std::string& name) {
-  Timeline* t = Timeline::active();
-  return t != nullptr ? t->track("GPU " + std::to_string(gpu), name) : TimelineTrack();
+  return Timeline::trackIfActive("GPU " + std::to_string(gpu), name);
 }
 
 std::vector<TimelineTrack> stackTracks(int gpu, int stacks) {

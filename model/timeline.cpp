@@ -26,6 +26,11 @@ Timeline* Timeline::active() {
   return timeline;
 }
 
+TimelineTrack Timeline::trackIfActive(const std::string& group, const std::string& name) {
+  Timeline* t = active();
+  return t != nullptr ? t->track(group, name) : TimelineTrack();
+}
+
 Timeline::Timeline(std::string path) : path_(std::move(path)) {}
 
 TimelineTrack Timeline::track(const std::string& group, const std::string& name) {

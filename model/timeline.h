@@ -41,6 +41,8 @@ class Timeline {
 
   // `group` is the viewer's process row (e.g. "GPU 0"), `name` the thread row within it.
   TimelineTrack track(const std::string& group, const std::string& name);
+  // That track of the active timeline, or an invalid (do-nothing) track when none is written.
+  static TimelineTrack trackIfActive(const std::string& group, const std::string& name);
   void span(int track, uint64_t startPs, uint64_t endPs, const char* what);
   void instant(int track, uint64_t atPs, const std::string& what);
   // Writes the file now (it is rewritten at exit with whatever came later).
