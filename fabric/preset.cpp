@@ -146,7 +146,7 @@ model::GpuTimingSpec readGpuTiming(const JsonSource& src, const GpuSpec& g) {
   {
     r.get("hbm", true);
     ObjectReader h(src, "/timing/hbm");
-    t.hbm.stacks = static_cast<int>(h.integer("stacks", true, 1, 64));
+    t.hbm.stacks = static_cast<int>(h.integer("stacks", true, 1, model::Hbm::kMaxStacks));
     t.hbm.channelsPerStack = static_cast<int>(h.integer("channels_per_stack", true, 1, 256));
     const double peak = h.number("gbytes_per_s", true, 1, 1e6);
     const double eff = h.number("efficiency", true, 0.01, 1);

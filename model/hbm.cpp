@@ -1,6 +1,7 @@
 #include "model/hbm.h"
 
 #include <algorithm>
+#include <array>
 
 namespace mcsim::model {
 
@@ -16,23 +17,14 @@ uint64_t Hbm::access(uint64_t arrivePs, uint64_t addr, uint64_t bytes, const cha
   if (bytes == 0) return arrivePs;
   const uint64_t n = stacks_.size();
   const uint64_t block = spec_.interleaveBytes;
-  // Bytes per stack: whole rounds of the interleave cover every stack alike; the partial blocks at
-  // either end go to the stacks their addresses select.
-  std::vector<uint64_t> share(n, 0);
-  uint64_t a = addr, left = bytes;
+  // Bytes per stack: any run of n blocks' worth of bytes, aligned or not, covers every stack by
+  // one block, so whole rounds go to all stacks alike; what is left (under a round) goes block by
+  // block to the stacks its addresses select. A fixed array: this runs for every chunk.
+  std::array<uint64_t, kMaxStacks> share{};
   const uint64_t round = block * n;
-  // Leading partial blocks, one stack at a time, until the address is at a round boundary.
-  while (left > 0 && a % round != 0) {
-    const uint64_t inBlock = std::min(left, block - a % block);
-    share[(a / block) % n] += inBlock;
-    a += inBlock;
-    left -= inBlock;
-  }
-  const uint64_t rounds = left / round;
-  for (uint64_t& s : share) s += rounds * block;
-  a += rounds * round;
-  left -= rounds * round;
-  while (left > 0) {
+  const uint64_t rounds = bytes / round;
+  for (size_t i = 0; i < n; ++i) share[i] = rounds * block;
+  for (uint64_t a = addr + rounds * round, left = bytes - rounds * round; left > 0;) {
     const uint64_t inBlock = std::min(left, block - a % block);
     share[(a / block) % n] += inBlock;
     a += inBlock;

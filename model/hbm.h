@@ -21,6 +21,7 @@ struct HbmSpec {
 
 class Hbm {
  public:
+  static constexpr int kMaxStacks = 64;  // what a preset may ask for (fabric/preset.cpp)
   Hbm() = default;
   Hbm(const HbmSpec& spec, const std::vector<TimelineTrack>& stackTracks);
   // Moves `bytes` at device-physical address `addr` (reads and writes share the stacks);
