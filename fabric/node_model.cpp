@@ -11,7 +11,6 @@ namespace mcsim::fabric {
 using model::BandwidthServer;
 using model::Engine;
 using model::Timeline;
-using model::TimelineTrack;
 
 namespace {
 
