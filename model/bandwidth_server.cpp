@@ -28,6 +28,12 @@ void BandwidthServer::book(uint64_t start, uint64_t end, const char* what) {
   busy_[start] = end;
 }
 
+std::map<uint64_t, uint64_t>::iterator BandwidthServer::firstEndingAfter(uint64_t t) {
+  auto it = busy_.upper_bound(t);
+  if (it != busy_.begin() && std::prev(it)->second > t) --it;
+  return it;
+}
+
 uint64_t BandwidthServer::serve(uint64_t arrivePs, uint64_t bytes, const char* what) {
   // Forget what lies wholly before the horizon.
   while (!busy_.empty() && busy_.begin()->second <= horizonPs_) busy_.erase(busy_.begin());
@@ -36,10 +42,7 @@ uint64_t BandwidthServer::serve(uint64_t arrivePs, uint64_t bytes, const char* w
   busyPs_ += left;
   uint64_t t = arrivePs;
   if (left == 0) return t;
-  // The first promise that could overlap [t, ...): the one starting at or before t, if it ends
-  // after t, else the next.
-  auto it = busy_.upper_bound(t);
-  if (it != busy_.begin() && std::prev(it)->second > t) --it;
+  auto it = firstEndingAfter(t);
   while (left > 0) {
     if (it == busy_.end() || it->first > t) {
       const uint64_t gapEnd = it == busy_.end() ? UINT64_MAX : it->first;
@@ -49,8 +52,7 @@ uint64_t BandwidthServer::serve(uint64_t arrivePs, uint64_t bytes, const char* w
       left -= take;
       // Booking may merge with the promise at `it`; look it up again afterwards.
       book(start, t, what);
-      it = busy_.upper_bound(start);
-      if (it != busy_.begin() && std::prev(it)->second > start) --it;
+      it = firstEndingAfter(start);
       if (left == 0) break;
     }
     // Inside a promise: skip to its end.

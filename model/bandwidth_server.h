@@ -36,6 +36,8 @@ class BandwidthServer {
 
  private:
   void book(uint64_t start, uint64_t end, const char* what);
+  // The first promise that could overlap [t, ...): the one holding t, else the next one.
+  std::map<uint64_t, uint64_t>::iterator firstEndingAfter(uint64_t t);
   double psPerByte_ = 0;
   std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint and not touching
   uint64_t bytes_ = 0, busyPs_ = 0;

@@ -218,17 +218,22 @@ uint64_t Engine::wait(const CompletionPtr& c) {
   return c->donePs();
 }
 
+void Engine::completeAfter(const CompletionPtr& c, Work duration) {
+  post([this, c, duration = std::move(duration)] {
+    const uint64_t end = simNowPs() + duration();
+    spawn([this, c, end] {
+      waitUntil(end);
+      c->complete();
+    });
+  });
+}
+
 uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
+  // Awaited before it is posted: even a simulation another thread keeps running pauses there.
   auto timer = std::make_shared<Completion>();
   timer->awaited.fetch_add(1);
   if (until) until->awaited.fetch_add(1);
-  post([this, timer, ps] {
-    const uint64_t end = simNowPs() + ps;
-    spawn([this, timer, end] {
-      waitUntil(end);
-      timer->complete();
-    });
-  });
+  completeAfter(timer, [ps] { return ps; });
   uint64_t reached = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -247,13 +252,7 @@ uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
 
 uint64_t Engine::run(Work work) {
   auto c = std::make_shared<Completion>();
-  post([this, c, work = std::move(work)] {
-    const uint64_t end = simNowPs() + work();
-    spawn([this, c, end] {
-      waitUntil(end);
-      c->complete();
-    });
-  });
+  completeAfter(c, std::move(work));
   return wait(c);
 }
 

@@ -110,6 +110,8 @@ class Engine {
   // there, so that nothing runs on a SystemC coroutine stack while the process winds down (the
   // leak checker's stack scan crashes on one).
   void quiesce();
+  // Posts a process that completes `c` `duration()` after it is admitted.
+  void completeAfter(const CompletionPtr& c, Work duration);
   uint64_t nowPs_ = 0;   // simulated time, published by the simulation thread
   uint64_t processes_ = 0, activations_ = 0;  // simulation thread only, published with nowPs_
   uint64_t publishedProcesses_ = 0, publishedActivations_ = 0;
