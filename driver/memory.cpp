@@ -97,15 +97,12 @@ namespace {
 
 // Whether `p` is memory the driver knows: a device address (the node checks the mapping) or
 // pinned host memory.
-bool knownMemory(uint64_t p) {
-  HostAllocation h;
-  return isDeviceAddress(p) || findHostAllocation(p, &h);
-}
-
 bool pinnedHost(uint64_t p) {
   HostAllocation h;
   return findHostAllocation(p, &h);
 }
+
+bool knownMemory(uint64_t p) { return isDeviceAddress(p) || pinnedHost(p); }
 
 // The stream an operation goes on: the one named (asynchronous calls), or the default stream of
 // the calling thread's context (synchronous calls, which then wait for it).
