@@ -599,6 +599,16 @@ bool resolve(const Json& j, const Binder& b, uint64_t* v, std::string* problem) 
   return false;
 }
 
+// The address in the replay's own pinned host memory that a recorded name ("host1+64") stands
+// for, when `n` bytes from there lie inside that allocation; 0 otherwise.
+uint64_t pinnedAddress(const Json& name, uint64_t n, const Binder& b, std::string* problem) {
+  if (!name.is_string()) return 0;
+  const auto at = parseName(name.get<std::string>());
+  uint64_t v = 0;
+  if (!at || !b.fits(at->base, at->offset, n) || !resolve(name, b, &v, problem)) return 0;
+  return v;
+}
+
 }  // namespace
 
 std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, Arena& arena, uint64_t* slots,
@@ -623,11 +633,9 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
     }
     if (p.kind == Kind::kHostOut && a.is_string() && a.get<std::string>() != "out") {
       // Into the replay's own pinned host memory (encodeInputs), if the whole output fits there.
-      const auto at = parseName(a.get<std::string>());
       const uint64_t n = slots[p.ref];
-      if (at && b.fits(at->base, at->offset, n)) {
-        resolve(a, b, &s, &problem);
-      } else {
+      s = pinnedAddress(a, n, b, &problem);
+      if (s == 0) {
         s = toSlot(arena.bytes(static_cast<size_t>(checkedSize(n, uint64_t{1} << 34, "host buffer"))));
         *approximate = true;
       }
@@ -666,15 +674,12 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
           data.assign(n, 0xa5);
           *approximate = true;
         }
-        const auto pinned = a.contains("at") && a.at("at").is_string() ? parseName(a.at("at").get<std::string>()) : std::nullopt;
-        if (pinned && b.fits(pinned->base, pinned->offset, data.size())) {
-          // The program's pinned buffer held these bytes when it made the call; so does the replay's.
-          uint64_t at = 0;
-          if (resolve(a.at("at"), b, &at, &problem) && at != 0) {
-            std::memcpy(reinterpret_cast<void*>(at), data.data(), data.size());
-            s = at;
-            break;
-          }
+        // The program's pinned buffer held these bytes when it made the call; so does the replay's.
+        const uint64_t at = a.contains("at") ? pinnedAddress(a.at("at"), data.size(), b, &problem) : 0;
+        if (at != 0) {
+          std::memcpy(reinterpret_cast<void*>(at), data.data(), data.size());
+          s = at;
+          break;
         }
         s = toSlot(arena.copy(data));
         break;
