@@ -187,30 +187,4 @@ uint64_t NodeModel::moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t 
   return r;
 }
 
-std::vector<NodeModel::ResourceUse> NodeModel::resourceUse() {
-  std::vector<ResourceUse> out;
-  Engine::instance().run([&] {
-    for (size_t g = 0; g < gpus_.size(); ++g) {
-      const auto& stacks = gpus_[g]->hbm().stacks();
-      for (size_t i = 0; i < stacks.size(); ++i) {
-        out.push_back({"gpu" + std::to_string(g) + ".hbm" + std::to_string(i), stacks[i].bytesServed(),
-                       stacks[i].busyPs()});
-      }
-      for (size_t s = 0; s < ports_[g].size(); ++s) {
-        const Port& p = ports_[g][s];
-        out.push_back({"gpu" + std::to_string(g) + ".nvlink" + std::to_string(s) + ".out", p.up.bytesServed(),
-                       p.up.busyPs()});
-        out.push_back({"gpu" + std::to_string(g) + ".nvlink" + std::to_string(s) + ".in", p.down.bytesServed(),
-                       p.down.busyPs()});
-      }
-    }
-    for (size_t s = 0; s < switches_.size(); ++s) {
-      out.push_back({"switch" + std::to_string(s) + ".crossbar", switches_[s]->crossbar.bytesServed(),
-                     switches_[s]->crossbar.busyPs()});
-    }
-    return uint64_t{0};
-  });
-  return out;
-}
-
 }  // namespace mcsim::fabric

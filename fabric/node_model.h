@@ -68,13 +68,6 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   void forget(int gpu, uint64_t alloc);
 
   int gpuCount() const { return static_cast<int>(gpus_.size()); }
-  // Busy picoseconds and bytes of every resource, in a fixed order (benchmarks, tests).
-  struct ResourceUse {
-    std::string name;
-    uint64_t bytes;
-    uint64_t busyPs;
-  };
-  std::vector<ResourceUse> resourceUse();  // host thread; goes through the engine
 
  private:
   struct Port;

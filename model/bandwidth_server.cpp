@@ -39,7 +39,6 @@ uint64_t BandwidthServer::serve(uint64_t arrivePs, uint64_t bytes, const char* w
   while (!busy_.empty() && busy_.begin()->second <= horizonPs_) busy_.erase(busy_.begin());
   auto left = static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * psPerByte_));
   bytes_ += bytes;
-  busyPs_ += left;
   uint64_t t = arrivePs;
   if (left == 0) return t;
   auto it = firstEndingAfter(t);

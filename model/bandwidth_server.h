@@ -27,8 +27,6 @@ class BandwidthServer {
   // Serves `bytes` that arrive at `arrivePs`; returns when the last byte has been served.
   uint64_t serve(uint64_t arrivePs, uint64_t bytes, const char* what = nullptr);
   uint64_t bytesServed() const { return bytes_; }
-  uint64_t busyPs() const { return busyPs_; }
-  double bytesPerSecond() const { return psPerByte_ > 0 ? 1e12 / psPerByte_ : 0; }
 
   // The simulation's horizon: no transfer arrives before it. Set by the simulation as time
   // advances (simulation thread only; one value for every resource).
@@ -40,7 +38,7 @@ class BandwidthServer {
   std::map<uint64_t, uint64_t>::iterator firstEndingAfter(uint64_t t);
   double psPerByte_ = 0;
   std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint and not touching
-  uint64_t bytes_ = 0, busyPs_ = 0;
+  uint64_t bytes_ = 0;
   TimelineTrack track_;
   static inline uint64_t horizonPs_ = 0;
 };

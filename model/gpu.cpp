@@ -20,8 +20,7 @@ std::vector<TimelineTrack> stackTracks(int gpu, int stacks) {
 }  // namespace
 
 Gpu::Gpu(int ordinal, const GpuTimingSpec& spec)
-    : ordinal_(ordinal),
-      spec_(spec),
+    : spec_(spec),
       hbm_(spec.hbm, stackTracks(ordinal, spec.hbm.stacks)),
       l2_(spec.l2),
       l2Port_(spec.l2.bytesPerSecond, trackOf(ordinal, "L2")),

@@ -45,10 +45,7 @@ class Gpu {
   uint64_t toHost(uint64_t arrivePs, uint64_t bytes, bool pageable);
   void forget(uint64_t alloc) { l2_.drop(alloc); }
 
-  int ordinal() const { return ordinal_; }
   const GpuTimingSpec& spec() const { return spec_; }
-  const Hbm& hbm() const { return hbm_; }
-  const L2Cache& l2() const { return l2_; }
 
  private:
   // Where allocation `alloc`'s bytes sit in the HBM address space, for the stack interleave:
@@ -57,7 +54,6 @@ class Gpu {
     return alloc * spec_.hbm.interleaveBytes * 7 + offset;
   }
   uint64_t memory(uint64_t arrivePs, uint64_t alloc, uint64_t offset, uint64_t bytes, bool write);
-  int ordinal_;
   GpuTimingSpec spec_;
   Hbm hbm_;
   L2Cache l2_;

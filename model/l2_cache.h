@@ -37,7 +37,6 @@ class L2Cache {
   Outcome access(uint64_t alloc, uint64_t offset, uint64_t bytes, bool write);
   // Forgets an allocation's lines (it was freed; its dirty data no longer matters).
   void drop(uint64_t alloc);
-  uint64_t residentLines() const { return lru_.size(); }
   const L2Spec& spec() const { return spec_; }
 
  private:
