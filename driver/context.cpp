@@ -97,6 +97,8 @@ CUresult currentContext(CUctx_st** ctx) {
   CUctx_st* top = tlsStack.back();
   std::lock_guard<std::mutex> lock(contexts().mu);
   if (!usableLocked(top)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  const CUresult sticky = top->stickyError.load();
+  if (sticky != CUDA_SUCCESS) return sticky;
   *ctx = top;
   return CUDA_SUCCESS;
 }
@@ -133,6 +135,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     if (--p.refs == 0) {
       if (p.active) released = &p.ctx;
       p.active = false;
+      p.ctx.stickyError = CUDA_SUCCESS;
     }
   }
   if (released != nullptr) releaseContextResources(released);
@@ -149,6 +152,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     p.active = false;  // the retain count survives a reset (see Primary)
     p.flags = 0;
     p.ctx.peers.clear();
+    p.ctx.stickyError = CUDA_SUCCESS;
     ctx = &p.ctx;
   }
   releaseContextResources(ctx);

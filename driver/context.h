@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 #include <set>
 
@@ -17,12 +18,16 @@ struct CUctx_st {
   bool alive = true;             // created contexts: until cuCtxDestroy
   unsigned long long id = 0;     // cuCtxGetId
   std::set<int> peers;           // devices whose memory this context may access
+  // A kernel's illegal or misaligned access poisons the context: from then on calls made in it
+  // return this error, until the context is destroyed or (a primary) reset.
+  std::atomic<CUresult> stickyError{CUDA_SUCCESS};
 };
 
 namespace mcsim::driver {
 
 // The calling thread's current context if it is usable: CUDA_ERROR_INVALID_CONTEXT when there is
-// none, CUDA_ERROR_CONTEXT_IS_DESTROYED when it was destroyed (or its primary was released).
+// none, CUDA_ERROR_CONTEXT_IS_DESTROYED when it was destroyed (or its primary was released), its
+// sticky error once a kernel faulted in it.
 CUresult currentContext(CUctx_st** ctx);
 // Whether `ctx` is a context this driver made (alive or not).
 bool knownContext(CUcontext ctx);

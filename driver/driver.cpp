@@ -45,6 +45,7 @@ CUresult toResult(Status s) {
     case Status::kHang: return hangResult();
     // What an NVLink failure under a copy shows a program.
     case Status::kLinkDown: return CUDA_ERROR_NVLINK_UNCORRECTABLE;
+    case Status::kMisaligned: return CUDA_ERROR_MISALIGNED_ADDRESS;
   }
   return CUDA_ERROR_UNKNOWN;
 }

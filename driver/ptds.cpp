@@ -15,3 +15,4 @@ using namespace mcsim::driver;
 
 #include "driver/memops_entries.inc"
 #include "driver/stream_entries.inc"
+#include "driver/launch_entries.inc"

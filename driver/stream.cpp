@@ -113,11 +113,15 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out) {
   auto it = t.created.find(s);
   if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
   if (!usableContext(it->second->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  // A stream of a context a kernel poisoned answers with the context's sticky error.
+  const CUresult sticky = it->second->ctx->stickyError.load();
+  if (sticky != CUDA_SUCCESS) return sticky;
   *out = it->second.get();
   return CUDA_SUCCESS;
 }
 
-CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter) {
+CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter,
+                 Status* submitted) {
   StreamTables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   std::vector<fabric::WorkDone> after;
@@ -134,7 +138,9 @@ CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, c
   op.engineDevice = st->ctx->device;
   op.stream = st->name;
   fabric::WorkDone w;
-  MCSIM_TRY(toResult(node().submit(op, after, &w)));
+  const Status s = node().submit(op, after, &w);
+  if (submitted != nullptr) *submitted = s;
+  MCSIM_TRY(toResult(s));
   st->tail = w;
   if (done != nullptr) *done = w;
   return CUDA_SUCCESS;

@@ -47,8 +47,9 @@ namespace mcsim::driver {
 // explicitly. The special streams need a current context.
 CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out);
 // Submits `op` on `st` after what stream order requires (and after `alsoAfter`, if given).
+// `submitted`, if given, receives the node's own answer (before it becomes a CUresult).
 CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done = nullptr,
-                 const fabric::WorkDone& alsoAfter = nullptr);
+                 const fabric::WorkDone& alsoAfter = nullptr, Status* submitted = nullptr);
 // Blocks until `w` completes.
 void waitWork(const fabric::WorkDone& w);
 // Everything submitted so far to `st` (and, for a legacy stream, to its context's blocking
@@ -71,4 +72,12 @@ CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool p
 // For mcsim::api: streams and events in state digests.
 void addStreamsToDigest(model::Digest& d);
 
+}  // namespace mcsim::driver
+
+namespace mcsim::driver {
+// The bodies of the launch entry points (module.cpp; launch_entries.inc is compiled for both ABIs).
+CUresult launchKernelEntry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                           unsigned sharedMem, CUstream s, void** kernelParams, void** extra, bool perThreadDefault);
+CUresult launchKernelExEntry(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra,
+                             bool perThreadDefault);
 }  // namespace mcsim::driver

@@ -20,6 +20,7 @@
 
 #include "fabric/node.h"
 #include "fabric/node_model.h"
+#include "model/reduction.h"
 #include "fabric/team_wait.h"
 #include "model/digest.h"
 #include "model/engine.h"
@@ -953,6 +954,147 @@ class EmbeddedNode final : public Node {
     return runs;
   }
 
+  // A kernel operand in ordinary device memory, as device `accessor` reaches it: its runs, with
+  // their backing (kernels may read memory never written, which reads as zeros).
+  Status resolvePlain(uint64_t va, uint64_t bytes, int accessor, bool write, MemorySpan* span, DeviceWork* work) {
+    std::vector<Segment> segs;
+    Status s = space_.resolve(va, bytes, accessor, write ? Access::kReadWrite : Access::kRead, &segs);
+    if (s != Status::kOk) return Status::kIllegalAddress;
+    for (const Segment& sg : segs) {
+      // Plain loads and stores do not reach a multicast mapping.
+      if (isMulticastId(sg.alloc)) return Status::kIllegalAddress;
+    }
+    std::vector<uint8_t*> data;
+    if (!backSegments(segs, &data)) return Status::kOutOfMemory;
+    for (size_t i = 0; i < segs.size(); ++i) {
+      span->push_back(MemoryRun{memoryRefOf(segs[i]), data[i], segs[i].len});
+      work->keepAlive.push_back(allocs_.at(segs[i].alloc).region);
+    }
+    return Status::kOk;
+  }
+
+  // A multimem operand: a range of a multicast mapping, resolved to every team member's bound
+  // memory behind it (members in ascending device order). A range that is not a multicast
+  // mapping, or that some member has no memory bound for, is an illegal address.
+  Status resolveMulticast(uint64_t va, uint64_t bytes, int accessor, std::vector<int>* gpus,
+                          std::vector<MemorySpan>* members, DeviceWork* work) {
+    std::vector<Segment> segs;
+    Status s = space_.resolve(va, bytes, accessor, Access::kReadWrite, &segs);
+    if (s != Status::kOk) return Status::kIllegalAddress;
+    const MulticastObject* mc = nullptr;
+    for (const Segment& sg : segs) {
+      if (!isMulticastId(sg.alloc)) return Status::kIllegalAddress;
+      const MulticastObject* o = fabric_.find(sg.alloc);
+      if (o == nullptr || (mc != nullptr && o != mc)) return Status::kIllegalAddress;
+      mc = o;
+    }
+    if (mc == nullptr || !mc->complete()) return Status::kIllegalAddress;
+    std::vector<int> devices = mc->members;
+    std::sort(devices.begin(), devices.end());
+    for (int d : devices) {
+      MemorySpan span;
+      for (const Segment& sg : segs) {
+        uint64_t off = sg.allocOffset, left = sg.len;
+        while (left > 0) {
+          // The binding of device d that covers mc offset `off`.
+          const MulticastBinding* b = nullptr;
+          auto it = mc->bindings.upper_bound({d, off});
+          if (it != mc->bindings.begin()) {
+            const MulticastBinding& c = std::prev(it)->second;
+            if (c.device == d && c.mcOffset <= off && off < c.mcOffset + c.size) b = &c;
+          }
+          if (b == nullptr) return Status::kIllegalAddress;
+          const uint64_t n = std::min(left, b->mcOffset + b->size - off);
+          Allocation& a = allocs_.at(b->alloc);
+          if (!a.region) {
+            a.region = model::LazyRegion::create(a.props.size);
+            if (!a.region) return Status::kOutOfMemory;
+          }
+          MemoryRun r;
+          r.ref.device = true;
+          r.ref.gpu = a.props.location.id;
+          r.ref.alloc = b->alloc;
+          r.ref.offset = b->allocOffset + (off - b->mcOffset);
+          r.data = a.region->data() + r.ref.offset;
+          r.len = n;
+          span.push_back(r);
+          work->keepAlive.push_back(a.region);
+          off += n;
+          left -= n;
+        }
+      }
+      gpus->push_back(d);
+      members->push_back(std::move(span));
+    }
+    return Status::kOk;
+  }
+
+  // A launch's steps, resolved against the launching device's rights.
+  Status planKernel(const DeviceOp& op, DeviceWork* work) {
+    using K = KernelStep::Kind;
+    work->kind = DeviceWork::Kind::kKernel;
+    work->threads = op.threads;
+    work->label = op.label;
+    const int dev = op.engineDevice;
+    for (const KernelStep& k : op.steps) {
+      ResolvedStep r;
+      r.kind = k.kind;
+      r.dtype = k.dtype;
+      r.op = k.op;
+      r.value = k.value;
+      r.count = k.count;
+      const bool elementWise = k.kind != K::kCopy && k.kind != K::kSignal && k.kind != K::kWait;
+      uint64_t align = 1;
+      if (elementWise) {
+        align = mcsim_dtype_bytes(k.dtype);
+        if (align == 0 || !model::reductionDefined(k.dtype, k.kind == K::kMultimemStore ? uint32_t{MCSIM_REDOP_ADD} : k.op) ||
+            k.count > UINT64_MAX / align) {
+          return Status::kInvalidValue;
+        }
+        r.bytes = k.count * align;
+      } else {
+        r.bytes = k.bytes;
+        if (k.kind != K::kCopy) align = 4;
+      }
+      if (r.bytes == 0 && k.kind != K::kSignal && k.kind != K::kWait) continue;
+      for (uint64_t a : {k.dst, k.src, k.src2, k.mc}) {
+        if (a % align != 0) return Status::kMisaligned;
+      }
+      Status s = Status::kOk;
+      switch (k.kind) {
+        case K::kCopy:
+          s = resolvePlain(k.src, r.bytes, dev, false, &r.src, work);
+          if (s == Status::kOk) s = resolvePlain(k.dst, r.bytes, dev, true, &r.dst, work);
+          break;
+        case K::kReduce:
+          s = resolvePlain(k.src, r.bytes, dev, false, &r.src, work);
+          if (s == Status::kOk) s = resolvePlain(k.src2, r.bytes, dev, false, &r.src2, work);
+          if (s == Status::kOk) s = resolvePlain(k.dst, r.bytes, dev, true, &r.dst, work);
+          break;
+        case K::kMultimemStore:
+        case K::kMultimemReduce:
+          s = resolvePlain(k.src, r.bytes, dev, false, &r.src, work);
+          if (s == Status::kOk) s = resolveMulticast(k.mc, r.bytes, dev, &r.memberGpus, &r.members, work);
+          break;
+        case K::kMultimemLoadReduce:
+          s = resolveMulticast(k.mc, r.bytes, dev, &r.memberGpus, &r.members, work);
+          if (s == Status::kOk) s = resolvePlain(k.dst, r.bytes, dev, true, &r.dst, work);
+          break;
+        case K::kMultimemLoadReduceStore:
+        case K::kSignal:
+          s = resolveMulticast(k.mc, r.bytes, dev, &r.memberGpus, &r.members, work);
+          break;
+        case K::kWait:
+          s = resolvePlain(k.dst, r.bytes, dev, false, &r.dst, work);
+          break;
+      }
+      if (s != Status::kOk) return s;
+      if (!r.memberGpus.empty() && switchDown_) return Status::kLinkDown;
+      work->steps.push_back(std::move(r));
+    }
+    return Status::kOk;
+  }
+
   // Checks a device operation and turns it into work for the timing model. Changes nothing but
   // first-touch backing of memory about to be written (which no digest sees).
   Status planWork(const DeviceOp& op, DeviceWork* work) {
@@ -960,6 +1102,7 @@ class EmbeddedNode final : public Node {
     work->engineGpu = op.engineDevice;
     work->functional = functional_;
     work->stream = op.stream;
+    if (op.kind == DeviceOp::Kind::kKernel) return planKernel(op, work);
     if (op.kind == DeviceOp::Kind::kMarker) {
       work->kind = DeviceWork::Kind::kMarker;
       work->crossGpu = op.crossGpu;

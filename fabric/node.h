@@ -19,6 +19,7 @@
 #include "fabric/fault_injector.h"
 #include "fabric/memory_types.h"
 #include "fabric/preset.h"
+#include "mcsim/kernel_model.h"
 #include "model/address_space.h"
 #include "model/completion.h"
 #include "model/status.h"
@@ -66,7 +67,7 @@ using WorkDone = model::CompletionPtr;
 // A device operation as a stream hands it to the node: a copy, a memset, or a marker (an event's
 // record point, which completes when the work it follows has).
 struct DeviceOp {
-  enum class Kind { kCopy, kFill, kMarker };
+  enum class Kind { kCopy, kFill, kMarker, kKernel };
   Kind kind = Kind::kMarker;
   int engineDevice = 0;  // the stream's device, whose copy engine runs the operation
   // kCopy: each side is a device address (used with its accessor's rights) or a host pointer.
@@ -85,6 +86,11 @@ struct DeviceOp {
   // kMarker: it follows work of another GPU (a stream waiting for another GPU's event), which
   // costs the cross-GPU synchronisation time.
   bool crossGpu = false;
+  // kKernel: what a launch does (its model's steps), run in order by `engineDevice`'s SMs with
+  // that device's rights; `threads` (grid x block) sets how much traffic it keeps in flight.
+  std::vector<KernelStep> steps;
+  uint64_t threads = 0;
+  std::string label;   // the kernel's name, for the timeline
   std::string stream;  // the stream's name, for the timeline
 };
 
@@ -142,6 +148,10 @@ class Node {
   virtual Status memoryInfo(int device, uint64_t* free, uint64_t* total) = 0;
 
   // Device work. `submit` checks the operation (addresses mapped, rights, links up), then queues
+  // it. A kernel whose steps touch memory they may not (an unmapped or inaccessible address,
+  // multimem on an address that is no multicast mapping, a multicast range some member has no
+  // memory bound for) is refused with kIllegalAddress, a misaligned operand with kMisaligned:
+  // the driver turns those into the context's sticky error. Otherwise `submit` queues
   // it to run once everything in `after` has completed; the operation takes simulated time in
   // the node's timing model. A refused operation changes nothing.
   virtual Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) = 0;

@@ -27,17 +27,6 @@ void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) 
 
 }  // namespace
 
-// A GPU's links to one switch, as one port per direction.
-struct NodeModel::Port {
-  int links = 0;
-  BandwidthServer up;    // GPU to switch
-  BandwidthServer down;  // switch to GPU
-};
-
-struct NodeModel::Switch {
-  BandwidthServer crossbar;
-  uint64_t latencyPs = 0;
-};
 
 NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
   for (int g = 0; g < preset.gpuCount; ++g) gpus_.push_back(std::make_unique<model::Gpu>(g, preset.gpu.timing));
@@ -46,6 +35,8 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
     auto sw = std::make_unique<Switch>();
     sw->crossbar = BandwidthServer(preset.nvswitch.crossbarGbytesPerSec * 1e9,
                                    Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"));
+    sw->reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceGbytesPerSec) * 1e9,
+                                 Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction"));
     sw->latencyPs = preset.nvswitch.latencyNs * 1000;
     switches_.push_back(std::move(sw));
   }
@@ -67,7 +58,9 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
   pullLatencyPs_ = crossGpuSyncPs_ + 2 * nvlinkLatencyPs_ + (switches_.empty() ? 0 : switches_[0]->latencyPs);
 }
 
-NodeModel::~NodeModel() = default;
+NodeModel::~NodeModel() {
+  if (signalled_ != nullptr) Engine::instance().retire(signalled_);
+}
 
 model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::vector<model::CompletionPtr> after) {
   auto done = std::make_shared<model::Completion>();
@@ -104,6 +97,10 @@ void NodeModel::moveData(DeviceWork& w) {
 void NodeModel::execute(DeviceWork& w) {
   Engine& engine = Engine::instance();
   const uint64_t start = Engine::simNowPs();
+  if (w.kind == DeviceWork::Kind::kKernel) {
+    executeKernel(w);
+    return;
+  }
   if (w.functional) moveData(w);
   if (w.kind == DeviceWork::Kind::kMarker) {
     if (w.crossGpu) engine.waitUntil(start + crossGpuSyncPs_);

@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <systemc>
+
 #include "fabric/preset.h"
+#include "mcsim/kernel_model.h"
 #include "model/bandwidth_server.h"
 #include "model/completion.h"
 #include "model/gpu.h"
@@ -39,8 +42,28 @@ struct WorkPiece {
   uint8_t* dstData = nullptr;
 };
 
+// A run of memory within one allocation: where it is (for timing) and its bytes (for data).
+struct MemoryRun {
+  MemoryRef ref;
+  uint8_t* data = nullptr;  // nullptr in timing-only work
+  uint64_t len = 0;
+};
+// An operand of a kernel step: runs that together cover its bytes, in address order.
+using MemorySpan = std::vector<MemoryRun>;
+
+// A kernel step with its operands resolved (KernelStep in include/mcsim/kernel_model.h).
+struct ResolvedStep {
+  KernelStep::Kind kind = KernelStep::Kind::kCopy;
+  uint32_t dtype = 0, op = 0, value = 0;
+  uint64_t bytes = 0;              // of each operand
+  uint64_t count = 0;              // elements, for element-wise steps
+  MemorySpan dst, src, src2;       // plain operands (this GPU's memory or a peer's)
+  std::vector<int> memberGpus;     // the multicast operand: each member's GPU (ascending) ...
+  std::vector<MemorySpan> members; // ... and its memory behind the operand
+};
+
 struct DeviceWork {
-  enum class Kind { kCopy, kFill, kMarker };
+  enum class Kind { kCopy, kFill, kMarker, kKernel };
   Kind kind = Kind::kMarker;
   int engineGpu = 0;                // whose copy engine runs it (the stream's device)
   std::vector<WorkPiece> pieces;
@@ -52,6 +75,9 @@ struct DeviceWork {
   bool crossGpu = false;            // kMarker: waits for another GPU's work
   std::string stream;               // for the timeline
   std::string label;                // for the timeline
+  // kKernel: the launch's steps, run in order by `engineGpu`'s SMs.
+  std::vector<ResolvedStep> steps;
+  uint64_t threads = 0;
 };
 
 class NodeModel : public std::enable_shared_from_this<NodeModel> {
@@ -70,13 +96,34 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   int gpuCount() const { return static_cast<int>(gpus_.size()); }
 
  private:
-  struct Port;
-  struct Switch;
+  // A GPU's links to one switch, as one port per direction.
+  struct Port {
+    int links = 0;
+    model::BandwidthServer up;    // GPU to switch
+    model::BandwidthServer down;  // switch to GPU
+  };
+  struct Switch {
+    model::BandwidthServer crossbar;
+    model::BandwidthServer reduce;  // the multicast reduction engine, counting operand bytes in
+    uint64_t latencyPs = 0;
+  };
   void execute(DeviceWork& work);
   // Moves `bytes` of piece `p` starting `offset` bytes in, leaving at `t`; returns arrival.
   uint64_t moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t);
   uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what);
   void moveData(DeviceWork& w);
+
+  // Kernels (node_kernels.cpp).
+  void executeKernel(DeviceWork& w);
+  void applyStep(const ResolvedStep& st, bool functional);
+  uint64_t timeStepChunk(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t);
+  uint64_t readSpan(int gpu, const MemorySpan& span, uint64_t offset, uint64_t bytes, uint64_t t, const char* what);
+  uint64_t writeSpan(int gpu, const MemorySpan& span, uint64_t offset, uint64_t bytes, uint64_t t, bool rmw,
+                     const char* what);
+  uint64_t multicastOut(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t, bool rmw);
+  uint64_t multicastIn(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t);
+  uint64_t hopPs() const;  // GPU to switch to GPU, unloaded
+  sc_core::sc_event& signalled();
 
   Preset preset_;
   std::vector<std::unique_ptr<model::Gpu>> gpus_;
@@ -85,6 +132,7 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   uint64_t nvlinkLatencyPs_ = 0;
   uint64_t pullLatencyPs_ = 0;
   uint64_t crossGpuSyncPs_ = 0;
+  sc_core::sc_event* signalled_ = nullptr;  // a kernel's signal changed a word (simulation thread)
 };
 
 }  // namespace mcsim::fabric

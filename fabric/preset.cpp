@@ -184,6 +184,16 @@ model::GpuTimingSpec readGpuTiming(const JsonSource& src, const GpuSpec& g) {
     t.pcie.latencyPs = static_cast<uint64_t>(p.integer("latency_ns", true, 0, 1000000000)) * 1000;
     p.finish();
   }
+  {
+    r.get("sm", true);
+    ObjectReader m(src, "/timing/sm");
+    t.sm.launchPs = static_cast<uint64_t>(m.integer("launch_ns", true, 0, 1000000000)) * 1000;
+    t.sm.chunkBytes = static_cast<uint64_t>(m.integer("chunk_bytes", true, 512, 1ll << 32));
+    t.sm.bytesInFlightPerThread = static_cast<uint64_t>(m.integer("bytes_in_flight_per_thread", true, 1, 1 << 20));
+    t.sm.maxResidentThreads = static_cast<uint64_t>(std::max<int64_t>(
+        1, attributeOr(g, "MULTIPROCESSOR_COUNT", 1) * attributeOr(g, "MAX_THREADS_PER_MULTIPROCESSOR", 2048)));
+    m.finish();
+  }
   r.finish();
   return t;
 }
@@ -310,6 +320,7 @@ Preset loadPreset(const std::string& nameOrPath) {
     p.nvswitch.multicastSlots = static_cast<int>(n.integer("multicast_slots", any, 0, 1 << 20));
     p.nvswitch.crossbarGbytesPerSec = n.number("crossbar_gbytes_per_s", any, 1, 1e7, 0);
     p.nvswitch.latencyNs = static_cast<uint64_t>(n.integer("latency_ns", any, 0, 1000000));
+    p.nvswitch.reduceGbytesPerSec = n.number("reduce_gbytes_per_s", any, 1, 1e7, 0);
     if (any) {
       if (static_cast<int>(p.nvswitch.linksPerGpuPerSwitch.size()) != p.nvswitch.count) {
         s.fail("/nvswitch/links_per_gpu_per_switch", "must list one link count per switch");

@@ -47,6 +47,9 @@ struct NvswitchSpec {
   int multicastSlots = 0;                // multicast groups each switch can hold
   double crossbarGbytesPerSec = 0;       // per direction, all ports together
   uint64_t latencyNs = 0;                // input port to output port
+  // The multicast reduction engine (multimem.ld_reduce): the operand bytes it takes in per
+  // second, from all members together.
+  double reduceGbytesPerSec = 0;
 };
 
 struct MulticastSpec {

@@ -25,11 +25,24 @@ struct PcieSpec {
   uint64_t latencyPs = 0;
 };
 
+// The SMs as kernels' memory traffic sees them: a launch costs `launchPs` before its first
+// access; its loads, stores and multimem operations stream in chunks of `chunkBytes`, with as
+// many bytes outstanding as its threads keep in flight (`bytesInFlightPerThread` each, for at
+// most `maxResidentThreads` threads: the GPU's SMs times the threads each holds). Throughput
+// then follows from the round trip the rest of the model gives (Little's law).
+struct SmSpec {
+  uint64_t launchPs = 0;
+  uint64_t chunkBytes = 65536;
+  uint64_t bytesInFlightPerThread = 16;
+  uint64_t maxResidentThreads = 1;
+};
+
 struct GpuTimingSpec {
   HbmSpec hbm;
   L2Spec l2;
   CopyEngineSpec copyEngine;
   PcieSpec pcie;
+  SmSpec sm;
 };
 
 class Gpu {

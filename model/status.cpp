@@ -20,6 +20,7 @@ const char* statusName(Status s) {
     case Status::kNotShareable: return "not a shareable handle";
     case Status::kHang: return "deadlock or hang";
     case Status::kLinkDown: return "link down";
+    case Status::kMisaligned: return "misaligned address";
   }
   return "unknown status";
 }

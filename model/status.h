@@ -21,6 +21,7 @@ enum class Status {
   kNotShareable,      // a descriptor or handle that is no shareable handle of this node
   kHang,              // a blocked call was given up: it waited for what can never happen
   kLinkDown,          // the NVLink path the operation needs is down
+  kMisaligned,        // a kernel's access is not aligned to its element size
 };
 
 const char* statusName(Status s);

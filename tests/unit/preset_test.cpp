@@ -141,7 +141,8 @@ const char* const kValidPreset = R"({
     "ports": 64,
     "multicast_slots": 128,
     "crossbar_gbytes_per_s": 1600,
-    "latency_ns": 300
+    "latency_ns": 300,
+    "reduce_gbytes_per_s": 500
   },
   "multicast": {
     "granularity_minimum": 2097152,
@@ -166,7 +167,8 @@ const char* const kValidGpu = R"({
     "l2": {"gbytes_per_s": 2000, "latency_ns": 200, "model_line_bytes": 65536},
     "copy_engine": {"setup_ns": 5000, "chunk_bytes": 262144, "window_chunks": 8},
     "pcie": {"gbytes_per_s_per_direction": 63, "efficiency": 0.85, "pageable_gbytes_per_s": 20,
-             "latency_ns": 1500}
+             "latency_ns": 1500},
+    "sm": {"launch_ns": 3000, "chunk_bytes": 65536, "bytes_in_flight_per_thread": 16}
   },
   "attributes": {
     "WARP_SIZE": 32,
@@ -294,6 +296,10 @@ TEST(PresetFromPath, TimingParametersAreReadWithTheirUnits) {
   EXPECT_DOUBLE_EQ(p.nvlink.efficiency, 0.9);
   EXPECT_EQ(p.nvlink.latencyNs, 400u);
   EXPECT_DOUBLE_EQ(p.nvswitch.crossbarGbytesPerSec, 1600);
+  EXPECT_DOUBLE_EQ(p.nvswitch.reduceGbytesPerSec, 500);
+  EXPECT_EQ(t.sm.launchPs, 3000000u);
+  EXPECT_EQ(t.sm.bytesInFlightPerThread, 16u);
+  EXPECT_EQ(t.sm.maxResidentThreads, 4u * 2048u);  // MULTIPROCESSOR_COUNT x the default 2048 threads
 }
 
 TEST(BuiltinPreset, L2SizeAndCopyEnginesComeFromTheAttributes) {

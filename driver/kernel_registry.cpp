@@ -1,0 +1,54 @@
+// The behavioural models of kernels, by name (include/mcsim/kernel_model.h). mcsim's own kernel
+// library is registered on first use; programs add their own.
+#include "driver/kernel_registry.h"
+
+#include <map>
+#include <mutex>
+
+namespace mcsim {
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, KernelModel> models;
+};
+
+Registry& registry() {
+  static Registry* r = [] {
+    auto* made = new Registry();  // leaked: launches may come from static destructors
+    driver::registerLibraryKernels([made](const std::string& name, KernelModel m) {
+      made->models[name] = std::move(m);
+    });
+    return made;
+  }();
+  return *r;
+}
+
+}  // namespace
+
+void registerKernelModel(const std::string& name, KernelModel model) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.models[name] = std::move(model);
+}
+
+bool hasKernelModel(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.models.count(name) != 0;
+}
+
+namespace driver {
+
+bool findKernelModel(const std::string& name, KernelModel* out) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.models.find(name);
+  if (it == r.models.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+}  // namespace driver
+}  // namespace mcsim

@@ -1,0 +1,540 @@
+// Modules, libraries, functions and kernels, and launches.
+//
+// An image (cubin, fatbin or PTX: driver/module_image.h) is read for its kernels' names only; no
+// GPU code runs. A launch looks the kernel's behavioural model up by name
+// (include/mcsim/kernel_model.h), reads the parameters with the sizes the model declares, lets
+// the model describe the launch as memory steps, and queues them on the stream like any other
+// device work. A kernel that touches memory it may not does not fail its launch (the real one
+// fails later, on the GPU): its context takes the sticky error (CUDA_ERROR_ILLEGAL_ADDRESS or
+// CUDA_ERROR_MISALIGNED_ADDRESS) that every later call in it returns.
+//
+// Handles are never freed: an unloaded module or library stays known as dead, so that a stale
+// handle is recognised (CUDA_ERROR_INVALID_HANDLE) rather than dereferenced.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "driver/context.h"
+#include "driver/driver.h"
+#include "driver/kernel_registry.h"
+#include "driver/module_image.h"
+#include "driver/stream.h"
+
+struct CUlib_st;
+
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  std::string name;
+  std::map<int, int> attributes;  // set with cuFuncSetAttribute
+};
+
+struct CUmod_st {
+  CUctx_st* ctx = nullptr;
+  CUlib_st* library = nullptr;  // the library it was made for (cuLibraryGetModule), if any
+  bool alive = true;
+  std::vector<std::string> names;  // sorted
+  std::map<std::string, std::unique_ptr<CUfunc_st>> functions;
+};
+
+struct CUkern_st {
+  CUlib_st* library = nullptr;
+  std::string name;
+};
+
+struct CUlib_st {
+  bool alive = true;
+  std::vector<std::string> names;  // sorted
+  std::map<std::string, std::unique_ptr<CUkern_st>> kernels;
+  std::map<CUctx_st*, CUmod_st*> modules;  // per context, made on first use
+};
+
+namespace mcsim::driver {
+namespace {
+
+struct Tables {
+  std::mutex mu;
+  std::set<CUmod_st*> modules;     // every module ever made (never freed)
+  std::set<CUlib_st*> libraries;
+  std::set<CUfunc_st*> functions;
+  std::set<CUkern_st*> kernels;
+};
+
+Tables& tables() {
+  static Tables* t = new Tables();  // leaked: handles outlive static destruction
+  return *t;
+}
+
+bool has(const std::vector<std::string>& names, const char* name) {
+  return std::binary_search(names.begin(), names.end(), std::string(name));
+}
+
+// Reads an image's kernel names; `bytes` is 0 when the caller passed a bare pointer.
+CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* names) {
+  if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ModuleImage read = readModuleImage(image, bytes == 0 ? kUnknownImageSize : bytes);
+  if (!read.ok) {
+    std::fprintf(stderr, "mcsim: the module image cannot be loaded: %s\n", read.error.c_str());
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *names = std::move(read.entries);
+  return CUDA_SUCCESS;
+}
+
+CUresult readFile(const char* path, std::vector<unsigned char>* out) {
+  if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  out->push_back(0);  // PTX text is read as a C string
+  return CUDA_SUCCESS;
+}
+
+CUmod_st* newModule(Tables& t, CUctx_st* ctx, std::vector<std::string> names, CUlib_st* library) {
+  auto* m = new CUmod_st();
+  m->ctx = ctx;
+  m->library = library;
+  m->names = std::move(names);
+  t.modules.insert(m);
+  return m;
+}
+
+CUresult loadModule(CUmodule* out, const void* image, size_t bytes) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  std::vector<std::string> names;
+  MCSIM_TRY(namesOf(image, bytes, &names));
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  *out = newModule(t, ctx, std::move(names), nullptr);
+  return CUDA_SUCCESS;
+}
+
+CUresult loadLibrary(CUlibrary* out, const void* image, size_t bytes, unsigned numJit, CUjit_option* jit,
+                     void** jitValues, unsigned numLib, CUlibraryOption* lib, void** libValues) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((numJit > 0 && (jit == nullptr || jitValues == nullptr)) || (numLib > 0 && (lib == nullptr || libValues == nullptr))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::vector<std::string> names;
+  MCSIM_TRY(namesOf(image, bytes, &names));
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto* l = new CUlib_st();
+  l->names = std::move(names);
+  t.libraries.insert(l);
+  *out = l;
+  return CUDA_SUCCESS;
+}
+
+bool liveModule(Tables& t, CUmodule m) { return t.modules.count(m) != 0 && m->alive; }
+bool liveLibrary(Tables& t, CUlibrary l) { return t.libraries.count(l) != 0 && l->alive; }
+bool liveKernel(Tables& t, CUkernel k) { return t.kernels.count(k) != 0 && k->library->alive; }
+
+CUfunc_st* functionOf(Tables& t, CUmod_st* m, const std::string& name) {
+  auto& f = m->functions[name];
+  if (!f) {
+    f = std::make_unique<CUfunc_st>();
+    f->module = m;
+    f->name = name;
+    t.functions.insert(f.get());
+  }
+  return f.get();
+}
+
+// The library's module in `ctx`, made on first use.
+CUmod_st* libraryModule(Tables& t, CUlib_st* l, CUctx_st* ctx) {
+  CUmod_st*& m = l->modules[ctx];
+  if (m == nullptr || !m->alive) m = newModule(t, ctx, l->names, l);
+  return m;
+}
+
+// A launch's function: a CUfunction of a live module of the current context, or a CUkernel
+// (which cuLaunchKernel accepts in its place) resolved in the current context.
+CUresult launchFunction(CUfunction f, CUctx_st* ctx, CUfunc_st** out) {
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto* asKernel = reinterpret_cast<CUkern_st*>(f);
+  if (t.kernels.count(asKernel) != 0) {
+    if (!asKernel->library->alive) return CUDA_ERROR_INVALID_HANDLE;
+    *out = functionOf(t, libraryModule(t, asKernel->library, ctx), asKernel->name);
+    return CUDA_SUCCESS;
+  }
+  if (t.functions.count(f) == 0 || !f->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  if (f->module->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  *out = f;
+  return CUDA_SUCCESS;
+}
+
+// Reads the parameters from kernelParams (an array of pointers to each) or from `extra`'s
+// packed buffer (each parameter at the next offset aligned to its size, as nvcc lays them out).
+CUresult readParams(const KernelModel& model, void** kernelParams, void** extra, KernelLaunch* launch) {
+  if (kernelParams != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const std::vector<size_t>& sizes = model.paramBytes;
+  if (kernelParams != nullptr) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (kernelParams[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      const auto* p = static_cast<const uint8_t*>(kernelParams[i]);
+      launch->params.emplace_back(p, p + sizes[i]);
+    }
+    return CUDA_SUCCESS;
+  }
+  if (extra == nullptr) return sizes.empty() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  const uint8_t* buffer = nullptr;
+  size_t bufferBytes = 0;
+  bool sized = false;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      buffer = static_cast<const uint8_t*>(extra[i + 1]);
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      if (extra[i + 1] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(&bufferBytes, extra[i + 1], sizeof bufferBytes);
+      sized = true;
+    } else {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  if (buffer == nullptr || !sized) return CUDA_ERROR_INVALID_VALUE;
+  size_t offset = 0;
+  for (size_t size : sizes) {
+    offset = (offset + size - 1) / size * size;
+    if (offset + size > bufferBytes) return CUDA_ERROR_INVALID_VALUE;
+    launch->params.emplace_back(buffer + offset, buffer + offset + size);
+    offset += size;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstream hStream, void** kernelParams,
+                void** extra, bool perThreadDefault) {
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  CUfunc_st* fn = nullptr;
+  MCSIM_TRY(launchFunction(f, ctx, &fn));
+  // The limits of sm_90 and newer: 1024 threads a block, z up to 64, grid y and z up to 65535.
+  if (grid.count() == 0 || block.count() == 0 || block.count() > 1024 || block.z > 64 || grid.y > 65535 ||
+      grid.z > 65535 || grid.x > 0x7fffffffu) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  KernelModel model;
+  if (!findKernelModel(fn->name, &model)) {
+    std::fprintf(stderr,
+                 "mcsim: kernel '%s' has no behavioural model, so it cannot run in the simulator "
+                 "(register one with mcsim::registerKernelModel: docs/multimem.md)\n",
+                 fn->name.c_str());
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  KernelLaunch l;
+  l.name = fn->name;
+  l.device = ctx->device;
+  l.grid = grid;
+  l.block = block;
+  l.sharedMemBytes = sharedMem;
+  MCSIM_TRY(readParams(model, kernelParams, extra, &l));
+  KernelSteps steps;
+  const std::string why = model.expand ? model.expand(l, steps) : std::string("the model has no expand function");
+  CUstream_st* st = nullptr;
+  MCSIM_TRY(resolveStream(hStream, perThreadDefault, &st));
+  if (st->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (!why.empty()) {
+    // The real kernel traps on such arguments: the launch succeeds and the context fails.
+    std::fprintf(stderr, "mcsim: kernel '%s' on device %d traps: %s; the context's sticky error is now "
+                 "CUDA_ERROR_LAUNCH_FAILED\n", fn->name.c_str(), ctx->device, why.c_str());
+    ctx->stickyError = CUDA_ERROR_LAUNCH_FAILED;
+    return CUDA_SUCCESS;
+  }
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kKernel;
+  op.steps = steps.steps();
+  op.threads = l.threads();
+  op.label = fn->name;
+  Status submitted = Status::kOk;
+  const CUresult r = enqueue(st, std::move(op), nullptr, nullptr, &submitted);
+  if (submitted == Status::kIllegalAddress || submitted == Status::kMisaligned) {
+    // The launch itself succeeds; the kernel faults on the GPU and poisons its context.
+    ctx->stickyError = submitted == Status::kMisaligned ? CUDA_ERROR_MISALIGNED_ADDRESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+    std::fprintf(stderr, "mcsim: kernel '%s' on device %d made an %s access; the context's sticky error is now %s\n",
+                 fn->name.c_str(), ctx->device, submitted == Status::kMisaligned ? "unaligned" : "illegal",
+                 submitted == Status::kMisaligned ? "CUDA_ERROR_MISALIGNED_ADDRESS" : "CUDA_ERROR_ILLEGAL_ADDRESS");
+    return CUDA_SUCCESS;
+  }
+  return r;
+}
+
+}  // namespace
+
+CUresult launchKernelEntry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                           unsigned sharedMem, CUstream s, void** kernelParams, void** extra, bool perThreadDefault) {
+  return launch(f, Dim3{gx, gy, gz}, Dim3{bx, by, bz}, sharedMem, s, kernelParams, extra, perThreadDefault);
+}
+
+CUresult launchKernelExEntry(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra,
+                             bool perThreadDefault) {
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (config->numAttrs > 0 && config->attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return launch(f, Dim3{config->gridDimX, config->gridDimY, config->gridDimZ},
+                Dim3{config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
+                config->hStream, kernelParams, extra, perThreadDefault);
+}
+
+}  // namespace mcsim::driver
+
+using namespace mcsim::driver;
+
+extern "C" {
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  MCSIM_REQUIRE_INIT();
+  return loadModule(module, image, 0);
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                                    CUjit_option* options, void** optionValues) {
+  MCSIM_REQUIRE_INIT();
+  // JIT options steer a compiler mcsim does not run; they are checked for shape only.
+  if (numOptions > 0 && (options == nullptr || optionValues == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  return loadModule(module, image, 0);
+}
+
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  MCSIM_REQUIRE_INIT();
+  return loadModule(module, fatCubin, 0);
+}
+
+CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* fname) {
+  MCSIM_REQUIRE_INIT();
+  if (module == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<unsigned char> bytes;
+  MCSIM_TRY(readFile(fname, &bytes));
+  return loadModule(module, bytes.data(), bytes.size() - 1);
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+  MCSIM_REQUIRE_INIT();
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveModule(t, hmod) || hmod->library != nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  hmod->alive = false;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  MCSIM_REQUIRE_INIT();
+  if (hfunc == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveModule(t, hmod)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!has(hmod->names, name)) return CUDA_ERROR_NOT_FOUND;
+  *hfunc = functionOf(t, hmod, name);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  MCSIM_REQUIRE_INIT();
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveModule(t, mod)) return CUDA_ERROR_INVALID_HANDLE;
+  *count = static_cast<unsigned>(mod->names.size());
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmodule mod) {
+  MCSIM_REQUIRE_INIT();
+  if (functions == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveModule(t, mod)) return CUDA_ERROR_INVALID_HANDLE;
+  if (numFunctions < mod->names.size()) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < mod->names.size(); ++i) functions[i] = functionOf(t, mod, mod->names[i]);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  MCSIM_REQUIRE_INIT();
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // Lazy by default since CUDA 12.2; CUDA_MODULE_LOADING=EAGER asks for eager loading.
+  const char* env = std::getenv("CUDA_MODULE_LOADING");
+  *mode = env != nullptr && std::strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions,
+                                   void** jitOptionsValues, unsigned int numJitOptions,
+                                   CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                                   unsigned int numLibraryOptions) {
+  MCSIM_REQUIRE_INIT();
+  return loadLibrary(library, code, 0, numJitOptions, jitOptions, jitOptionsValues, numLibraryOptions,
+                     libraryOptions, libraryOptionValues);
+}
+
+CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
+                                       void** jitOptionsValues, unsigned int numJitOptions,
+                                       CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                                       unsigned int numLibraryOptions) {
+  MCSIM_REQUIRE_INIT();
+  if (library == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<unsigned char> bytes;
+  MCSIM_TRY(readFile(fileName, &bytes));
+  return loadLibrary(library, bytes.data(), bytes.size() - 1, numJitOptions, jitOptions, jitOptionsValues,
+                     numLibraryOptions, libraryOptions, libraryOptionValues);
+}
+
+CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
+  MCSIM_REQUIRE_INIT();
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveLibrary(t, library)) return CUDA_ERROR_INVALID_HANDLE;
+  library->alive = false;
+  for (auto& [ctx, m] : library->modules) m->alive = false;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  MCSIM_REQUIRE_INIT();
+  if (pKernel == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveLibrary(t, library)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!has(library->names, name)) return CUDA_ERROR_NOT_FOUND;
+  auto& k = library->kernels[name];
+  if (!k) {
+    k = std::make_unique<CUkern_st>();
+    k->library = library;
+    k->name = name;
+    t.kernels.insert(k.get());
+  }
+  *pKernel = k.get();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
+  MCSIM_REQUIRE_INIT();
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveLibrary(t, lib)) return CUDA_ERROR_INVALID_HANDLE;
+  *count = static_cast<unsigned>(lib->names.size());
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary lib) {
+  MCSIM_REQUIRE_INIT();
+  if (kernels == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  {
+    Tables& t = tables();
+    std::lock_guard<std::mutex> lock(t.mu);
+    if (!liveLibrary(t, lib)) return CUDA_ERROR_INVALID_HANDLE;
+    if (numKernels < lib->names.size()) return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t i = 0; i < lib->names.size(); ++i) MCSIM_TRY(cuLibraryGetKernel(&kernels[i], lib, lib->names[i].c_str()));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
+  MCSIM_REQUIRE_INIT();
+  if (pMod == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveLibrary(t, library)) return CUDA_ERROR_INVALID_HANDLE;
+  *pMod = libraryModule(t, library, ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+  MCSIM_REQUIRE_INIT();
+  if (pFunc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveKernel(t, kernel)) return CUDA_ERROR_INVALID_HANDLE;
+  *pFunc = functionOf(t, libraryModule(t, kernel->library, ctx), kernel->name);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuKernelGetName(const char** name, CUkernel hfunc) {
+  MCSIM_REQUIRE_INIT();
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveKernel(t, hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  *name = hfunc->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
+  MCSIM_REQUIRE_INIT();
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  *name = hfunc->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
+  MCSIM_REQUIRE_INIT();
+  if (hmod == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  *hmod = hfunc->module;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  MCSIM_REQUIRE_INIT();
+  if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  auto set = hfunc->attributes.find(static_cast<int>(attrib));
+  if (set != hfunc->attributes.end()) {
+    *pi = set->second;
+    return CUDA_SUCCESS;
+  }
+  // What the library's kernels report on sm_90: small register-light grid-stride loops.
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  MCSIM_REQUIRE_INIT();
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
+      attrib != CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (value < -1) return CUDA_ERROR_INVALID_VALUE;
+  hfunc->attributes[static_cast<int>(attrib)] = value;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"
+
+#include "driver/launch_entries.inc"

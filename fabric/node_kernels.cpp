@@ -1,0 +1,325 @@
+// Kernels on the node model: the steps of a launch (include/mcsim/kernel_model.h), their data
+// and their timing.
+//
+// Data: each step's effect is applied when the step begins, in simulated time (signals when
+// they arrive), so a kernel that waits at a barrier sees what its peers wrote before they
+// signalled it. Multicast reductions combine the members' values in ascending device order,
+// one element at a time with the arithmetic of model/reduction.h.
+//
+// Timing: a launch pays the SMs' launch cost, then each step streams its bytes in chunks through
+// the resources on their path, as copies do, keeping as many chunks in flight as the launch's
+// threads allow. The paths:
+//   plain load    peer's HBM -> its NVLink ports -> switch -> this GPU (or this GPU's own HBM)
+//   plain store   this GPU -> NVLink -> switch -> the peer's HBM (or this GPU's own HBM)
+//   multimem.st   source -> this GPU's ports -> each switch, which replicates the chunk (its
+//                 crossbar carries one copy per member) -> every member's port -> member HBM
+//   multimem.red  as st, each member's memory doing a read-modify-write
+//   ld_reduce     request to the switches; every member reads its HBM and sends its operand up
+//                 its ports; each switch's reduction engine takes the operands in; the result
+//                 comes down this GPU's ports
+// A chunk spreads over the switches in proportion to the links that lead to each.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "fabric/node_model.h"
+#include "model/engine.h"
+#include "model/reduction.h"
+
+namespace mcsim::fabric {
+
+using model::BandwidthServer;
+using model::Engine;
+using model::Timeline;
+
+namespace {
+
+// Calls fn(run, offsetInRun, n) for the pieces of `span` covering [offset, offset + bytes).
+template <typename Fn>
+void forPieces(const MemorySpan& span, uint64_t offset, uint64_t bytes, Fn fn) {
+  uint64_t base = 0;
+  for (const MemoryRun& r : span) {
+    if (bytes == 0) return;
+    if (offset < base + r.len) {
+      const uint64_t in = offset - base;
+      const uint64_t n = std::min(bytes, r.len - in);
+      fn(r, in, n);
+      offset += n;
+      bytes -= n;
+    }
+    base += r.len;
+  }
+}
+
+// Calls fn(offset, n, pointers) over [0, total) cut wherever any of `spans` changes run, with
+// each span's data pointer for that piece.
+template <typename Fn>
+void zipSpans(const std::vector<const MemorySpan*>& spans, uint64_t total, Fn fn) {
+  std::vector<size_t> run(spans.size(), 0);
+  std::vector<uint64_t> inRun(spans.size(), 0);
+  std::vector<uint8_t*> ptrs(spans.size());
+  uint64_t off = 0;
+  while (off < total) {
+    uint64_t n = total - off;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const MemoryRun& r = (*spans[i])[run[i]];
+      n = std::min(n, r.len - inRun[i]);
+      ptrs[i] = r.data + inRun[i];
+    }
+    fn(off, n, ptrs);
+    off += n;
+    for (size_t i = 0; i < spans.size(); ++i) {
+      inRun[i] += n;
+      if (inRun[i] == (*spans[i])[run[i]].len) {
+        ++run[i];
+        inRun[i] = 0;
+      }
+    }
+  }
+}
+
+uint32_t loadU32(const MemorySpan& span) {
+  uint32_t v = 0;
+  if (!span.empty() && span[0].data != nullptr) std::memcpy(&v, span[0].data, 4);
+  return v;
+}
+
+}  // namespace
+
+sc_core::sc_event& NodeModel::signalled() {
+  if (signalled_ == nullptr) signalled_ = new sc_core::sc_event(sc_core::sc_gen_unique_name("signalled"));
+  return *signalled_;
+}
+
+uint64_t NodeModel::hopPs() const {
+  return 2 * nvlinkLatencyPs_ + (switches_.empty() ? 0 : switches_[0]->latencyPs);
+}
+
+void NodeModel::applyStep(const ResolvedStep& st, bool functional) {
+  using K = KernelStep::Kind;
+  if (st.kind == K::kSignal) {
+    // Signals always move, timing-only or not: kernels wait on them.
+    for (const MemorySpan& m : st.members) {
+      if (m.empty() || m[0].data == nullptr) continue;
+      uint32_t v = 0;
+      std::memcpy(&v, m[0].data, 4);
+      v += st.value;
+      std::memcpy(m[0].data, &v, 4);
+    }
+    return;
+  }
+  if (!functional) return;
+  switch (st.kind) {
+    case K::kCopy:
+      zipSpans({&st.dst, &st.src}, st.bytes, [](uint64_t, uint64_t n, const std::vector<uint8_t*>& p) {
+        std::memmove(p[0], p[1], n);
+      });
+      return;
+    case K::kReduce: {
+      const uint64_t esz = mcsim_dtype_bytes(st.dtype);
+      std::vector<uint8_t> tmp;
+      zipSpans({&st.dst, &st.src, &st.src2}, st.bytes, [&](uint64_t, uint64_t n, const std::vector<uint8_t*>& p) {
+        // dst = a op b, whichever operand dst overlaps.
+        tmp.assign(p[1], p[1] + n);
+        model::reduceInto(st.dtype, st.op, tmp.data(), p[2], n / esz);
+        std::memcpy(p[0], tmp.data(), n);
+      });
+      return;
+    }
+    case K::kMultimemStore:
+      for (const MemorySpan& m : st.members) {
+        zipSpans({&m, &st.src}, st.bytes, [](uint64_t, uint64_t n, const std::vector<uint8_t*>& p) {
+          std::memmove(p[0], p[1], n);
+        });
+      }
+      return;
+    case K::kMultimemReduce: {
+      const uint64_t esz = mcsim_dtype_bytes(st.dtype);
+      for (const MemorySpan& m : st.members) {
+        zipSpans({&m, &st.src}, st.bytes, [&](uint64_t, uint64_t n, const std::vector<uint8_t*>& p) {
+          model::reduceInto(st.dtype, MCSIM_REDOP_ADD, p[0], p[1], n / esz);
+        });
+      }
+      return;
+    }
+    case K::kMultimemLoadReduce:
+    case K::kMultimemLoadReduceStore: {
+      const uint64_t esz = mcsim_dtype_bytes(st.dtype);
+      std::vector<const MemorySpan*> spans;
+      for (const MemorySpan& m : st.members) spans.push_back(&m);
+      const bool toDst = st.kind == K::kMultimemLoadReduce;
+      if (toDst) spans.push_back(&st.dst);
+      const size_t members = st.members.size();
+      std::vector<uint8_t> acc;
+      zipSpans(spans, st.bytes, [&](uint64_t, uint64_t n, const std::vector<uint8_t*>& p) {
+        // Ascending device order: ((m0 op m1) op m2) ...
+        acc.assign(p[0], p[0] + n);
+        for (size_t i = 1; i < members; ++i) model::reduceInto(st.dtype, st.op, acc.data(), p[i], n / esz);
+        if (toDst) {
+          std::memcpy(p[members], acc.data(), n);
+        } else {
+          for (size_t i = 0; i < members; ++i) std::memcpy(p[i], acc.data(), n);
+        }
+      });
+      return;
+    }
+    case K::kSignal:
+    case K::kWait:
+      return;
+  }
+}
+
+uint64_t NodeModel::readSpan(int gpu, const MemorySpan& span, uint64_t offset, uint64_t bytes, uint64_t t,
+                             const char* what) {
+  uint64_t end = t;
+  forPieces(span, offset, bytes, [&](const MemoryRun& r, uint64_t in, uint64_t n) {
+    const int h = r.ref.gpu;
+    if (h == gpu) {
+      end = std::max(end, gpus_[static_cast<size_t>(h)]->read(t, r.ref.alloc, r.ref.offset + in, n));
+      return;
+    }
+    // A load from a peer: the request crosses the fabric, the data comes back.
+    const uint64_t a = gpus_[static_cast<size_t>(h)]->read(t + hopPs(), r.ref.alloc, r.ref.offset + in, n);
+    end = std::max(end, acrossFabric(h, gpu, n, a, what));
+  });
+  return end;
+}
+
+uint64_t NodeModel::writeSpan(int gpu, const MemorySpan& span, uint64_t offset, uint64_t bytes, uint64_t t,
+                              bool rmw, const char* what) {
+  uint64_t end = t;
+  forPieces(span, offset, bytes, [&](const MemoryRun& r, uint64_t in, uint64_t n) {
+    const int h = r.ref.gpu;
+    uint64_t a = h == gpu ? t : acrossFabric(gpu, h, n, t, what);
+    model::Gpu& mem = *gpus_[static_cast<size_t>(h)];
+    if (rmw) a = mem.read(a, r.ref.alloc, r.ref.offset + in, n);
+    end = std::max(end, mem.write(a, r.ref.alloc, r.ref.offset + in, n));
+  });
+  return end;
+}
+
+uint64_t NodeModel::multicastOut(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t,
+                                 bool rmw) {
+  const size_t members = st.members.size();
+  const int links = preset_.nvlink.linksPerGpu;
+  std::vector<uint64_t> arrive(members, t);
+  uint64_t sent = 0;
+  for (size_t s = 0; s < switches_.size(); ++s) {
+    Port& up = ports_[static_cast<size_t>(gpu)][s];
+    if (up.links == 0) continue;
+    const uint64_t share = s + 1 == switches_.size() ? bytes - sent : bytes * static_cast<uint64_t>(up.links) / links;
+    sent += share;
+    if (share == 0) continue;
+    uint64_t a = up.up.serve(t, share, "multimem") + nvlinkLatencyPs_;
+    // The switch replicates: its crossbar carries one copy per member.
+    a = switches_[s]->crossbar.serve(a, share * members, "multimem") + switches_[s]->latencyPs;
+    for (size_t i = 0; i < members; ++i) {
+      Port& down = ports_[static_cast<size_t>(st.memberGpus[i])][s];
+      arrive[i] = std::max(arrive[i], down.down.serve(a, share, "multimem") + nvlinkLatencyPs_);
+    }
+  }
+  uint64_t end = t;
+  for (size_t i = 0; i < members; ++i) {
+    const int m = st.memberGpus[i];
+    // Each member writes the chunk into its own memory once all of it has come in.
+    end = std::max(end, writeSpan(m, st.members[i], offset, bytes, arrive[i], rmw, "multimem"));
+  }
+  return end;
+}
+
+uint64_t NodeModel::multicastIn(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t) {
+  const size_t members = st.members.size();
+  const int links = preset_.nvlink.linksPerGpu;
+  // The request reaches every member through the switches.
+  const uint64_t asked = t + hopPs();
+  std::vector<uint64_t> read(members);
+  for (size_t i = 0; i < members; ++i) read[i] = readSpan(st.memberGpus[i], st.members[i], offset, bytes, asked, "ld_reduce");
+  uint64_t end = t, sent = 0;
+  for (size_t s = 0; s < switches_.size(); ++s) {
+    Port& down = ports_[static_cast<size_t>(gpu)][s];
+    if (down.links == 0) continue;
+    const uint64_t share = s + 1 == switches_.size() ? bytes - sent : bytes * static_cast<uint64_t>(down.links) / links;
+    sent += share;
+    if (share == 0) continue;
+    uint64_t reduced = 0;
+    for (size_t i = 0; i < members; ++i) {
+      Port& up = ports_[static_cast<size_t>(st.memberGpus[i])][s];
+      const uint64_t in = up.up.serve(read[i], share, "ld_reduce") + nvlinkLatencyPs_;
+      reduced = std::max(reduced, switches_[s]->reduce.serve(in, share, "ld_reduce"));
+    }
+    end = std::max(end, down.down.serve(reduced + switches_[s]->latencyPs, share, "ld_reduce") + nvlinkLatencyPs_);
+  }
+  return end;
+}
+
+uint64_t NodeModel::timeStepChunk(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t) {
+  using K = KernelStep::Kind;
+  switch (st.kind) {
+    case K::kCopy:
+      return writeSpan(gpu, st.dst, offset, bytes, readSpan(gpu, st.src, offset, bytes, t, "load"), false, "store");
+    case K::kReduce: {
+      const uint64_t r = std::max(readSpan(gpu, st.src, offset, bytes, t, "load"),
+                                  readSpan(gpu, st.src2, offset, bytes, t, "load"));
+      return writeSpan(gpu, st.dst, offset, bytes, r, false, "store");
+    }
+    case K::kMultimemStore:
+    case K::kMultimemReduce:
+      return multicastOut(gpu, st, offset, bytes, readSpan(gpu, st.src, offset, bytes, t, "load"),
+                          st.kind == K::kMultimemReduce);
+    case K::kMultimemLoadReduce:
+      return writeSpan(gpu, st.dst, offset, bytes, multicastIn(gpu, st, offset, bytes, t), false, "store");
+    case K::kMultimemLoadReduceStore:
+      return multicastOut(gpu, st, offset, bytes, multicastIn(gpu, st, offset, bytes, t), false);
+    case K::kSignal:
+    case K::kWait:
+      return t;
+  }
+  return t;
+}
+
+void NodeModel::executeKernel(DeviceWork& w) {
+  using K = KernelStep::Kind;
+  Engine& engine = Engine::instance();
+  const uint64_t start = Engine::simNowPs();
+  model::Gpu& gpu = *gpus_[static_cast<size_t>(w.engineGpu)];
+  const model::SmSpec& sm = gpu.spec().sm;
+  engine.waitUntil(start + sm.launchPs);
+  // Little's law: the launch keeps this many bytes outstanding.
+  const uint64_t inflight = std::min(std::max<uint64_t>(w.threads, 1), sm.maxResidentThreads) * sm.bytesInFlightPerThread;
+  const size_t window = static_cast<size_t>(std::max<uint64_t>(1, inflight / sm.chunkBytes));
+  const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
+  for (const ResolvedStep& st : w.steps) {
+    if (st.kind == K::kWait) {
+      // Compared modulo 2^32, as the kernels do, so that a word that wraps keeps working.
+      while (static_cast<int32_t>(loadU32(st.dst) - st.value) < 0) sc_core::wait(signalled());
+      continue;
+    }
+    if (st.kind == K::kSignal) {
+      engine.waitUntil(Engine::simNowPs() + hopPs());
+      applyStep(st, true);
+      signalled().notify(sc_core::SC_ZERO_TIME);
+      continue;
+    }
+    applyStep(st, w.functional);
+    std::deque<uint64_t> outstanding;
+    uint64_t last = Engine::simNowPs();
+    for (uint64_t off = 0; off < st.bytes; off += chunk) {
+      if (outstanding.size() >= window) {
+        engine.waitUntil(outstanding.front());
+        outstanding.pop_front();
+      }
+      const uint64_t n = std::min(chunk, st.bytes - off);
+      BandwidthServer::setHorizon(Engine::simNowPs());
+      const uint64_t end = timeStepChunk(w.engineGpu, st, off, n, Engine::simNowPs());
+      outstanding.push_back(end);
+      last = std::max(last, end);
+    }
+    engine.waitUntil(last);
+  }
+  if (Timeline::active() != nullptr && !w.stream.empty()) {
+    Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream)
+        .span(start, Engine::simNowPs(), w.label.c_str());
+  }
+}
+
+}  // namespace mcsim::fabric

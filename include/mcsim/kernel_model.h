@@ -1,0 +1,129 @@
+// Behavioural models of GPU kernels: what mcsim runs when a program launches a kernel.
+//
+// mcsim runs no GPU code. When a program launches a kernel (cuLaunchKernel, cuLaunchKernelEx),
+// the driver looks the kernel's name up among the registered models; the model reads the launch
+// (its shape and its parameters) and describes what the kernel does to memory as a list of
+// steps: plain copies and element-wise reductions, multimem stores, reductions and
+// loads-with-reduction on multicast addresses, and the signal/wait pair of a cross-GPU barrier.
+// The node then carries the steps out in simulated time, in order, through the GPU's memory
+// system, its NVLinks and the switches (multicast replication, in-switch reduction), moving the
+// data exactly (unless MCSIM_TIMING_ONLY=1).
+//
+// mcsim's own kernel library (include/mcsim/kernels.h) is modelled this way; a program adds
+// models for its own kernels with registerKernelModel before it launches them, e.g.
+//
+//   mcsim::KernelModel scale;
+//   scale.paramBytes = {8, 8, 8};                     // (float* dst, const float* src, size_t n)
+//   scale.expand = [](const mcsim::KernelLaunch& l, mcsim::KernelSteps& s) {
+//     s.reduce(l.param<uint64_t>(0), l.param<uint64_t>(1), l.param<uint64_t>(1),
+//              l.param<uint64_t>(2), MCSIM_DTYPE_F32, MCSIM_REDOP_ADD);   // dst = src + src
+//     return std::string();                           // "" = the launch is valid
+//   };
+//   mcsim::registerKernelModel("scale_by_two", scale);
+//
+// docs/multimem.md has the worked example in full. The functions are exported by mcsim's
+// libcuda.so.1; a program that wants to run on real GPUs too guards the calls (they exist only
+// under mcsim: look them up with dlsym, or build the registration into a separate library).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mcsim/kernels.h"
+
+namespace mcsim {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t{x} * y * z; }
+};
+
+// A launch as the model sees it.
+struct KernelLaunch {
+  std::string name;
+  int device = 0;                 // the launching context's device
+  Dim3 grid, block;
+  unsigned sharedMemBytes = 0;
+  std::vector<std::vector<uint8_t>> params;  // each parameter's bytes, in order
+
+  // Parameter `i` read as a T (its size must be sizeof(T)).
+  template <typename T>
+  T param(size_t i) const {
+    T v{};
+    if (i < params.size() && params[i].size() == sizeof(T)) std::memcpy(&v, params[i].data(), sizeof(T));
+    return v;
+  }
+  uint64_t threads() const { return grid.count() * block.count(); }
+};
+
+// One thing a kernel does to memory. Addresses are device virtual addresses as the launching
+// context sees them; `count` is in elements of `dtype` (mcsim_dtype).
+struct KernelStep {
+  enum class Kind {
+    kCopy,             // dst[0..bytes) = src[0..bytes)           (plain loads and stores)
+    kReduce,           // dst[i] = a[i] op b[i]                     (plain loads and stores)
+    kMultimemStore,    // every member's mc[i] = src[i]              (multimem.st)
+    kMultimemReduce,   // every member's mc[i] += src[i]             (multimem.red.add)
+    kMultimemLoadReduce,       // dst[i] = op over the members' mc[i]       (multimem.ld_reduce)
+    kMultimemLoadReduceStore,  // every member's mc[i] = op over the members' mc[i]
+    kSignal,           // every member's 32-bit word at mc += value  (multimem.red.release.add.u32)
+    kWait,             // until the local 32-bit word at dst reaches value, modulo 2^32 (ld.acquire spin)
+  };
+  Kind kind = Kind::kCopy;
+  uint64_t dst = 0, src = 0, src2 = 0, mc = 0;
+  uint64_t bytes = 0;   // kCopy
+  uint64_t count = 0;   // element-wise steps
+  uint32_t dtype = MCSIM_DTYPE_F32;
+  uint32_t op = MCSIM_REDOP_ADD;
+  uint32_t value = 0;   // kSignal / kWait
+};
+
+// What a model fills in.
+class KernelSteps {
+ public:
+  void copy(uint64_t dst, uint64_t src, uint64_t bytes) { add({KernelStep::Kind::kCopy, dst, src, 0, 0, bytes}); }
+  void reduce(uint64_t dst, uint64_t a, uint64_t b, uint64_t count, uint32_t dtype, uint32_t op) {
+    add({KernelStep::Kind::kReduce, dst, a, b, 0, 0, count, dtype, op});
+  }
+  void multimemStore(uint64_t mc, uint64_t src, uint64_t count, uint32_t dtype) {
+    add({KernelStep::Kind::kMultimemStore, 0, src, 0, mc, 0, count, dtype});
+  }
+  void multimemReduce(uint64_t mc, uint64_t src, uint64_t count, uint32_t dtype) {
+    add({KernelStep::Kind::kMultimemReduce, 0, src, 0, mc, 0, count, dtype, MCSIM_REDOP_ADD});
+  }
+  void multimemLoadReduce(uint64_t dst, uint64_t mc, uint64_t count, uint32_t dtype, uint32_t op) {
+    add({KernelStep::Kind::kMultimemLoadReduce, dst, 0, 0, mc, 0, count, dtype, op});
+  }
+  void multimemLoadReduceStore(uint64_t mc, uint64_t count, uint32_t dtype, uint32_t op) {
+    add({KernelStep::Kind::kMultimemLoadReduceStore, 0, 0, 0, mc, 0, count, dtype, op});
+  }
+  void signal(uint64_t mc, uint32_t value) { add({KernelStep::Kind::kSignal, 0, 0, 0, mc, 4, 0, 0, 0, value}); }
+  void waitAtLeast(uint64_t local, uint32_t value) {
+    add({KernelStep::Kind::kWait, local, 0, 0, 0, 4, 0, 0, 0, value});
+  }
+  const std::vector<KernelStep>& steps() const { return steps_; }
+
+ private:
+  void add(KernelStep s) { steps_.push_back(s); }
+  std::vector<KernelStep> steps_;
+};
+
+struct KernelModel {
+  // The size in bytes of each parameter, in order (how cuLaunchKernel's kernelParams are read).
+  std::vector<size_t> paramBytes;
+  // Describes the launch's effect; returns "" if the launch is valid, else why not. An invalid
+  // launch behaves like a kernel that traps: cuLaunchKernel succeeds, the reason is printed, and
+  // the context's sticky error becomes CUDA_ERROR_LAUNCH_FAILED.
+  std::function<std::string(const KernelLaunch&, KernelSteps&)> expand;
+};
+
+// Registers (or replaces) the model of kernels named `name`. Thread-safe; takes effect for
+// launches made after it returns.
+void registerKernelModel(const std::string& name, KernelModel model);
+// Whether a model is registered under `name`.
+bool hasKernelModel(const std::string& name);
+
+}  // namespace mcsim

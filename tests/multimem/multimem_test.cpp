@@ -1,0 +1,391 @@
+// The multimem data path: mcsim's kernel library launched through the driver API on a simulated
+// 8-GPU node, with results checked against values computed here, the sticky errors of bad
+// accesses, user-registered models, and the module/library entry points. Runs against mcsim
+// only (it calls cuMulticast* functions). Each TEST runs in a process of its own.
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mcsim/api.h"
+#include "mcsim/kernel_model.h"
+#include "mcsim/kernels.h"
+#include "tests/common/cu_expect.h"
+#include "tests/common/vmm_props.h"
+
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kBuf = 2 * kMiB;  // one granule per member
+
+// A PTX image with entries that are not in the library: one a test registers a model for, one
+// that never gets a model.
+const char* const kExtraPtx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry user_double(.param .u64 a, .param .u64 b, .param .u64 c) { ret; }\n"
+    ".visible .entry no_model_kernel() { ret; }\n";
+
+// N GPUs with a multicast team over one granule each, plus a signal word team for barriers.
+class Team : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(cuInit(0));
+    ASSERT_OK(cuDeviceGetCount(&n));
+    ctx.resize(n);
+    for (int d = 0; d < n; ++d) ASSERT_OK(cuDevicePrimaryCtxRetain(&ctx[d], d));
+    ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+    makeTeam(kBuf, &mcData, &local, &mcView);
+    makeTeam(kBuf, &mcSignal, &signalLocal, &signalMc);
+    streams.resize(n);
+    modules.resize(n);
+    for (int d = 0; d < n; ++d) {
+      ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+      ASSERT_OK(cuStreamCreate(&streams[d], CU_STREAM_NON_BLOCKING));
+      ASSERT_OK(cuModuleLoadData(&modules[d], mcsim_kernel_image));
+      ASSERT_OK(cuMemsetD32(signalLocal[d], 0, kBuf / 4));
+    }
+    ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  }
+
+  // A multicast object over `bytes` per member; each member's memory mapped at locals[d] (for
+  // device d only) and the object mapped at mcs[d] (for device d).
+  void makeTeam(size_t bytes, CUmemGenericAllocationHandle* mc, std::vector<CUdeviceptr>* locals,
+                std::vector<CUdeviceptr>* mcs) {
+    CUmulticastObjectProp p;
+    std::memset(&p, 0, sizeof p);
+    p.numDevices = static_cast<unsigned>(n);
+    p.size = bytes;
+    ASSERT_OK(cuMulticastCreate(mc, &p));
+    for (int d = 0; d < n; ++d) ASSERT_OK(cuMulticastAddDevice(*mc, d));
+    locals->resize(n);
+    mcs->resize(n);
+    for (int d = 0; d < n; ++d) {
+      ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+      const CUmemAllocationProp prop = cutest::devicePinned(d);
+      CUmemGenericAllocationHandle mem;
+      ASSERT_OK(cuMemCreate(&mem, bytes, &prop, 0));
+      ASSERT_OK(cuMulticastBindMem(*mc, 0, mem, 0, bytes, 0));
+      const CUmemAccessDesc rw = cutest::readWrite(d);
+      ASSERT_OK(cuMemAddressReserve(&(*locals)[d], bytes, 0, 0, 0));
+      ASSERT_OK(cuMemMap((*locals)[d], bytes, 0, mem, 0));
+      ASSERT_OK(cuMemSetAccess((*locals)[d], bytes, &rw, 1));
+      ASSERT_OK(cuMemRelease(mem));
+      ASSERT_OK(cuMemAddressReserve(&(*mcs)[d], bytes, 0, 0, 0));
+      ASSERT_OK(cuMemMap((*mcs)[d], bytes, 0, *mc, 0));
+      ASSERT_OK(cuMemSetAccess((*mcs)[d], bytes, &rw, 1));
+    }
+  }
+
+  CUfunction fn(int d, const char* name) {
+    CUfunction f = nullptr;
+    EXPECT_OK(cuModuleGetFunction(&f, modules[d], name));
+    return f;
+  }
+
+  void put(int d, const void* data, size_t bytes, size_t offset = 0) {
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    ASSERT_OK(cuMemcpyHtoD(local[d] + offset, data, bytes));
+  }
+  template <typename T>
+  std::vector<T> get(int d, size_t count, size_t offset = 0) {
+    std::vector<T> out(count);
+    EXPECT_OK(cuCtxSetCurrent(ctx[d]));
+    EXPECT_OK(cuMemcpyDtoH(out.data(), local[d] + offset, count * sizeof(T)));
+    return out;
+  }
+  void syncAll() {
+    for (int d = 0; d < n; ++d) {
+      ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+      ASSERT_OK(cuStreamSynchronize(streams[d]));
+    }
+  }
+
+  int n = 0;
+  std::vector<CUcontext> ctx;
+  CUmemGenericAllocationHandle mcData = 0, mcSignal = 0;
+  std::vector<CUdeviceptr> local, mcView, signalLocal, signalMc;
+  std::vector<CUstream> streams;
+  std::vector<CUmodule> modules;
+};
+
+TEST_F(Team, StoreReachesEveryMember) {
+  std::vector<uint32_t> src(1024);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint32_t>(i * 7 + 1);
+  put(0, src.data(), src.size() * 4, kMiB);  // the source: GPU 0's second MiB
+  CUdeviceptr dst = mcView[0], from = local[0] + kMiB;
+  uint64_t count = src.size();
+  uint32_t dtype = MCSIM_DTYPE_U32, vec = 1;
+  void* args[] = {&dst, &from, &count, &dtype, &vec};
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  ASSERT_OK(cuLaunchKernel(fn(0, MCSIM_KERNEL_MM_ST), 4, 1, 1, 256, 1, 1, 0, streams[0], args, nullptr));
+  syncAll();
+  for (int d = 0; d < n; ++d) EXPECT_EQ(src, get<uint32_t>(d, src.size())) << "member " << d;
+}
+
+TEST_F(Team, RedAddsAtEveryMemberAndLdReduceSumsInAscendingDeviceOrder) {
+  // Every member holds 10 + d; GPU 1 adds 5 everywhere with multimem.red.
+  for (int d = 0; d < n; ++d) {
+    std::vector<uint32_t> v(256, 10u + static_cast<uint32_t>(d));
+    put(d, v.data(), v.size() * 4);
+  }
+  std::vector<uint32_t> five(256, 5);
+  put(1, five.data(), five.size() * 4, kMiB);
+  CUdeviceptr mc = mcView[1], from = local[1] + kMiB;
+  uint64_t count = 256;
+  uint32_t dtype = MCSIM_DTYPE_U32, vec = 1, op = MCSIM_REDOP_ADD;
+  void* redArgs[] = {&mc, &from, &count, &dtype, &vec};
+  ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  ASSERT_OK(cuLaunchKernel(fn(1, MCSIM_KERNEL_MM_RED), 1, 1, 1, 256, 1, 1, 0, streams[1], redArgs, nullptr));
+  syncAll();
+  for (int d = 0; d < n; ++d) EXPECT_EQ(15u + static_cast<uint32_t>(d), get<uint32_t>(d, 1)[0]);
+  // ld_reduce from GPU 2 into its second MiB: the sum over members.
+  CUdeviceptr out = local[2] + kMiB, mc2 = mcView[2];
+  void* ldArgs[] = {&out, &mc2, &count, &dtype, &op, &vec};
+  ASSERT_OK(cuCtxSetCurrent(ctx[2]));
+  ASSERT_OK(cuLaunchKernel(fn(2, MCSIM_KERNEL_MM_LD_REDUCE), 1, 1, 1, 256, 1, 1, 0, streams[2], ldArgs, nullptr));
+  syncAll();
+  uint32_t want = 0;
+  for (int d = 0; d < n; ++d) want += 15u + static_cast<uint32_t>(d);
+  EXPECT_EQ(want, get<uint32_t>(2, 1, kMiB)[0]);
+  // Float order is visible: 1e8, then 1 seven times, rounds differently from 1 x 7 then 1e8.
+  for (int d = 0; d < n; ++d) {
+    const float v = d == 0 ? 1e8f : 1.0f;
+    put(d, &v, 4);
+  }
+  dtype = MCSIM_DTYPE_F32;
+  count = 1;
+  ASSERT_OK(cuCtxSetCurrent(ctx[2]));
+  ASSERT_OK(cuLaunchKernel(fn(2, MCSIM_KERNEL_MM_LD_REDUCE), 1, 1, 1, 32, 1, 1, 0, streams[2], ldArgs, nullptr));
+  syncAll();
+  float ascending = 1e8f;
+  for (int d = 1; d < n; ++d) ascending += 1.0f;
+  EXPECT_EQ(ascending, get<float>(2, 1, kMiB)[0]);  // 1e8: each +1 rounds away
+}
+
+
+TEST_F(Team, OneShotAndTwoShotAllReduceSumEveryMembersBuffer) {
+  const uint64_t count = 1000;  // not a multiple of 8 x 4: the last share is short
+  auto fill = [&] {
+    for (int d = 0; d < n; ++d) {
+      std::vector<float> v(count);
+      for (uint64_t i = 0; i < count; ++i) v[i] = static_cast<float>((i % 13) * (d + 1));
+      put(d, v.data(), count * 4);
+    }
+  };
+  std::vector<float> want(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    float s = 0;
+    for (int d = 0; d < n; ++d) s += static_cast<float>((i % 13) * (d + 1));
+    want[i] = s;
+  }
+  uint32_t dtype = MCSIM_DTYPE_F32, world = static_cast<uint32_t>(n), epoch = 1;
+  uint64_t c = count;
+  fill();
+  for (int d = 0; d < n; ++d) {
+    CUdeviceptr mc = mcView[d], out = local[d] + kMiB, sigMc = signalMc[d], sig = signalLocal[d];
+    void* args[] = {&mc, &out, &c, &dtype, &sigMc, &sig, &world, &epoch};
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    ASSERT_OK(cuLaunchKernel(fn(d, MCSIM_KERNEL_ALLREDUCE_ONESHOT), 2, 1, 1, 512, 1, 1, 0, streams[d], args, nullptr));
+  }
+  syncAll();
+  for (int d = 0; d < n; ++d) EXPECT_EQ(want, get<float>(d, count, kMiB)) << "one-shot, member " << d;
+  epoch = 3;  // the one-shot used epochs 1 and 2
+  for (int d = 0; d < n; ++d) {
+    CUdeviceptr mc = mcView[d], sigMc = signalMc[d], sig = signalLocal[d];
+    uint32_t rank = static_cast<uint32_t>(d);
+    void* args[] = {&mc, &c, &dtype, &sigMc, &sig, &rank, &world, &epoch};
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    ASSERT_OK(cuLaunchKernel(fn(d, MCSIM_KERNEL_ALLREDUCE_TWOSHOT), 2, 1, 1, 512, 1, 1, 0, streams[d], args, nullptr));
+  }
+  syncAll();
+  for (int d = 0; d < n; ++d) EXPECT_EQ(want, get<float>(d, count)) << "two-shot, member " << d;
+}
+
+TEST_F(Team, MultimemOnAPlainAddressPoisonsTheContextUntilReset) {
+  CUdeviceptr notMc = local[0], from = local[0] + kMiB;
+  uint64_t count = 16;
+  uint32_t dtype = MCSIM_DTYPE_U32, vec = 1;
+  void* args[] = {&notMc, &from, &count, &dtype, &vec};
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  // The launch succeeds, as on a GPU; the fault shows at the next call.
+  EXPECT_OK(cuLaunchKernel(fn(0, MCSIM_KERNEL_MM_ST), 1, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuStreamSynchronize(streams[0]));
+  CUdeviceptr p = 0;
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuMemAlloc(&p, 4096));
+  // Other contexts are unaffected.
+  ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  EXPECT_OK(cuCtxSynchronize());
+  // A reset clears it.
+  ASSERT_OK(cuDevicePrimaryCtxReset(0));
+  CUcontext fresh = nullptr;
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&fresh, 0));
+  ASSERT_OK(cuCtxSetCurrent(fresh));
+  EXPECT_OK(cuCtxSynchronize());
+}
+
+TEST_F(Team, MultimemWhereAMemberHasNothingBoundIsAnIllegalAddress) {
+  // A second object whose members bind only the first half of it.
+  CUmulticastObjectProp p;
+  std::memset(&p, 0, sizeof p);
+  p.numDevices = static_cast<unsigned>(n);
+  p.size = 2 * kBuf;
+  CUmemGenericAllocationHandle mc;
+  ASSERT_OK(cuMulticastCreate(&mc, &p));
+  for (int d = 0; d < n; ++d) ASSERT_OK(cuMulticastAddDevice(mc, d));
+  for (int d = 0; d < n; ++d) {
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    const CUmemAllocationProp prop = cutest::devicePinned(d);
+    CUmemGenericAllocationHandle mem;
+    ASSERT_OK(cuMemCreate(&mem, kBuf, &prop, 0));
+    ASSERT_OK(cuMulticastBindMem(mc, 0, mem, 0, kBuf, 0));
+    ASSERT_OK(cuMemRelease(mem));
+  }
+  ASSERT_OK(cuCtxSetCurrent(ctx[3]));
+  CUdeviceptr va;
+  ASSERT_OK(cuMemAddressReserve(&va, 2 * kBuf, 0, 0, 0));
+  ASSERT_OK(cuMemMap(va, 2 * kBuf, 0, mc, 0));
+  const CUmemAccessDesc rw = cutest::readWrite(3);
+  ASSERT_OK(cuMemSetAccess(va, 2 * kBuf, &rw, 1));
+  CUdeviceptr out = local[3];
+  uint64_t count = 1024;
+  uint32_t dtype = MCSIM_DTYPE_F32, op = MCSIM_REDOP_ADD, vec = 4;
+  // The bound half works ...
+  void* good[] = {&out, &va, &count, &dtype, &op, &vec};
+  EXPECT_OK(cuLaunchKernel(fn(3, MCSIM_KERNEL_MM_LD_REDUCE), 1, 1, 1, 256, 1, 1, 0, streams[3], good, nullptr));
+  EXPECT_OK(cuStreamSynchronize(streams[3]));
+  // ... a range reaching into the unbound half faults.
+  CUdeviceptr edge = va + kBuf - 1024;
+  void* bad[] = {&out, &edge, &count, &dtype, &op, &vec};
+  EXPECT_OK(cuLaunchKernel(fn(3, MCSIM_KERNEL_MM_LD_REDUCE), 1, 1, 1, 256, 1, 1, 0, streams[3], bad, nullptr));
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuStreamSynchronize(streams[3]));
+}
+
+TEST_F(Team, MisalignedMultimemIsAMisalignedAddress) {
+  CUdeviceptr mc = mcView[0] + 2, from = local[0];
+  uint64_t count = 4;
+  uint32_t dtype = MCSIM_DTYPE_U32, vec = 1;
+  void* args[] = {&mc, &from, &count, &dtype, &vec};
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  EXPECT_OK(cuLaunchKernel(fn(0, MCSIM_KERNEL_MM_ST), 1, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_CU(CUDA_ERROR_MISALIGNED_ADDRESS, cuCtxSynchronize());
+}
+
+TEST_F(Team, BadLaunchShapesAreRefusedAndBadArgumentsTrap) {
+  CUdeviceptr mc = mcView[0], from = local[0];
+  uint64_t count = 6;
+  uint32_t dtype = MCSIM_DTYPE_U32, vec = 1;
+  void* args[] = {&mc, &from, &count, &dtype, &vec};
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  const uint64_t before = mcsim::api::stateDigest();
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuLaunchKernel(fn(0, MCSIM_KERNEL_MM_ST), 0, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuLaunchKernel(fn(0, MCSIM_KERNEL_MM_ST), 1, 1, 1, 2048, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuLaunchKernel(nullptr, 1, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  // A function of another context's module.
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE,
+            cuLaunchKernel(fn(1, MCSIM_KERNEL_MM_ST), 1, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_EQ(before, mcsim::api::stateDigest());
+  EXPECT_OK(cuCtxSynchronize());  // refused launches leave nothing behind
+  // Arguments the kernel traps on (no vector forms of integer types): the launch succeeds and
+  // the context takes CUDA_ERROR_LAUNCH_FAILED, as on a GPU.
+  dtype = MCSIM_DTYPE_U64;
+  vec = 2;
+  EXPECT_OK(cuLaunchKernel(fn(0, MCSIM_KERNEL_MM_ST), 1, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_CU(CUDA_ERROR_LAUNCH_FAILED, cuCtxSynchronize());
+}
+
+TEST_F(Team, UnknownKernelsAndUserModels) {
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  CUmodule extra;
+  ASSERT_OK(cuModuleLoadData(&extra, kExtraPtx));
+  CUfunction f = nullptr;
+  EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuModuleGetFunction(&f, extra, "not_in_the_image"));
+  ASSERT_OK(cuModuleGetFunction(&f, extra, "no_model_kernel"));
+  EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, streams[0], nullptr, nullptr));
+  // The worked example of include/mcsim/kernel_model.h: dst = src + src over f32.
+  mcsim::KernelModel twice;
+  twice.paramBytes = {8, 8, 8};
+  twice.expand = [](const mcsim::KernelLaunch& l, mcsim::KernelSteps& s) {
+    s.reduce(l.param<uint64_t>(0), l.param<uint64_t>(1), l.param<uint64_t>(1), l.param<uint64_t>(2),
+             MCSIM_DTYPE_F32, MCSIM_REDOP_ADD);
+    return std::string();
+  };
+  mcsim::registerKernelModel("user_double", twice);
+  EXPECT_TRUE(mcsim::hasKernelModel("user_double"));
+  const float in[4] = {1.5f, -2, 3, 1e30f};
+  put(0, in, sizeof in);
+  ASSERT_OK(cuModuleGetFunction(&f, extra, "user_double"));
+  // Parameters packed in `extra`, as nvcc lays them out.
+  struct {
+    uint64_t dst, src, n;
+  } packed = {local[0] + kMiB, local[0], 4};
+  size_t size = sizeof packed;
+  void* extraArgs[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  ASSERT_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, streams[0], nullptr, extraArgs));
+  ASSERT_OK(cuStreamSynchronize(streams[0]));
+  const std::vector<float> out = get<float>(0, 4, kMiB);
+  EXPECT_EQ(3.0f, out[0]);
+  EXPECT_EQ(-4.0f, out[1]);
+  EXPECT_EQ(6.0f, out[2]);
+  EXPECT_EQ(2e30f, out[3]);
+  EXPECT_OK(cuModuleUnload(extra));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuModuleUnload(extra));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, streams[0], nullptr, extraArgs));
+}
+
+TEST_F(Team, LibrariesKernelsAndLaunchKernelEx) {
+  CUlibrary lib;
+  ASSERT_OK(cuLibraryLoadData(&lib, mcsim_kernel_image, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  unsigned count = 0;
+  ASSERT_OK(cuLibraryGetKernelCount(&count, lib));
+  EXPECT_EQ(8u, count);
+  CUkernel k;
+  EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuLibraryGetKernel(&k, lib, "nope"));
+  ASSERT_OK(cuLibraryGetKernel(&k, lib, MCSIM_KERNEL_COPY));
+  const char* name = nullptr;
+  ASSERT_OK(cuKernelGetName(&name, k));
+  EXPECT_STREQ(MCSIM_KERNEL_COPY, name);
+  // GPU 4 copies from GPU 5's memory (a peer read over NVLink) with cuLaunchKernelEx and the
+  // CUkernel in place of a CUfunction.
+  const uint64_t pattern[2] = {0x0123456789abcdefull, 42};
+  put(5, pattern, sizeof pattern);
+  ASSERT_OK(cuCtxSetCurrent(ctx[5]));
+  const CUmemAccessDesc rw4 = cutest::readWrite(4);
+  ASSERT_OK(cuMemSetAccess(local[5], kBuf, &rw4, 1));
+  ASSERT_OK(cuCtxSetCurrent(ctx[4]));
+  CUdeviceptr dst = local[4], src = local[5];
+  uint64_t bytes = sizeof pattern;
+  void* args[] = {&dst, &src, &bytes};
+  CUlaunchConfig cfg;
+  std::memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 128;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = streams[4];
+  ASSERT_OK(cuLaunchKernelEx(&cfg, reinterpret_cast<CUfunction>(k), args, nullptr));
+  ASSERT_OK(cuStreamSynchronize(streams[4]));
+  EXPECT_EQ(pattern[0], get<uint64_t>(4, 2)[0]);
+  EXPECT_EQ(pattern[1], get<uint64_t>(4, 2)[1]);
+  CUfunction f = nullptr;
+  ASSERT_OK(cuKernelGetFunction(&f, k));
+  ASSERT_OK(cuFuncGetName(&name, f));
+  EXPECT_STREQ(MCSIM_KERNEL_COPY, name);
+  ASSERT_OK(cuLibraryUnload(lib));
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuKernelGetFunction(&f, k));
+}
+
+TEST_F(Team, BadImagesAreRefused) {
+  CUmodule m;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuModuleLoadData(&m, nullptr));
+  const char junk[] = "this is not a module image";
+  EXPECT_CU(CUDA_ERROR_INVALID_IMAGE, cuModuleLoadData(&m, junk));
+  EXPECT_CU(CUDA_ERROR_FILE_NOT_FOUND, cuModuleLoad(&m, "/nonexistent/module.cubin"));
+}
+
+}  // namespace
