@@ -17,6 +17,13 @@
  *    the others are ordinary device addresses (local memory, or a peer's through a mapping).
  *  - Grid and block size are the caller's choice; every kernel is correct for any launch shape
  *    (grid-stride loops). Launch shape matters for speed, on real GPUs and in the model alike.
+ *    The kernels with a barrier spin, so all of their blocks must be resident at once.
+ *  - Arguments outside these rules (an unknown dtype or op, a vec the type has no form for, a
+ *    count that is not a multiple of vec, world 0, rank >= world, an op/type pair marked "not
+ *    defined" below) make the kernel execute `trap` before touching memory: the launch fails.
+ *  - Operator domain (what ptxas accepts for multimem.ld_reduce, CUDA 13.0, sm_90 and sm_100):
+ *    add on every type; min and max on f16x2, bf16x2, u32, s32 and u64; min and max on f32 and
+ *    f64 are not defined. mcsim_reduce takes the same domain.
  */
 #ifndef MCSIM_KERNELS_H
 #define MCSIM_KERNELS_H
@@ -61,11 +68,19 @@ static inline size_t mcsim_dtype_bytes(uint32_t dtype) {
  *     multimem.red.release.sys.add.u32, then waits (ld.acquire.sys) until this GPU's own signal
  *     word (`signal`, the local address of the same word) reaches world * epoch. Zero the signal
  *     words once, then pass epoch 1, 2, 3, ... on successive barriers.
+ *     With several blocks, each block is one arrival (its first thread, after __syncthreads) and
+ *     waits for world * blocks * epoch, blocks = gridDim.x * gridDim.y * gridDim.z, so every
+ *     member must launch the same number of blocks, and a signal word must serve barriers of
+ *     one grid size only. "Reaches" is modulo 2^32: (int32_t)(word - target) >= 0. The
+ *     all-reduce kernels' barriers follow the same rule.
  * mcsim_allreduce_oneshot(CUdeviceptr mc_buf, CUdeviceptr out, uint64_t count, uint32_t dtype,
  *                         CUdeviceptr mc_signal, CUdeviceptr signal, uint32_t world,
  *                         uint32_t epoch)
  *     barrier(epoch); out[i] = sum over members of buf[i] (ld_reduce of the whole buffer);
- *     barrier(epoch + 1). Uses two barrier epochs.
+ *     barrier(epoch + 1). Uses two barrier epochs. There is no vec argument: f32, f16x2 and
+ *     bf16x2 go four elements per instruction (.v4) when mc_buf and out are 16-byte aligned,
+ *     over the largest multiple of 4 elements, and one at a time for the rest; the other
+ *     types one at a time. (mcsim_allreduce_twoshot likewise, per share, on mc_buf's alignment.)
  * mcsim_allreduce_twoshot(CUdeviceptr mc_buf, uint64_t count, uint32_t dtype,
  *                         CUdeviceptr mc_signal, CUdeviceptr signal, uint32_t rank,
  *                         uint32_t world, uint32_t epoch)

@@ -1,0 +1,57 @@
+// Reads the kernel entry names out of a module image: what a program hands cuModuleLoadData,
+// cuLibraryLoadData or cuModuleLoadFatBinary, or the bytes of the file it names to cuModuleLoad.
+// A pure function of the bytes, with no driver state: the driver decides what the names mean.
+//
+// Formats recognised:
+//  - a fatbin (magic 0xBA55ED50): its entries are PTX or ELF code for one architecture each; the
+//    names come from the first uncompressed ELF entry, else the first uncompressed PTX entry. A
+//    fatbin whose code is all compressed is refused (mcsim does not decompress).
+//  - the __fatBinC_Wrapper_t that points at a fatbin (magic 0x466243B1, fatbinary_section.h), in
+//    memory only: it holds a pointer.
+//  - a cubin (an ELF64 image for EM_CUDA): the entries are its global STT_FUNC symbols carrying
+//    the entry flag, each in a section named .text.<name>.
+//  - PTX text (starting with a .version directive): the names after `.entry`.
+//
+// The bytes come from programs mcsim does not control, so every read is bounds-checked and every
+// malformed image is refused with a reason; nothing here may crash on any input of known size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcsim::driver {
+
+enum class ImageFormat { kUnknown, kFatbin, kFatbinWrapper, kCubin, kPtx };
+
+const char* imageFormatName(ImageFormat f);
+
+// One code entry of a fatbin.
+struct FatbinVariant {
+  uint16_t kind = 0;       // 1 PTX, 2 ELF (others are listed but not read)
+  uint32_t arch = 0;       // e.g. 90 for sm_90 / compute_90
+  bool compressed = false;
+};
+
+struct ModuleImage {
+  bool ok = false;
+  std::string error;                  // why the image was refused, when !ok
+  ImageFormat format = ImageFormat::kUnknown;
+  std::vector<std::string> entries;   // kernel entry names, sorted, each once
+  size_t bytes = 0;                   // the image's extent as read (headers when no size given)
+  // For fatbins: every entry in image order, and which one the names came from.
+  std::vector<FatbinVariant> variants;
+  int namesFrom = -1;                 // index into variants, -1 when not a fatbin
+};
+
+// `size` bytes are readable at `image`. kUnknownImageSize: a pointer passed without a size
+// (cuModuleLoadData and friends); the extent is then taken from the image's own headers (fatbin
+// header, ELF header and section table, PTX's terminating NUL), trusted as a real driver trusts
+// them, up to kMaxImageBytes.
+constexpr size_t kUnknownImageSize = SIZE_MAX;
+constexpr size_t kMaxImageBytes = size_t{1} << 32;
+
+ModuleImage readModuleImage(const void* image, size_t size = kUnknownImageSize);
+
+}  // namespace mcsim::driver
