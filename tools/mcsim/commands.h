@@ -29,5 +29,6 @@ Command addCampaignCommand(CLI::App& parent);
 Command addReplayCommand(CLI::App& parent);
 Command addDiffCommand(CLI::App& parent);
 Command addMinimizeCommand(CLI::App& parent);
+Command addBenchCommand(CLI::App& parent);
 
 }  // namespace mcsim::tools

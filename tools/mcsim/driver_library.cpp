@@ -21,6 +21,8 @@ DriverLibraryDir check(const fs::path& dir, const std::string& origin) {
   return {ec ? dir.string() : canonical.string(), ""};
 }
 
+fs::path selfPath(std::error_code& ec) { return fs::read_symlink("/proc/self/exe", ec); }
+
 }  // namespace
 
 DriverLibraryDir findDriverLibraryDir(const std::string& subdir) {
@@ -28,11 +30,20 @@ DriverLibraryDir findDriverLibraryDir(const std::string& subdir) {
     return check(fs::path(env) / subdir, "from MCSIM_LIB_DIR");
   }
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path self = selfPath(ec);
   if (ec) return {"", "cannot locate the mcsim executable (" + ec.message() + "); set MCSIM_LIB_DIR"};
   DriverLibraryDir found = check(self.parent_path().parent_path() / "lib" / subdir, "next to " + self.string());
   if (found.dir.empty()) found.problem += "; set MCSIM_LIB_DIR to the directory that holds it";
   return found;
+}
+
+CompanionProgram findCompanionProgram(const std::string& name) {
+  std::error_code ec;
+  const fs::path self = selfPath(ec);
+  if (ec) return {"", "cannot locate the mcsim executable (" + ec.message() + ")"};
+  const fs::path program = self.parent_path() / name;
+  if (!fs::exists(program, ec)) return {"", name + " is not in " + self.parent_path().string() + ", beside mcsim"};
+  return {program.string(), ""};
 }
 
 }  // namespace mcsim::tools

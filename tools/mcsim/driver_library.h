@@ -1,4 +1,5 @@
-// Where mcsim's libcuda.so.1 lives, for commands that start programs against it.
+// Where mcsim's libcuda.so.1 lives, for commands that start programs against it, and the
+// programs mcsim ships beside itself.
 #pragma once
 
 #include <string>
@@ -16,5 +17,14 @@ struct DriverLibraryDir {
 // the build tree (bin/ beside lib/) and an installed prefix. With `subdir` ("record-real"), the
 // directory of that name inside it.
 DriverLibraryDir findDriverLibraryDir(const std::string& subdir = "");
+
+struct CompanionProgram {
+  std::string path;     // empty when not found
+  std::string problem;  // why not, for the user
+};
+
+// A program built and installed beside mcsim, in the same bin/ directory (the benchmarks):
+// <directory of this executable>/<name>.
+CompanionProgram findCompanionProgram(const std::string& name);
 
 }  // namespace mcsim::tools

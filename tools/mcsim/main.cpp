@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       addReplayCommand(app),
       addDiffCommand(app),
       addMinimizeCommand(app),
+      addBenchCommand(app),
   };
 
   try {
