@@ -118,6 +118,17 @@ bool AllReduce::enqueueIterationStart() {
   return true;
 }
 
+bool AllReduce::restartBarriers() {
+  if (algo_ == Algo::kRing) return true;
+  for (int g = 0; g < gpus_.size(); ++g) {
+    if (!gpus_.use(g)) return false;
+    BENCH_CU(cuCtxSynchronize());
+    BENCH_CU(cuMemsetD32(buffers_.gpu[static_cast<size_t>(g)].sig, 0, buffers_.sigSize / 4));
+  }
+  nextEpoch_ = 1;
+  return true;
+}
+
 bool AllReduce::enqueueOneshot(uint64_t count) {
   const LaunchShape s = shape(count);
   uint32_t world = static_cast<uint32_t>(gpus_.size()), epoch = nextEpoch_, dtype = dtype_;

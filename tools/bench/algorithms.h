@@ -41,6 +41,10 @@ class AllReduce {
   // ring, that its neighbours are done with the previous one (the kernels' barriers see to that
   // for the others).
   bool enqueueIterationStart();
+  // Zeroes the barrier words and starts the epochs again (between sizes: the kernels' barrier
+  // target assumes every earlier epoch had as many blocks as this one, and launch shapes change
+  // with the size). Waits for the GPUs first.
+  bool restartBarriers();
   // Enqueues one all-reduce of `count` elements on every GPU's stream (host does not wait).
   bool enqueue(uint64_t count);
   // Barrier epochs one all-reduce of `count` elements uses (0 for the ring).

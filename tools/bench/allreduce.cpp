@@ -244,7 +244,7 @@ int run(const Options& o) {
     for (uint64_t bytes : o.sizes) {
       const uint64_t count = bytes / mcsim_dtype_bytes(o.dtype);
       double ms = 0;
-      if (!(ok = bench.time(count, &ms))) break;
+      if (!(ok = algo.restartBarriers() && bench.time(count, &ms))) break;
       const double us = ms * 1e3, algbw = static_cast<double>(bytes) / (us * 1e3);
       std::printf("%" PRIu64 " %.3f %.3f %.3f\n", bytes, us, algbw, algbw * 2 * (n - 1) / n);
       std::fflush(stdout);
