@@ -66,6 +66,11 @@ void registerLibraryKernels(const std::function<void(const std::string&, KernelM
     const auto count = l.param<uint64_t>(2);
     const auto dtype = l.param<uint32_t>(3), op = l.param<uint32_t>(4), vec = l.param<uint32_t>(5);
     std::string why = checkElements(dtype, vec, count);
+    // PTX's multimem.ld_reduce has min / max for f16x2, bf16x2 and the integers, not for f32
+    // (ptxas refuses it; the real kernel traps).
+    if (why.empty() && dtype == MCSIM_DTYPE_F32 && op != MCSIM_REDOP_ADD) {
+      why = "multimem.ld_reduce has no min / max for f32";
+    }
     if (why.empty() && !model::reductionDefined(dtype, op)) {
       why = "multimem.ld_reduce has no operator " + std::to_string(op) + " for dtype " + std::to_string(dtype);
     }
