@@ -137,6 +137,8 @@ void registerLibraryKernels(const std::function<void(const std::string&, KernelM
   reduce.paramBytes = {kPtr, kPtr, kPtr, kU64, kU32, kU32};
   reduce.expand = [](const KernelLaunch& l, KernelSteps& s) {
     const auto dtype = l.param<uint32_t>(4), op = l.param<uint32_t>(5);
+    // The kernel takes the operators multimem.ld_reduce takes (no min / max for f32 either).
+    if (dtype == MCSIM_DTYPE_F32 && op != MCSIM_REDOP_ADD) return std::string("no min / max for f32");
     if (!model::reductionDefined(dtype, op)) {
       return "no operator " + std::to_string(op) + " for dtype " + std::to_string(dtype);
     }
