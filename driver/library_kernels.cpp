@@ -38,27 +38,20 @@ void barrier(KernelSteps& s, uint64_t mcSignal, uint64_t signal, uint32_t world,
 }  // namespace
 
 void registerLibraryKernels(const std::function<void(const std::string&, KernelModel)>& add) {
-  KernelModel st;
-  st.paramBytes = {kPtr, kPtr, kU64, kU32, kU32};
-  st.expand = [](const KernelLaunch& l, KernelSteps& s) {
-    const auto count = l.param<uint64_t>(2);
-    const auto dtype = l.param<uint32_t>(3), vec = l.param<uint32_t>(4);
-    std::string why = checkElements(dtype, vec, count);
-    if (why.empty()) s.multimemStore(l.param<uint64_t>(0), l.param<uint64_t>(1), count, dtype);
-    return why;
-  };
-  add(MCSIM_KERNEL_MM_ST, st);
-
-  KernelModel red;
-  red.paramBytes = {kPtr, kPtr, kU64, kU32, kU32};
-  red.expand = [](const KernelLaunch& l, KernelSteps& s) {
-    const auto count = l.param<uint64_t>(2);
-    const auto dtype = l.param<uint32_t>(3), vec = l.param<uint32_t>(4);
-    std::string why = checkElements(dtype, vec, count);
-    if (why.empty()) s.multimemReduce(l.param<uint64_t>(0), l.param<uint64_t>(1), count, dtype);
-    return why;
-  };
-  add(MCSIM_KERNEL_MM_RED, red);
+  // multimem.st and multimem.red.add take the same arguments and differ only in their step.
+  for (const bool reduce : {false, true}) {
+    KernelModel m;
+    m.paramBytes = {kPtr, kPtr, kU64, kU32, kU32};
+    m.expand = [reduce](const KernelLaunch& l, KernelSteps& s) {
+      const auto mc = l.param<uint64_t>(0), src = l.param<uint64_t>(1), count = l.param<uint64_t>(2);
+      const auto dtype = l.param<uint32_t>(3), vec = l.param<uint32_t>(4);
+      std::string why = checkElements(dtype, vec, count);
+      if (why.empty() && reduce) s.multimemReduce(mc, src, count, dtype);
+      if (why.empty() && !reduce) s.multimemStore(mc, src, count, dtype);
+      return why;
+    };
+    add(reduce ? MCSIM_KERNEL_MM_RED : MCSIM_KERNEL_MM_ST, m);
+  }
 
   KernelModel ld;
   ld.paramBytes = {kPtr, kPtr, kU64, kU32, kU32, kU32};

@@ -1005,20 +1005,11 @@ class EmbeddedNode final : public Node {
           }
           if (b == nullptr) return Status::kIllegalAddress;
           const uint64_t n = std::min(left, b->mcOffset + b->size - off);
-          Allocation& a = allocs_.at(b->alloc);
-          if (!a.region) {
-            a.region = model::LazyRegion::create(a.props.size);
-            if (!a.region) return Status::kOutOfMemory;
-          }
-          MemoryRun r;
-          r.ref.device = true;
-          r.ref.gpu = a.props.location.id;
-          r.ref.alloc = b->alloc;
-          r.ref.offset = b->allocOffset + (off - b->mcOffset);
-          r.data = a.region->data() + r.ref.offset;
-          r.len = n;
-          span.push_back(r);
-          work->keepAlive.push_back(a.region);
+          const Segment bound{b->alloc, b->allocOffset + (off - b->mcOffset), n};
+          std::vector<uint8_t*> data;
+          if (!backSegments({bound}, &data)) return Status::kOutOfMemory;
+          span.push_back(MemoryRun{memoryRefOf(bound), data[0], n});
+          work->keepAlive.push_back(allocs_.at(b->alloc).region);
           off += n;
           left -= n;
         }

@@ -201,14 +201,12 @@ uint64_t NodeModel::writeSpan(int gpu, const MemorySpan& span, uint64_t offset, 
 uint64_t NodeModel::multicastOut(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t,
                                  bool rmw) {
   const size_t members = st.members.size();
-  const int links = preset_.nvlink.linksPerGpu;
   std::vector<uint64_t> arrive(members, t);
   uint64_t sent = 0;
   for (size_t s = 0; s < switches_.size(); ++s) {
     Port& up = ports_[static_cast<size_t>(gpu)][s];
     if (up.links == 0) continue;
-    const uint64_t share = s + 1 == switches_.size() ? bytes - sent : bytes * static_cast<uint64_t>(up.links) / links;
-    sent += share;
+    const uint64_t share = switchShare(gpu, s, bytes, &sent);
     if (share == 0) continue;
     uint64_t a = up.up.serve(t, share, "multimem") + nvlinkLatencyPs_;
     // The switch replicates: its crossbar carries one copy per member.
@@ -229,7 +227,6 @@ uint64_t NodeModel::multicastOut(int gpu, const ResolvedStep& st, uint64_t offse
 
 uint64_t NodeModel::multicastIn(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t) {
   const size_t members = st.members.size();
-  const int links = preset_.nvlink.linksPerGpu;
   // The request reaches every member through the switches.
   const uint64_t asked = t + hopPs();
   std::vector<uint64_t> read(members);
@@ -238,8 +235,7 @@ uint64_t NodeModel::multicastIn(int gpu, const ResolvedStep& st, uint64_t offset
   for (size_t s = 0; s < switches_.size(); ++s) {
     Port& down = ports_[static_cast<size_t>(gpu)][s];
     if (down.links == 0) continue;
-    const uint64_t share = s + 1 == switches_.size() ? bytes - sent : bytes * static_cast<uint64_t>(down.links) / links;
-    sent += share;
+    const uint64_t share = switchShare(gpu, s, bytes, &sent);
     if (share == 0) continue;
     uint64_t reduced = 0;
     for (size_t i = 0; i < members; ++i) {

@@ -145,14 +145,12 @@ uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, c
     return dst.fromHost(src.toHost(t, bytes, false), bytes, false);
   }
   // The chunk spreads over the switches in proportion to the links leading to each.
-  const int links = preset_.nvlink.linksPerGpu;
   uint64_t end = t, sent = 0;
   for (size_t s = 0; s < switches_.size(); ++s) {
     Port& up = ports_[static_cast<size_t>(from)][s];
     Port& down = ports_[static_cast<size_t>(to)][s];
     if (up.links == 0 || down.links == 0) continue;
-    const uint64_t share = s + 1 == switches_.size() ? bytes - sent : bytes * static_cast<uint64_t>(up.links) / links;
-    sent += share;
+    const uint64_t share = switchShare(from, s, bytes, &sent);
     if (share == 0) continue;
     uint64_t a = up.up.serve(t, share, what) + nvlinkLatencyPs_;
     a = switches_[s]->crossbar.serve(a, share, what) + switches_[s]->latencyPs;
@@ -160,6 +158,13 @@ uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, c
     end = std::max(end, a);
   }
   return end;
+}
+
+uint64_t NodeModel::switchShare(int gpu, size_t s, uint64_t bytes, uint64_t* sent) const {
+  const uint64_t links = static_cast<uint64_t>(ports_[static_cast<size_t>(gpu)][s].links);
+  const uint64_t share = s + 1 == switches_.size() ? bytes - *sent : bytes * links / preset_.nvlink.linksPerGpu;
+  *sent += share;
+  return share;
 }
 
 uint64_t NodeModel::moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t) {

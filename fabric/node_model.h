@@ -111,6 +111,9 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   // Moves `bytes` of piece `p` starting `offset` bytes in, leaving at `t`; returns arrival.
   uint64_t moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t);
   uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what);
+  // Switch s's part of a `bytes` chunk that `gpu` sends or receives, in proportion to the links
+  // between them; the last switch takes what the others left (`sent` counts what they took).
+  uint64_t switchShare(int gpu, size_t s, uint64_t bytes, uint64_t* sent) const;
   void moveData(DeviceWork& w);
 
   // Kernels (node_kernels.cpp).
