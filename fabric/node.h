@@ -87,9 +87,11 @@ struct DeviceOp {
   // costs the cross-GPU synchronisation time.
   bool crossGpu = false;
   // kKernel: what a launch does (its model's steps), run in order by `engineDevice`'s SMs with
-  // that device's rights; `threads` (grid x block) sets how much traffic it keeps in flight.
+  // that device's rights; `threads` (grid x block) times `bytesInFlightPerThread` (0: the GPU's
+  // default) sets how many bytes of loads it keeps in flight.
   std::vector<KernelStep> steps;
   uint64_t threads = 0;
+  uint32_t bytesInFlightPerThread = 0;
   std::string label;   // the kernel's name, for the timeline
   std::string stream;  // the stream's name, for the timeline
 };

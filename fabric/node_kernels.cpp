@@ -8,15 +8,19 @@
 //
 // Timing: a launch pays the SMs' launch cost, then each step streams its bytes in chunks through
 // the resources on their path, as copies do, keeping as many chunks in flight as the launch's
-// threads allow. The paths:
+// loads allow (resident threads times each thread's bytes in flight, which the kernel's model
+// states: its access width times its unroll). Stores are posted: a chunk leaves the window when
+// its loads are back and its stores have been accepted (out of the switch towards their
+// destination), and the step ends when the last byte is in memory. The paths:
 //   plain load    peer's HBM -> its NVLink ports -> switch -> this GPU (or this GPU's own HBM)
 //   plain store   this GPU -> NVLink -> switch -> the peer's HBM (or this GPU's own HBM)
 //   multimem.st   source -> this GPU's ports -> each switch, which replicates the chunk (its
 //                 crossbar carries one copy per member) -> every member's port -> member HBM
 //   multimem.red  as st, each member's memory doing a read-modify-write
 //   ld_reduce     request to the switches; every member reads its HBM and sends its operand up
-//                 its ports; each switch's reduction engine takes the operands in; the result
-//                 comes down this GPU's ports
+//                 its ports; each switch's reduction engine takes the operands in (at a fraction
+//                 of its links' line rate, plus its gathering latency); the result comes down
+//                 this GPU's ports
 // A chunk spreads over the switches in proportion to the links that lead to each.
 #include <algorithm>
 #include <cstring>
@@ -186,23 +190,27 @@ uint64_t NodeModel::readSpan(int gpu, const MemorySpan& span, uint64_t offset, u
 }
 
 uint64_t NodeModel::writeSpan(int gpu, const MemorySpan& span, uint64_t offset, uint64_t bytes, uint64_t t,
-                              bool rmw, const char* what) {
+                              bool rmw, const char* what, uint64_t* left) {
   uint64_t end = t;
+  *left = t;
   forPieces(span, offset, bytes, [&](const MemoryRun& r, uint64_t in, uint64_t n) {
     const int h = r.ref.gpu;
-    uint64_t a = h == gpu ? t : acrossFabric(gpu, h, n, t, what);
+    uint64_t out = t;
+    const uint64_t a = h == gpu ? t : acrossFabric(gpu, h, n, t, what, &out);
+    *left = std::max(*left, out);
     model::Gpu& mem = *gpus_[static_cast<size_t>(h)];
-    if (rmw) a = mem.read(a, r.ref.alloc, r.ref.offset + in, n);
-    end = std::max(end, mem.write(a, r.ref.alloc, r.ref.offset + in, n));
+    const uint64_t w = rmw ? mem.read(a, r.ref.alloc, r.ref.offset + in, n) : a;
+    end = std::max(end, mem.write(w, r.ref.alloc, r.ref.offset + in, n));
   });
   return end;
 }
 
 uint64_t NodeModel::multicastOut(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t,
-                                 bool rmw) {
+                                 bool rmw, uint64_t* left) {
   const size_t members = st.members.size();
   std::vector<uint64_t> arrive(members, t);
   uint64_t sent = 0;
+  *left = t;
   for (size_t s = 0; s < switches_.size(); ++s) {
     Port& up = ports_[static_cast<size_t>(gpu)][s];
     if (up.links == 0) continue;
@@ -213,14 +221,17 @@ uint64_t NodeModel::multicastOut(int gpu, const ResolvedStep& st, uint64_t offse
     a = switches_[s]->crossbar.serve(a, share * members, "multimem") + switches_[s]->latencyPs;
     for (size_t i = 0; i < members; ++i) {
       Port& down = ports_[static_cast<size_t>(st.memberGpus[i])][s];
-      arrive[i] = std::max(arrive[i], down.down.serve(a, share, "multimem") + nvlinkLatencyPs_);
+      const uint64_t out = down.down.serve(a, share, "multimem");
+      *left = std::max(*left, out);
+      arrive[i] = std::max(arrive[i], out + nvlinkLatencyPs_);
     }
   }
   uint64_t end = t;
   for (size_t i = 0; i < members; ++i) {
     const int m = st.memberGpus[i];
     // Each member writes the chunk into its own memory once all of it has come in.
-    end = std::max(end, writeSpan(m, st.members[i], offset, bytes, arrive[i], rmw, "multimem"));
+    uint64_t local = 0;
+    end = std::max(end, writeSpan(m, st.members[i], offset, bytes, arrive[i], rmw, "multimem", &local));
   }
   return end;
 }
@@ -243,34 +254,44 @@ uint64_t NodeModel::multicastIn(int gpu, const ResolvedStep& st, uint64_t offset
       const uint64_t in = up.up.serve(read[i], share, "ld_reduce") + nvlinkLatencyPs_;
       reduced = std::max(reduced, switches_[s]->reduce.serve(in, share, "ld_reduce"));
     }
-    end = std::max(end, down.down.serve(reduced + switches_[s]->latencyPs, share, "ld_reduce") + nvlinkLatencyPs_);
+    const uint64_t out = reduced + switches_[s]->latencyPs + reduceLatencyPs_;
+    end = std::max(end, down.down.serve(out, share, "ld_reduce") + nvlinkLatencyPs_);
   }
   return end;
 }
 
-uint64_t NodeModel::timeStepChunk(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t) {
+NodeModel::ChunkTimes NodeModel::timeStepChunk(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes,
+                                               uint64_t t) {
   using K = KernelStep::Kind;
+  ChunkTimes c{t, t};
   switch (st.kind) {
     case K::kCopy:
-      return writeSpan(gpu, st.dst, offset, bytes, readSpan(gpu, st.src, offset, bytes, t, "load"), false, "store");
+      c.done = writeSpan(gpu, st.dst, offset, bytes, readSpan(gpu, st.src, offset, bytes, t, "load"), false, "store",
+                         &c.released);
+      break;
     case K::kReduce: {
       const uint64_t r = std::max(readSpan(gpu, st.src, offset, bytes, t, "load"),
                                   readSpan(gpu, st.src2, offset, bytes, t, "load"));
-      return writeSpan(gpu, st.dst, offset, bytes, r, false, "store");
+      c.done = writeSpan(gpu, st.dst, offset, bytes, r, false, "store", &c.released);
+      break;
     }
     case K::kMultimemStore:
     case K::kMultimemReduce:
-      return multicastOut(gpu, st, offset, bytes, readSpan(gpu, st.src, offset, bytes, t, "load"),
-                          st.kind == K::kMultimemReduce);
+      c.done = multicastOut(gpu, st, offset, bytes, readSpan(gpu, st.src, offset, bytes, t, "load"),
+                            st.kind == K::kMultimemReduce, &c.released);
+      break;
     case K::kMultimemLoadReduce:
-      return writeSpan(gpu, st.dst, offset, bytes, multicastIn(gpu, st, offset, bytes, t), false, "store");
+      c.done = writeSpan(gpu, st.dst, offset, bytes, multicastIn(gpu, st, offset, bytes, t), false, "store",
+                         &c.released);
+      break;
     case K::kMultimemLoadReduceStore:
-      return multicastOut(gpu, st, offset, bytes, multicastIn(gpu, st, offset, bytes, t), false);
+      c.done = multicastOut(gpu, st, offset, bytes, multicastIn(gpu, st, offset, bytes, t), false, &c.released);
+      break;
     case K::kSignal:
     case K::kWait:
-      return t;
+      break;
   }
-  return t;
+  return c;
 }
 
 void NodeModel::executeKernel(DeviceWork& w) {
@@ -280,8 +301,11 @@ void NodeModel::executeKernel(DeviceWork& w) {
   model::Gpu& gpu = *gpus_[static_cast<size_t>(w.engineGpu)];
   const model::SmSpec& sm = gpu.spec().sm;
   engine.waitUntil(start + sm.launchPs);
-  // Little's law: the launch keeps this many bytes outstanding.
-  const uint64_t inflight = std::min(std::max<uint64_t>(w.threads, 1), sm.maxResidentThreads) * sm.bytesInFlightPerThread;
+  // Little's law: the launch keeps this many bytes of loads outstanding (its resident threads, each
+  // with the loads its unroll allows). Stores are posted: a chunk leaves the window once its
+  // stores have left the GPU, not when they land.
+  const uint64_t perThread = w.bytesInFlightPerThread != 0 ? w.bytesInFlightPerThread : sm.bytesInFlightPerThread;
+  const uint64_t inflight = std::min(std::max<uint64_t>(w.threads, 1), sm.maxResidentThreads) * perThread;
   const size_t window = static_cast<size_t>(std::max<uint64_t>(1, inflight / sm.chunkBytes));
   const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
   for (const ResolvedStep& st : w.steps) {
@@ -306,9 +330,9 @@ void NodeModel::executeKernel(DeviceWork& w) {
       }
       const uint64_t n = std::min(chunk, st.bytes - off);
       BandwidthServer::setHorizon(Engine::simNowPs());
-      const uint64_t end = timeStepChunk(w.engineGpu, st, off, n, Engine::simNowPs());
-      outstanding.push_back(end);
-      last = std::max(last, end);
+      const ChunkTimes c = timeStepChunk(w.engineGpu, st, off, n, Engine::simNowPs());
+      outstanding.push_back(c.released);
+      last = std::max(last, c.done);
     }
     engine.waitUntil(last);
   }

@@ -35,7 +35,9 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
     auto sw = std::make_unique<Switch>();
     sw->crossbar = BandwidthServer(preset.nvswitch.crossbarGbytesPerSec * 1e9,
                                    Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"));
-    sw->reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceGbytesPerSec) * 1e9,
+    const double links = static_cast<double>(preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)]) *
+                         preset.gpuCount;
+    sw->reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceLineRateFraction * links * perLink),
                                  Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction"));
     sw->latencyPs = preset.nvswitch.latencyNs * 1000;
     switches_.push_back(std::move(sw));
@@ -52,6 +54,7 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
     }
   }
   nvlinkLatencyPs_ = preset.nvlink.latencyNs * 1000;
+  reduceLatencyPs_ = preset.nvswitch.reduceLatencyNs * 1000;
   crossGpuSyncPs_ = preset.nvlink.crossGpuSyncNs * 1000;
   // A read of a peer's memory is set up with the peer, and sends its request across the fabric
   // before any data comes back.
@@ -137,15 +140,18 @@ void NodeModel::execute(DeviceWork& w) {
   }
 }
 
-uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what) {
+uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left) {
   model::Gpu& src = *gpus_[static_cast<size_t>(from)];
   model::Gpu& dst = *gpus_[static_cast<size_t>(to)];
   if (switches_.empty()) {
     // No NVLink fabric: through the host.
-    return dst.fromHost(src.toHost(t, bytes, false), bytes, false);
+    const uint64_t out = src.toHost(t, bytes, false);
+    if (left != nullptr) *left = out;
+    return dst.fromHost(out, bytes, false);
   }
   // The chunk spreads over the switches in proportion to the links leading to each.
   uint64_t end = t, sent = 0;
+  if (left != nullptr) *left = t;
   for (size_t s = 0; s < switches_.size(); ++s) {
     Port& up = ports_[static_cast<size_t>(from)][s];
     Port& down = ports_[static_cast<size_t>(to)][s];
@@ -154,7 +160,9 @@ uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, c
     if (share == 0) continue;
     uint64_t a = up.up.serve(t, share, what) + nvlinkLatencyPs_;
     a = switches_[s]->crossbar.serve(a, share, what) + switches_[s]->latencyPs;
-    a = down.down.serve(a, share, what) + nvlinkLatencyPs_;
+    a = down.down.serve(a, share, what);
+    if (left != nullptr) *left = std::max(*left, a);
+    a += nvlinkLatencyPs_;
     end = std::max(end, a);
   }
   return end;

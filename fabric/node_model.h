@@ -78,6 +78,7 @@ struct DeviceWork {
   // kKernel: the launch's steps, run in order by `engineGpu`'s SMs.
   std::vector<ResolvedStep> steps;
   uint64_t threads = 0;
+  uint32_t bytesInFlightPerThread = 0;  // 0: the GPU's default
 };
 
 class NodeModel : public std::enable_shared_from_this<NodeModel> {
@@ -110,7 +111,8 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   void execute(DeviceWork& work);
   // Moves `bytes` of piece `p` starting `offset` bytes in, leaving at `t`; returns arrival.
   uint64_t moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t);
-  uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what);
+  // `left` (if given): when the last byte has left the switches for `to` (see writeSpan).
+  uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left = nullptr);
   // Switch s's part of a `bytes` chunk that `gpu` sends or receives, in proportion to the links
   // between them; the last switch takes what the others left (`sent` counts what they took).
   uint64_t switchShare(int gpu, size_t s, uint64_t bytes, uint64_t* sent) const;
@@ -119,11 +121,22 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   // Kernels (node_kernels.cpp).
   void executeKernel(DeviceWork& w);
   void applyStep(const ResolvedStep& st, bool functional);
-  uint64_t timeStepChunk(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t);
+  // A chunk of a step: `released` is when the SMs are done with it (its loads have returned and
+  // its stores have been accepted: see writeSpan), `done` when its last byte is in memory.
+  struct ChunkTimes {
+    uint64_t released = 0, done = 0;
+  };
+  ChunkTimes timeStepChunk(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t);
   uint64_t readSpan(int gpu, const MemorySpan& span, uint64_t offset, uint64_t bytes, uint64_t t, const char* what);
+  // Stores from `gpu` issued at `t`; returns when they are in memory, and sets `*left` to when
+  // the SMs are rid of them: stores are posted, so a thread does not wait for them to land, but
+  // the links' flow control lets a GPU have only so much in the switches, so a remote store
+  // counts as gone once its last byte has left the switch towards its destination (a multicast
+  // store: towards every member). A store to this GPU's own memory is gone at once.
   uint64_t writeSpan(int gpu, const MemorySpan& span, uint64_t offset, uint64_t bytes, uint64_t t, bool rmw,
-                     const char* what);
-  uint64_t multicastOut(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t, bool rmw);
+                     const char* what, uint64_t* left);
+  uint64_t multicastOut(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t, bool rmw,
+                        uint64_t* left);
   uint64_t multicastIn(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t);
   uint64_t hopPs() const;  // GPU to switch to GPU, unloaded
   sc_core::sc_event& signalled();
@@ -133,6 +146,7 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<std::vector<Port>> ports_;  // [gpu][switch]
   uint64_t nvlinkLatencyPs_ = 0;
+  uint64_t reduceLatencyPs_ = 0;  // the switches' reduction engines, per load-with-reduction
   uint64_t pullLatencyPs_ = 0;
   uint64_t crossGpuSyncPs_ = 0;
   sc_core::sc_event* signalled_ = nullptr;  // a kernel's signal changed a word (simulation thread)

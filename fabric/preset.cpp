@@ -320,7 +320,8 @@ Preset loadPreset(const std::string& nameOrPath) {
     p.nvswitch.multicastSlots = static_cast<int>(n.integer("multicast_slots", any, 0, 1 << 20));
     p.nvswitch.crossbarGbytesPerSec = n.number("crossbar_gbytes_per_s", any, 1, 1e7, 0);
     p.nvswitch.latencyNs = static_cast<uint64_t>(n.integer("latency_ns", any, 0, 1000000));
-    p.nvswitch.reduceGbytesPerSec = n.number("reduce_gbytes_per_s", any, 1, 1e7, 0);
+    p.nvswitch.reduceLineRateFraction = n.number("reduce_line_rate_fraction", false, 0.01, 1, 1);
+    p.nvswitch.reduceLatencyNs = static_cast<uint64_t>(n.integer("reduce_latency_ns", false, 0, 1000000, 0));
     if (any) {
       if (static_cast<int>(p.nvswitch.linksPerGpuPerSwitch.size()) != p.nvswitch.count) {
         s.fail("/nvswitch/links_per_gpu_per_switch", "must list one link count per switch");

@@ -47,9 +47,12 @@ struct NvswitchSpec {
   int multicastSlots = 0;                // multicast groups each switch can hold
   double crossbarGbytesPerSec = 0;       // per direction, all ports together
   uint64_t latencyNs = 0;                // input port to output port
-  // The multicast reduction engine (multimem.ld_reduce): the operand bytes it takes in per
-  // second, from all members together.
-  double reduceGbytesPerSec = 0;
+  // The multicast reduction engine (multimem.ld_reduce): it takes in the operands arriving on all
+  // of the switch's GPU links at this fraction of their line rate (the links' rate times
+  // nvlink.efficiency), and adds this latency to a load-with-reduction (gathering the members'
+  // operands and combining them).
+  double reduceLineRateFraction = 1;
+  uint64_t reduceLatencyNs = 0;
 };
 
 struct MulticastSpec {

@@ -8,7 +8,7 @@
 //
 // Shared rules:
 //  - Each kernel is an extern "C" __global__ function with the name and parameters of kernels.h;
-//    dtype / op / vec are dispatched at run time (a switch), so the library has exactly the eight
+//    dtype / op / vec are dispatched at run time (a switch), so the library has exactly the nine
 //    names.
 //  - Every kernel is correct for any launch shape: 1-, 2- or 3-D grids and blocks, one grid-stride
 //    loop over the flattened thread index.
@@ -308,24 +308,51 @@ __device__ __forceinline__ void loadReduceLoop(uint64_t dst, uint64_t mcSrc, uin
   }
 }
 
-// In place: reduce over the members, then store the result to every member (two-shot's step).
-template <class Ldr, class St>
+// In place: reduce over the members, then store the result to every member (two-shot's step),
+// with U loads in flight per thread: a thread issues its U ld_reduce (U grid strides apart, so a
+// warp's accesses stay coalesced) before it stores any sum.
+template <class Ldr, class St, int U>
 __device__ __forceinline__ void reduceBroadcastLoop(uint64_t mc, uint64_t n) {
   using T = typename Ldr::T;
-  for (uint64_t i = globalThread(), step = threadsInGrid(); i < n; i += step) {
-    St::apply(mc + i * sizeof(T), Ldr::apply(mc + i * sizeof(T)));
+  const uint64_t step = threadsInGrid();
+  for (uint64_t i = globalThread(); i < n; i += U * step) {
+    T v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (i + u * step < n) v[u] = Ldr::apply(mc + (i + u * step) * sizeof(T));
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (i + u * step < n) St::apply(mc + (i + u * step) * sizeof(T), v[u]);
+    }
   }
 }
+
+// The plain kernels keep kCopyUnroll loads in flight per thread (NCCL's ncclCollUnroll for sm_80
+// and newer is 8): a thread loads its kCopyUnroll units (grid strides apart) before it stores.
+constexpr int kCopyUnroll = 8;
 
 template <class T>
 __device__ __forceinline__ void copyLoop(uint64_t dst, uint64_t src, uint64_t n) {
   T* out = reinterpret_cast<T*>(dst);
   const T* in = reinterpret_cast<const T*>(src);
-  for (uint64_t i = globalThread(), step = threadsInGrid(); i < n; i += step) out[i] = in[i];
+  const uint64_t step = threadsInGrid();
+  for (uint64_t i = globalThread(); i < n; i += kCopyUnroll * step) {
+    T v[kCopyUnroll];
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      if (i + u * step < n) v[u] = in[i + u * step];
+    }
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      if (i + u * step < n) out[i + u * step] = v[u];
+    }
+  }
 }
 
 // dst[i] = a[i] op b[i]. Four-byte types go four words at a time when all three buffers are
-// 16-byte aligned (the rest one word at a time); the result is the same either way.
+// 16-byte aligned, kCopyUnroll / 2 such pairs of loads in flight per thread (the same bytes as
+// copyLoop's); the rest one word at a time. The result is the same either way.
 template <class Op>
 __device__ __forceinline__ void plainReduce(uint64_t dst, uint64_t a, uint64_t b, uint64_t count) {
   using T = typename Op::T;
@@ -335,11 +362,24 @@ __device__ __forceinline__ void plainReduce(uint64_t dst, uint64_t a, uint64_t b
       uint4* out = reinterpret_cast<uint4*>(dst);
       const uint4* x = reinterpret_cast<const uint4*>(a);
       const uint4* y = reinterpret_cast<const uint4*>(b);
-      const uint64_t quads = count / 4;
-      for (uint64_t i = globalThread(), step = threadsInGrid(); i < quads; i += step) {
-        const uint4 u = x[i], v = y[i];
-        out[i] = make_uint4(Op::apply(u.x, v.x), Op::apply(u.y, v.y), Op::apply(u.z, v.z),
-                            Op::apply(u.w, v.w));
+      const uint64_t quads = count / 4, step = threadsInGrid();
+      constexpr int kPairs = kCopyUnroll / 2;
+      for (uint64_t i = globalThread(); i < quads; i += kPairs * step) {
+        uint4 u[kPairs], v[kPairs];
+#pragma unroll
+        for (int k = 0; k < kPairs; ++k) {
+          if (i + k * step < quads) {
+            u[k] = x[i + k * step];
+            v[k] = y[i + k * step];
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kPairs; ++k) {
+          if (i + k * step < quads) {
+            out[i + k * step] = make_uint4(Op::apply(u[k].x, v[k].x), Op::apply(u[k].y, v[k].y),
+                                           Op::apply(u[k].z, v[k].z), Op::apply(u[k].w, v[k].w));
+          }
+        }
       }
       done = quads * 4;
     }
@@ -413,26 +453,28 @@ __device__ void oneshotBody(uint64_t mc, uint64_t out, uint64_t count, uint32_t 
   }
 }
 
-template <class Ldr1, class St1, class Ldr4, class St4>
+template <class Ldr1, class St1, class Ldr4, class St4, int U>
 __device__ __forceinline__ void twoshotWords(uint64_t mc, uint64_t count) {
   uint64_t done = 0;
   if ((mc & 15) == 0) {
     done = count / 4 * 4;
-    reduceBroadcastLoop<Ldr4, St4>(mc, done / 4);
+    reduceBroadcastLoop<Ldr4, St4, U>(mc, done / 4);
   }
-  reduceBroadcastLoop<Ldr1, St1>(mc + done * 4, count - done);
+  reduceBroadcastLoop<Ldr1, St1, U>(mc + done * 4, count - done);
 }
 
-// `mc` is the start of this rank's share, `count` its length in elements.
+// `mc` is the start of this rank's share, `count` its length in elements; U loads in flight per
+// thread (1: mcsim_allreduce_twoshot, 4: mcsim_allreduce_nvls).
+template <int U>
 __device__ void twoshotBody(uint64_t mc, uint64_t count, uint32_t dtype) {
   switch (dtype) {
-    case MCSIM_DTYPE_F32: twoshotWords<AddF32, StF32, AddF32x4, StF32x4>(mc, count); return;
-    case MCSIM_DTYPE_F16X2: twoshotWords<AddH2, StH2, AddH2x4, StH2x4>(mc, count); return;
-    case MCSIM_DTYPE_BF16X2: twoshotWords<AddBh2, StBh2, AddBh2x4, StBh2x4>(mc, count); return;
-    case MCSIM_DTYPE_F64: reduceBroadcastLoop<AddF64, StF64>(mc, count); return;
-    case MCSIM_DTYPE_U32: reduceBroadcastLoop<AddU32, StB32>(mc, count); return;
-    case MCSIM_DTYPE_S32: reduceBroadcastLoop<AddS32, StB32>(mc, count); return;
-    case MCSIM_DTYPE_U64: reduceBroadcastLoop<AddU64, StB64>(mc, count); return;
+    case MCSIM_DTYPE_F32: twoshotWords<AddF32, StF32, AddF32x4, StF32x4, U>(mc, count); return;
+    case MCSIM_DTYPE_F16X2: twoshotWords<AddH2, StH2, AddH2x4, StH2x4, U>(mc, count); return;
+    case MCSIM_DTYPE_BF16X2: twoshotWords<AddBh2, StBh2, AddBh2x4, StBh2x4, U>(mc, count); return;
+    case MCSIM_DTYPE_F64: reduceBroadcastLoop<AddF64, StF64, U>(mc, count); return;
+    case MCSIM_DTYPE_U32: reduceBroadcastLoop<AddU32, StB32, U>(mc, count); return;
+    case MCSIM_DTYPE_S32: reduceBroadcastLoop<AddS32, StB32, U>(mc, count); return;
+    case MCSIM_DTYPE_U64: reduceBroadcastLoop<AddU64, StB64, U>(mc, count); return;
     default: return;  // checked by the caller
   }
 }
@@ -569,10 +611,11 @@ extern "C" __global__ void mcsim_allreduce_oneshot(uint64_t mc_buf, uint64_t out
   gridBarrier(mc_signal, signal, world, epoch + 1);
 }
 
-extern "C" __global__ void mcsim_allreduce_twoshot(uint64_t mc_buf, uint64_t count,
-                                                   uint32_t dtype, uint64_t mc_signal,
-                                                   uint64_t signal, uint32_t rank, uint32_t world,
-                                                   uint32_t epoch) {
+namespace {
+
+template <int U>
+__device__ void twoshotAllReduce(uint64_t mc_buf, uint64_t count, uint32_t dtype, uint64_t mc_signal,
+                                 uint64_t signal, uint32_t rank, uint32_t world, uint32_t epoch) {
   if (world == 0 || rank >= world || elementBytes(dtype) == 0) {
     refuse();
     return;
@@ -587,9 +630,24 @@ extern "C" __global__ void mcsim_allreduce_twoshot(uint64_t mc_buf, uint64_t cou
   const uint64_t elemBytes = elementBytes(dtype);
 
   gridBarrier(mc_signal, signal, world, epoch);
-  twoshotBody(mc_buf + begin * elemBytes, end - begin, dtype);
+  twoshotBody<U>(mc_buf + begin * elemBytes, end - begin, dtype);
   // The sums are in every member's buffer before anyone returns.
   gridBarrier(mc_signal, signal, world, epoch + 1);
+}
+
+}  // namespace
+
+extern "C" __global__ void mcsim_allreduce_twoshot(uint64_t mc_buf, uint64_t count,
+                                                   uint32_t dtype, uint64_t mc_signal,
+                                                   uint64_t signal, uint32_t rank, uint32_t world,
+                                                   uint32_t epoch) {
+  twoshotAllReduce<1>(mc_buf, count, dtype, mc_signal, signal, rank, world, epoch);
+}
+
+extern "C" __global__ void mcsim_allreduce_nvls(uint64_t mc_buf, uint64_t count, uint32_t dtype,
+                                                uint64_t mc_signal, uint64_t signal, uint32_t rank,
+                                                uint32_t world, uint32_t epoch) {
+  twoshotAllReduce<4>(mc_buf, count, dtype, mc_signal, signal, rank, world, epoch);
 }
 
 extern "C" __global__ void mcsim_copy(uint64_t dst, uint64_t src, uint64_t bytes) {

@@ -104,11 +104,21 @@ class KernelSteps {
   void waitAtLeast(uint64_t local, uint32_t value) {
     add({KernelStep::Kind::kWait, local, 0, 0, 0, 4, 0, 0, 0, value});
   }
+  // How many bytes of loads each thread keeps outstanding: the access width times the loads a
+  // thread issues before it needs the first one's data (its unroll). A kernel whose threads load
+  // one 16-byte vector and use it before loading the next keeps 16 in flight; NCCL's NVLS kernels
+  // unroll four 16-byte multimem loads (64). 0 (the default): the GPU preset's
+  // timing.sm.bytes_in_flight_per_thread. Stores are posted and do not count: a thread does not
+  // wait for them.
+  void setBytesInFlightPerThread(uint32_t bytes) { bytesInFlightPerThread_ = bytes; }
+  uint32_t bytesInFlightPerThread() const { return bytesInFlightPerThread_; }
+
   const std::vector<KernelStep>& steps() const { return steps_; }
 
  private:
   void add(KernelStep s) { steps_.push_back(s); }
   std::vector<KernelStep> steps_;
+  uint32_t bytesInFlightPerThread_ = 0;
 };
 
 struct KernelModel {

@@ -88,11 +88,22 @@ static inline size_t mcsim_dtype_bytes(uint32_t dtype) {
  *     sums to every member with multimem.st (in place); barrier(epoch + 1). Shares: the count is
  *     cut into `world` shares of ceil(count / world) elements, rounded up to a multiple of 4
  *     elements, the last share taking what is left (possibly nothing).
+ * mcsim_allreduce_nvls(CUdeviceptr mc_buf, uint64_t count, uint32_t dtype,
+ *                      CUdeviceptr mc_signal, CUdeviceptr signal, uint32_t rank,
+ *                      uint32_t world, uint32_t epoch)
+ *     The same arguments, shares and result as mcsim_allreduce_twoshot, with the loop NCCL's
+ *     NVLS kernels use: each thread issues four ld_reduce (4 x 16 bytes on the .v4 path) before
+ *     it stores their sums, so four times as many loads are in flight (NCCL's
+ *     ncclNvlsUnrollBytes, 4 x 16, in src/include/device.h). twoshot keeps PyTorch's loop (one
+ *     load, then its store).
  * mcsim_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes)
- *     A plain SM copy (loads and stores; either side may be a peer's memory).
+ *     A plain SM copy (loads and stores; either side may be a peer's memory). Each thread
+ *     issues eight loads (of 16 bytes when both addresses are 16-byte aligned) before its stores.
  * mcsim_reduce(CUdeviceptr dst, CUdeviceptr a, CUdeviceptr b, uint64_t count, uint32_t dtype,
  *              uint32_t op)
- *     dst[i] = a[i] op b[i], plain loads and stores (either side may be a peer's memory).
+ *     dst[i] = a[i] op b[i], plain loads and stores (either side may be a peer's memory). On
+ *     the 4-byte types with 16-byte aligned buffers each thread issues four 16-byte loads of a
+ *     and four of b before it stores.
  */
 #define MCSIM_KERNEL_MM_ST "mcsim_mm_st"
 #define MCSIM_KERNEL_MM_RED "mcsim_mm_red"
@@ -100,6 +111,7 @@ static inline size_t mcsim_dtype_bytes(uint32_t dtype) {
 #define MCSIM_KERNEL_BARRIER "mcsim_barrier"
 #define MCSIM_KERNEL_ALLREDUCE_ONESHOT "mcsim_allreduce_oneshot"
 #define MCSIM_KERNEL_ALLREDUCE_TWOSHOT "mcsim_allreduce_twoshot"
+#define MCSIM_KERNEL_ALLREDUCE_NVLS "mcsim_allreduce_nvls"
 #define MCSIM_KERNEL_COPY "mcsim_copy"
 #define MCSIM_KERNEL_REDUCE "mcsim_reduce"
 

@@ -86,7 +86,6 @@ TEST(LaunchShapes, NcclNvlsAndRing) {
   EXPECT_EQ(ncclNvlsShape(9).blocks, 16u);
   EXPECT_EQ(ncclNvlsShape(10).blocks, 24u);
   EXPECT_EQ(ncclNvlsShape(9).threads, 640u);
-  EXPECT_EQ(ncclNvlsSliceBytes(ncclNvlsShape(9), 8), uint64_t{16} << 20);
   EXPECT_EQ(kRingShape.blocks, 24u);
   EXPECT_EQ(kRingShape.threads, 512u);
 }

@@ -142,7 +142,8 @@ const char* const kValidPreset = R"({
     "multicast_slots": 128,
     "crossbar_gbytes_per_s": 1600,
     "latency_ns": 300,
-    "reduce_gbytes_per_s": 500
+    "reduce_line_rate_fraction": 0.5,
+    "reduce_latency_ns": 700
   },
   "multicast": {
     "granularity_minimum": 2097152,
@@ -296,7 +297,8 @@ TEST(PresetFromPath, TimingParametersAreReadWithTheirUnits) {
   EXPECT_DOUBLE_EQ(p.nvlink.efficiency, 0.9);
   EXPECT_EQ(p.nvlink.latencyNs, 400u);
   EXPECT_DOUBLE_EQ(p.nvswitch.crossbarGbytesPerSec, 1600);
-  EXPECT_DOUBLE_EQ(p.nvswitch.reduceGbytesPerSec, 500);
+  EXPECT_DOUBLE_EQ(p.nvswitch.reduceLineRateFraction, 0.5);
+  EXPECT_EQ(p.nvswitch.reduceLatencyNs, 700u);
   EXPECT_EQ(t.sm.launchPs, 3000000u);
   EXPECT_EQ(t.sm.bytesInFlightPerThread, 16u);
   EXPECT_EQ(t.sm.maxResidentThreads, 4u * 2048u);  // MULTIPROCESSOR_COUNT x the default 2048 threads

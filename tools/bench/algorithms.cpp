@@ -9,8 +9,6 @@ namespace mcsim::bench {
 
 namespace {
 
-uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
 bool launch(const Gpu& gpu, Kernel k, LaunchShape s, void** params) {
   BENCH_CU(cuLaunchKernel(gpu.fn[k], s.blocks, 1, 1, s.threads, 1, 1, 0, gpu.stream, params, nullptr));
   return true;
@@ -21,8 +19,8 @@ bool launch(const Gpu& gpu, Kernel k, LaunchShape s, void** params) {
 std::vector<Kernel> kernelsFor(Algo algo) {
   switch (algo) {
     case Algo::kOneshot: return {kKernelOneshot};
-    case Algo::kTwoshot:
-    case Algo::kNvls: return {kKernelTwoshot};
+    case Algo::kTwoshot: return {kKernelTwoshot};
+    case Algo::kNvls: return {kKernelNvls};
     case Algo::kRing: return {kKernelReduce, kKernelCopy};
   }
   return {};
@@ -39,7 +37,7 @@ bool AllReduce::prepare() {
     steps_.assign(static_cast<size_t>(n), {});
     for (int g = 0; g < n; ++g) {
       if (!gpus_.use(g)) return false;
-      for (int s = 0; s < 2 * (n - 1); ++s) {
+      for (int s = 0; s < ringSteps(n); ++s) {
         CUevent e = nullptr;
         BENCH_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
         steps_[static_cast<size_t>(g)].push_back(e);
@@ -64,8 +62,6 @@ CUdeviceptr AllReduce::result(int g) const {
   return algo_ == Algo::kOneshot ? b.out : b.buf;
 }
 
-uint64_t AllReduce::nvlsSliceBytes() const { return ncclNvlsSliceBytes(nvls_, gpus_.size()); }
-
 LaunchShape AllReduce::shape(uint64_t count) const {
   switch (algo_) {
     case Algo::kOneshot: return pytorchMultimemShape(count, dtype_, 1);
@@ -76,11 +72,11 @@ LaunchShape AllReduce::shape(uint64_t count) const {
   return {};
 }
 
-uint64_t AllReduce::epochsFor(uint64_t count) const {
+uint64_t AllReduce::epochsPerAllReduce() const {
   switch (algo_) {
     case Algo::kOneshot:
-    case Algo::kTwoshot: return 2;  // each kernel: a barrier before and one after
-    case Algo::kNvls: return 2 * ceilDiv(count * mcsim_dtype_bytes(dtype_), nvlsSliceBytes());
+    case Algo::kTwoshot:
+    case Algo::kNvls: return 2;  // each kernel: a barrier before and one after
     case Algo::kRing: return 0;
   }
   return 0;
@@ -89,31 +85,24 @@ uint64_t AllReduce::epochsFor(uint64_t count) const {
 bool AllReduce::enqueue(uint64_t count) {
   switch (algo_) {
     case Algo::kOneshot: return enqueueOneshot(count);
-    case Algo::kTwoshot: return enqueueTwoshot(0, count, shape(count));
-    case Algo::kNvls: {
-      const uint64_t elem = mcsim_dtype_bytes(dtype_), slice = nvlsSliceBytes() / elem;
-      for (uint64_t first = 0; first < count; first += slice) {
-        if (!enqueueTwoshot(first * elem, std::min(slice, count - first), shape(count))) return false;
-      }
-      return true;
-    }
+    case Algo::kTwoshot: return enqueueTwoshot(kKernelTwoshot, 0, count, shape(count));
+    case Algo::kNvls: return enqueueTwoshot(kKernelNvls, 0, count, shape(count));
     case Algo::kRing: return enqueueRing(count);
   }
   return false;
 }
 
-// A ring step reads its predecessor's buffer and writes its own, which its successor reads: before
-// GPU r starts again, its predecessor must have written its last chunk and its successor read
-// its last one, i.e. both must have finished their previous all-reduce.
+// Ring steps write into the successor's buffers (recv in the reduce-scatter, buf in the
+// all-gather), so before GPU r starts again its successor must have finished its previous
+// all-reduce (it reads both until its last step).
 bool AllReduce::enqueueIterationStart() {
   if (algo_ != Algo::kRing || !ringRecorded_) return true;
   const int n = gpus_.size();
-  const size_t last = static_cast<size_t>(2 * (n - 1) - 1);
+  const size_t last = static_cast<size_t>(ringSteps(n) - 1);
   for (int r = 0; r < n; ++r) {
     if (!gpus_.use(r)) return false;
-    const int pred = (r + n - 1) % n, succ = (r + 1) % n;
-    BENCH_CU(cuStreamWaitEvent(gpus_[r].stream, steps_[static_cast<size_t>(pred)][last], 0));
-    if (succ != pred) BENCH_CU(cuStreamWaitEvent(gpus_[r].stream, steps_[static_cast<size_t>(succ)][last], 0));
+    const int succ = (r + 1) % n;
+    BENCH_CU(cuStreamWaitEvent(gpus_[r].stream, steps_[static_cast<size_t>(succ)][last], 0));
   }
   return true;
 }
@@ -143,7 +132,7 @@ bool AllReduce::enqueueOneshot(uint64_t count) {
   return true;
 }
 
-bool AllReduce::enqueueTwoshot(CUdeviceptr offset, uint64_t count, LaunchShape s) {
+bool AllReduce::enqueueTwoshot(Kernel kernel, CUdeviceptr offset, uint64_t count, LaunchShape s) {
   uint32_t world = static_cast<uint32_t>(gpus_.size()), epoch = nextEpoch_, dtype = dtype_;
   for (int g = 0; g < gpus_.size(); ++g) {
     const GpuBuffers& b = buffers_.gpu[static_cast<size_t>(g)];
@@ -151,42 +140,57 @@ bool AllReduce::enqueueTwoshot(CUdeviceptr offset, uint64_t count, LaunchShape s
     uint64_t n = count;
     uint32_t rank = static_cast<uint32_t>(g);
     void* params[] = {&mcBuf, &n, &dtype, &mcSig, &sig, &rank, &world, &epoch};
-    if (!gpus_.use(g) || !launch(gpus_[g], kKernelTwoshot, s, params)) return false;
+    if (!gpus_.use(g) || !launch(gpus_[g], kernel, s, params)) return false;
   }
   nextEpoch_ += 2;
   return true;
 }
 
-// Step s of GPU r: reduce-scatter for s < n-1 (chunk r-1-s of the predecessor added into its own),
-// then all-gather (chunk r-(s-(n-1)) copied from the predecessor). Each step reads what the
-// predecessor's previous step wrote, so it waits for that step's event. That chain also orders
-// every write after the successor's read of the same chunk (the successor's step s reads chunk
-// r-s, which this GPU rewrites only in its all-gather step s, after a chain of waits that passes
-// through the successor's step s), so no step overwrites what a peer still has to read.
+// NCCL's ring, pushed with stores as NCCL's Simple protocol does (a step's loads are local, its
+// stores go to the successor), one launch per step. GPU r's steps:
+//   reduce-scatter s = 0 .. n-2, chunk c = r - s:  succ.recv[c] = buf[c] (+ recv[c] for s > 0)
+//   step n-1, chunk c = r + 1:                      buf[c] += recv[c]  (the sum of chunk r + 1)
+//   all-gather s = 0 .. n-2, chunk c = r + 1 - s:   succ.buf[c] = buf[c]
+// A step that reads what the predecessor's previous step wrote waits for that step's event
+// (every step but the first of each phase). Writes never overtake the successor's reads of the
+// same chunk: all-gather step s overwrites succ.buf[r + 1 - s], which the successor reads in its
+// reduce-scatter step s, and the chain of waits behind this GPU's all-gather step s (back through
+// the predecessors' all-gather steps, their step n-1 and their reduce-scatter steps) passes
+// through the successor's reduce-scatter step s. Each recv chunk is written once an iteration.
 bool AllReduce::enqueueRing(uint64_t count) {
   const int n = gpus_.size();
   const uint64_t elem = mcsim_dtype_bytes(dtype_);
   uint32_t dtype = dtype_, op = MCSIM_REDOP_ADD;
-  for (int s = 0; s < 2 * (n - 1); ++s) {
+  auto mod = [n](int v) { return ((v % n) + n) % n; };
+  for (int s = 0; s < ringSteps(n); ++s) {
     for (int r = 0; r < n; ++r) {
-      const int pred = (r + n - 1) % n;
-      const bool reduce = s < n - 1;
-      const int c = reduce ? ((r - 1 - s) % n + n) % n : ((r - (s - (n - 1))) % n + n) % n;
+      const int pred = mod(r - 1), succ = mod(r + 1);
+      const bool scatter = s < n - 1, sum = s == n - 1;
+      const int agStep = s - n;  // all-gather step, for s >= n
+      const int c = scatter ? mod(r - s) : sum ? mod(r + 1) : mod(r + 1 - agStep);
       const Chunk chunk = ringChunk(count, static_cast<uint64_t>(n), static_cast<uint64_t>(c));
       const Gpu& gpu = gpus_[r];
       if (!gpus_.use(r)) return false;
-      if (s > 0) BENCH_CU(cuStreamWaitEvent(gpu.stream, steps_[static_cast<size_t>(pred)][static_cast<size_t>(s - 1)], 0));
-      CUdeviceptr mine = buffers_.gpu[static_cast<size_t>(r)].buf + chunk.first * elem;
-      CUdeviceptr theirs = buffers_.gpu[static_cast<size_t>(pred)].buf + chunk.first * elem;
+      // What this step reads came from the predecessor's previous step (not so for the first
+      // step of each phase, which reads this GPU's own data).
+      if (s > 0 && s != n) {
+        BENCH_CU(cuStreamWaitEvent(gpu.stream, steps_[static_cast<size_t>(pred)][static_cast<size_t>(s - 1)], 0));
+      }
+      const GpuBuffers& mine = buffers_.gpu[static_cast<size_t>(r)];
+      const GpuBuffers& next = buffers_.gpu[static_cast<size_t>(succ)];
+      const uint64_t at = chunk.first * elem;
       if (chunk.count > 0) {
-        if (reduce) {
-          CUdeviceptr dst = mine, a = mine, b = theirs;
-          uint64_t n64 = chunk.count;
+        uint64_t n64 = chunk.count, bytes = chunk.count * elem;
+        if (scatter && s == 0) {
+          CUdeviceptr dst = next.recv + at, src = mine.buf + at;
+          void* params[] = {&dst, &src, &bytes};
+          if (!launch(gpu, kKernelCopy, kRingShape, params)) return false;
+        } else if (scatter || sum) {
+          CUdeviceptr dst = (sum ? mine.buf : next.recv) + at, a = mine.buf + at, b = mine.recv + at;
           void* params[] = {&dst, &a, &b, &n64, &dtype, &op};
           if (!launch(gpu, kKernelReduce, kRingShape, params)) return false;
         } else {
-          CUdeviceptr dst = mine, src = theirs;
-          uint64_t bytes = chunk.count * elem;
+          CUdeviceptr dst = next.buf + at, src = mine.buf + at;
           void* params[] = {&dst, &src, &bytes};
           if (!launch(gpu, kKernelCopy, kRingShape, params)) return false;
         }

@@ -4,16 +4,19 @@
 //  oneshot  mcsim_allreduce_oneshot, one launch per GPU, the result in a separate output buffer;
 //           PyTorch symmetric memory's multimem one-shot shape.
 //  twoshot  mcsim_allreduce_twoshot, one launch per GPU, in place; PyTorch's two-shot shape.
-//  nvls     NCCL's NVLS all-reduce on one node: twoshot's data movement, pipelined: the buffer is
-//           cut into slices of one NCCL step of every channel (channels * 128 KiB * GPUs bytes),
-//           each slice one twoshot launch per GPU with NCCL's NVLS shape (16 blocks of 640
-//           threads on Hopper). Each launch takes the next two barrier epochs.
-//  ring     the classic ring without multicast, over peer mappings: reduce-scatter in n-1 steps
-//           (mcsim_reduce: own chunk += the predecessor's), then all-gather in n-1 steps
-//           (mcsim_copy from the predecessor); each step on a GPU waits for its predecessor's
-//           previous step (cuEventRecord / cuStreamWaitEvent across contexts). NCCL's ring shape.
-//           Unlike NCCL's ring, which pipelines the steps inside one kernel, each step here is a
-//           launch of its own.
+//  nvls     NCCL's NVLS all-reduce on one node: twoshot's data movement with NCCL's loop
+//           (mcsim_allreduce_nvls: four loads in flight per thread) and NCCL's NVLS shape (16
+//           blocks of 640 threads on Hopper, 24 from Blackwell on), one launch per GPU. NCCL
+//           pipelines its steps inside one persistent kernel; so does this one launch (it has no
+//           barrier between parts of the buffer).
+//  ring     the classic ring without multicast, over peer mappings, pushed with stores as NCCL's
+//           Simple protocol does: reduce-scatter in n-1 steps (mcsim_copy, then mcsim_reduce:
+//           the successor's receive area = own chunk + what the predecessor sent), the last sum,
+//           then all-gather in n-1 steps (mcsim_copy into the successor's buffer); each step
+//           that reads what the predecessor sent waits for that step (cuEventRecord /
+//           cuStreamWaitEvent across contexts). NCCL's ring shape. Unlike NCCL's ring, which
+//           pipelines the steps inside one kernel, each step here is a launch of its own: the
+//           launches and cross-GPU waits cost about 8 us a step.
 #pragma once
 
 #include <cuda.h>
@@ -47,8 +50,8 @@ class AllReduce {
   bool restartBarriers();
   // Enqueues one all-reduce of `count` elements on every GPU's stream (host does not wait).
   bool enqueue(uint64_t count);
-  // Barrier epochs one all-reduce of `count` elements uses (0 for the ring).
-  uint64_t epochsFor(uint64_t count) const;
+  // Barrier epochs one all-reduce uses (0 for the ring).
+  uint64_t epochsPerAllReduce() const;
   // Barrier epochs the run has used so far (the signal words stand at world * that).
   uint64_t epochsUsed() const { return nextEpoch_ - 1; }
   // Where GPU g's input lies, and where its result appears.
@@ -58,11 +61,11 @@ class AllReduce {
 
   // The launch shapes, for the report.
   LaunchShape shape(uint64_t count) const;
-  uint64_t nvlsSliceBytes() const;
 
  private:
   bool enqueueOneshot(uint64_t count);
-  bool enqueueTwoshot(CUdeviceptr offset, uint64_t count, LaunchShape shape);
+  // The twoshot or nvls kernel (same arguments) over `count` elements from `offset` bytes in.
+  bool enqueueTwoshot(Kernel kernel, CUdeviceptr offset, uint64_t count, LaunchShape shape);
   bool enqueueRing(uint64_t count);
 
   Algo algo_;

@@ -85,7 +85,7 @@ class Benchmark {
   bool time(uint64_t count, double* ms) {
     for (size_t i = 0; i < starts_.size(); ++i) {
       if (!enqueueIteration(count, i)) return false;
-      // A ring iteration is n(2n-2) launches and as many events (10,224 each on 72 GPUs), and a
+      // A ring iteration is n(2n-1) launches and as many events (10,296 each on 72 GPUs), and a
       // simulator holds a process for each until it has run: let each iteration finish before
       // the next is queued. (Ring iterations cannot overlap anyway: each waits for its
       // neighbours' previous one.) The other algorithms are queued back to back, as nccl-tests
@@ -198,8 +198,8 @@ void describe(const Options& o, const GpuSet& gpus, const AllReduce& algo) {
   } else {
     const LaunchShape s = algo.shape(0);
     shapes = std::to_string(s.blocks) + " blocks x " + std::to_string(s.threads) + " threads per launch";
-    if (o.algo == Algo::kNvls) shapes += ", one launch per GPU per " + sizeText(algo.nvlsSliceBytes()) + " slice";
-    if (o.algo == Algo::kRing) shapes += ", 2(n-1) launches per GPU";
+    if (o.algo == Algo::kNvls) shapes += ", one launch per GPU";
+    if (o.algo == Algo::kRing) shapes += ", 2n-1 launches per GPU";
   }
   std::fprintf(stderr, "# all-reduce %s on %d x %s, %s, %d iterations after %d warm-up; %s\n", algoName(o.algo),
                gpus.size(), gpus.name().c_str(), o.dtypeName.c_str(), o.iters, kWarmups, shapes.c_str());
@@ -209,7 +209,7 @@ void describe(const Options& o, const GpuSet& gpus, const AllReduce& algo) {
 bool epochsFit(const Options& o, const AllReduce& algo, int world) {
   uint64_t epochs = 0;
   const uint64_t runsPerSize = static_cast<uint64_t>(kWarmups + o.iters + (o.check ? 1 : 0));
-  for (uint64_t bytes : o.sizes) epochs += runsPerSize * algo.epochsFor(bytes / mcsim_dtype_bytes(o.dtype));
+  for (size_t i = 0; i < o.sizes.size(); ++i) epochs += runsPerSize * algo.epochsPerAllReduce();
   if (epochs * static_cast<uint64_t>(world) <= UINT32_MAX) return true;
   std::fprintf(stderr, "mcsim_bench_allreduce: this run needs %" PRIu64
                " barrier epochs, more than 32-bit signal words hold for %d GPUs: use fewer sizes or iterations\n",

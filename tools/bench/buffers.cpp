@@ -120,7 +120,10 @@ bool setUpPeer(const GpuSet& gpus, uint64_t bytes, Buffers* b) {
   const CUmemAllocationProp prop0 = deviceMemory(gpus[0].dev);
   size_t memGran = 0;
   BENCH_CU(cuMemGetAllocationGranularity(&memGran, &prop0, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
-  b->bufSize = roundUp(bytes, memGran);
+  // The data, then the ring's receive area of the same size (16-byte aligned, for the kernels'
+  // vector path).
+  const uint64_t recvOffset = roundUp(bytes, 256);
+  b->bufSize = roundUp(recvOffset + bytes, memGran);
   const std::vector<CUdevice> everyone = gpus.devices();
   for (int g = 0; g < gpus.size(); ++g) {
     GpuBuffers& gb = b->gpu[static_cast<size_t>(g)];
@@ -128,6 +131,7 @@ bool setUpPeer(const GpuSet& gpus, uint64_t bytes, Buffers* b) {
     if (!gpus.use(g)) return false;
     BENCH_CU(cuMemCreate(&gb.mem, b->bufSize, &prop, 0));
     if (!mapFor(gb.mem, b->bufSize, memGran, everyone, &gb.buf, &gb.bufMapped)) return false;
+    gb.recv = gb.buf + recvOffset;
   }
   return true;
 }

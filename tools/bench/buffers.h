@@ -8,7 +8,9 @@
 //
 // Peer (ring): each GPU's physical buffer mapped once, with access granted to every GPU, so that
 // the one address serves its owner and its peers alike (the driver's address space is the
-// process's, as with NCCL's cuMem-based peer buffers within one process).
+// process's, as with NCCL's cuMem-based peer buffers within one process). The mapping holds the
+// data (buf) and, after it, an area of the same size that the ring's predecessor writes into
+// (recv).
 #pragma once
 
 #include <cuda.h>
@@ -25,6 +27,7 @@ struct GpuBuffers {
   CUdeviceptr buf = 0, mcBuf = 0;                    // data: unicast and multicast views
   CUdeviceptr sig = 0, mcSig = 0;                    // signal words: unicast and multicast views
   CUdeviceptr out = 0;                               // oneshot's output (cuMemAlloc)
+  CUdeviceptr recv = 0;                              // the ring's receive area (inside buf's mapping)
   bool bufMapped = false, mcBufMapped = false, sigMapped = false, mcSigMapped = false;
   bool bound = false, sigBound = false;
 };

@@ -13,6 +13,7 @@ const char* kernelName(Kernel k) {
   switch (k) {
     case kKernelOneshot: return MCSIM_KERNEL_ALLREDUCE_ONESHOT;
     case kKernelTwoshot: return MCSIM_KERNEL_ALLREDUCE_TWOSHOT;
+    case kKernelNvls: return MCSIM_KERNEL_ALLREDUCE_NVLS;
     case kKernelCopy: return MCSIM_KERNEL_COPY;
     case kKernelReduce: return MCSIM_KERNEL_REDUCE;
     case kKernelCount: break;

@@ -13,7 +13,7 @@
 namespace mcsim::bench {
 
 // The kernels the algorithms launch.
-enum Kernel { kKernelOneshot, kKernelTwoshot, kKernelCopy, kKernelReduce, kKernelCount };
+enum Kernel { kKernelOneshot, kKernelTwoshot, kKernelNvls, kKernelCopy, kKernelReduce, kKernelCount };
 
 struct Gpu {
   CUdevice dev = 0;

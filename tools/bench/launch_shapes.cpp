@@ -11,8 +11,6 @@ namespace {
 uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 uint64_t roundUp(uint64_t v, uint64_t to) { return ceilDiv(v, to) * to; }
 
-constexpr uint64_t kNvlsChunkBytes = 128 * 1024;  // NCCL_NVLS_CHUNKSIZE's default
-
 }  // namespace
 
 LaunchShape pytorchMultimemShape(uint64_t count, uint32_t dtype, uint64_t splits) {
@@ -33,10 +31,6 @@ LaunchShape pytorchMultimemShape(uint64_t count, uint32_t dtype, uint64_t splits
 }
 
 LaunchShape ncclNvlsShape(int computeCapabilityMajor) { return {computeCapabilityMajor >= 10 ? 24u : 16u, 640}; }
-
-uint64_t ncclNvlsSliceBytes(const LaunchShape& nvls, int world) {
-  return uint64_t{nvls.blocks} * kNvlsChunkBytes * static_cast<uint64_t>(world);
-}
 
 Chunk ringChunk(uint64_t count, uint64_t n, uint64_t c) {
   const uint64_t size = roundUp(ceilDiv(count, n), 4);

@@ -21,12 +21,13 @@ LaunchShape pytorchMultimemShape(uint64_t count, uint32_t dtype, uint64_t splits
 // = 24 from Blackwell on (one node), each a block of NCCL_MAX_NTHREADS = 640 threads
 // (nccl src/transport/nvls.cc, src/include/device.h).
 LaunchShape ncclNvlsShape(int computeCapabilityMajor);
-// Each channel moves NCCL_NVLS_CHUNKSIZE (128 KiB) of each rank's share per step: one step of
-// every channel covers channels * 128 KiB * world bytes, the bytes of one nvls launch here.
-uint64_t ncclNvlsSliceBytes(const LaunchShape& nvls, int world);
 
 // NCCL's ring on an 8-GPU NVSwitch Hopper node: 24 channels of NCCL_SIMPLE_MAX_NTHREADS = 512.
 constexpr LaunchShape kRingShape{24, 512};
+
+// The ring's launches per GPU and all-reduce: n-1 reduce-scatter steps, the last sum, n-1
+// all-gather steps (algorithms.cpp).
+constexpr int ringSteps(int n) { return 2 * n - 1; }
 
 // The ring's chunk c of n: ceil(count / n) elements rounded up to 4 (as the twoshot kernel cuts
 // its shares, so that packed and vector accesses stay aligned), the last chunks taking what is
