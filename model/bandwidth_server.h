@@ -12,7 +12,8 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <utility>
+#include <vector>
 
 #include "model/timeline.h"
 
@@ -33,11 +34,18 @@ class BandwidthServer {
   static void setHorizon(uint64_t ps) { horizonPs_ = ps; }
 
  private:
+  using Interval = std::pair<uint64_t, uint64_t>;  // [start, end)
   void book(uint64_t start, uint64_t end, const char* what);
-  // The first promise that could overlap [t, ...): the one holding t, else the next one.
-  std::map<uint64_t, uint64_t>::iterator firstEndingAfter(uint64_t t);
+  // The index of the first promise that could overlap [t, ...): the one holding t, else the next.
+  size_t firstEndingAfter(uint64_t t) const;
+  void forgetBeforeHorizon();
   double psPerByte_ = 0;
-  std::map<uint64_t, uint64_t> busy_;  // start -> end, disjoint and not touching
+  // The promises, sorted, disjoint and not touching, from busy_[head_] on (those before head_ lie
+  // before the horizon and are dropped in batches). A sorted vector rather than a tree: new
+  // promises land at or near the end, and a busy link holds thousands of them, so searching and
+  // inserting in contiguous memory is several times faster than chasing tree nodes.
+  std::vector<Interval> busy_;
+  size_t head_ = 0;
   uint64_t bytes_ = 0;
   TimelineTrack track_;
   static inline uint64_t horizonPs_ = 0;

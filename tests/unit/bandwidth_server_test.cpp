@@ -1,0 +1,66 @@
+// The calendar of a bandwidth resource (model/bandwidth_server.h): what a transfer is promised,
+// given the promises already made. Rate 1e12 bytes/s makes one byte one picosecond.
+#include "model/bandwidth_server.h"
+
+#include <gtest/gtest.h>
+
+namespace mcsim::model {
+namespace {
+
+class Calendar : public ::testing::Test {
+ protected:
+  void SetUp() override { BandwidthServer::setHorizon(0); }
+  void TearDown() override { BandwidthServer::setHorizon(0); }
+  BandwidthServer link{1e12, TimelineTrack()};
+};
+
+TEST_F(Calendar, AnIdleResourceServesAtItsRate) {
+  EXPECT_EQ(link.serve(100, 50), 150u);
+  EXPECT_EQ(link.bytesServed(), 50u);
+  BandwidthServer half(0.5e12, TimelineTrack());
+  EXPECT_EQ(half.serve(0, 50), 100u);
+}
+
+TEST_F(Calendar, TransfersArrivingTogetherQueue) {
+  EXPECT_EQ(link.serve(0, 100), 100u);
+  EXPECT_EQ(link.serve(0, 100), 200u);
+  EXPECT_EQ(link.serve(50, 10), 210u);
+}
+
+TEST_F(Calendar, AnEarlierArrivalFillsTheGapBeforeALaterPromise) {
+  EXPECT_EQ(link.serve(1000, 100), 1100u);  // promised for later
+  EXPECT_EQ(link.serve(0, 100), 100u);      // offered afterwards, served before it
+  EXPECT_EQ(link.serve(100, 50), 150u);     // still room before 1000
+}
+
+TEST_F(Calendar, ATransferTooLargeForAGapFlowsAroundThePromise) {
+  EXPECT_EQ(link.serve(100, 100), 200u);  // [100, 200)
+  // 150 bytes from 0: 100 before the promise, the other 50 after it.
+  EXPECT_EQ(link.serve(0, 150), 250u);
+  // Everything from 0 to 250 is now taken.
+  EXPECT_EQ(link.serve(0, 1), 251u);
+}
+
+TEST_F(Calendar, AdjacentPromisesBehaveAsOne) {
+  for (uint64_t t = 0; t < 1000; t += 10) EXPECT_EQ(link.serve(t, 10), t + 10);
+  EXPECT_EQ(link.serve(0, 5), 1005u);
+  EXPECT_EQ(link.serve(2000, 5), 2005u);
+  EXPECT_EQ(link.serve(1005, 1000), 2010u);  // around [2000, 2005)
+}
+
+TEST_F(Calendar, PromisesBeforeTheHorizonAreForgotten) {
+  for (uint64_t i = 0; i < 500; ++i) link.serve(i * 100, 10);  // many separate promises
+  BandwidthServer::setHorizon(100000);
+  // Nothing can arrive before the horizon; what lay before it no longer delays anything.
+  EXPECT_EQ(link.serve(100000, 10), 100010u);
+  EXPECT_EQ(link.serve(100000, 10), 100020u);
+}
+
+TEST_F(Calendar, ZeroBytesTakeNoTime) {
+  link.serve(0, 100);
+  EXPECT_EQ(link.serve(50, 0), 50u);
+  EXPECT_EQ(link.bytesServed(), 100u);
+}
+
+}  // namespace
+}  // namespace mcsim::model
