@@ -15,10 +15,12 @@
 //    half NaN that PTX's min/max name, and that cuda_fp16.hpp / cuda_bf16.hpp define
 //    (CUDART_NAN_FP16, CUDART_NAN_BF16), is 0x7fff; every f16 / bf16 NaN result here is 0x7fff.
 //  - f64 NaN: PTX: "NaN payloads are supported for double-precision instructions". A NaN input's
-//    payload is kept (made quiet); when both inputs are NaN the accumulator's (the first
-//    operand's) wins, as on x86. An invalid operation (inf - inf) gives 0xfff8000000000000,
-//    CUDART_NAN in math_constants.h. Neither of these two choices is written down by NVIDIA:
-//    tests/unit/reduction_real_check.cu measures them on a real GPU.
+//    payload is kept (made quiet); when both inputs are NaN the second operand's wins (unlike
+//    x86, where the first does). An invalid operation (inf - inf) gives 0xfff8000000000000,
+//    CUDART_NAN in math_constants.h. Neither choice is written down by NVIDIA; both were measured
+//    with tests/unit/reduction_real_check.cu on a real H100 (add.rn.f64 d, a, b: b's payload;
+//    docs/real-driver/reduction-h100-2026-11-21.txt). In a reduction the second operand is the
+//    element being added to the running result.
 //  - min / max (f32: 9.7.3.11-12; f16x2 / bf16x2: 9.7.4.7-8), without .NaN: if exactly one input
 //    is NaN the result is the other input; if both are, the canonical NaN; otherwise the smaller
 //    (larger), with -0.0 < +0.0 ("If values of both inputs are 0.0, then +0.0 > -0.0").
@@ -109,8 +111,8 @@ struct F64Add {
     const double r = x + y;
     // The host's own NaN propagation is not used: which operand's payload an SSE addition keeps
     // depends on the order the compiler gives the operands, and addition commutes.
-    uint64_t nan = half::select(half::maskIf<uint64_t>(y != y), b | kF64QuietBit, kF64InvalidNaN);
-    nan = half::select(half::maskIf<uint64_t>(x != x), a | kF64QuietBit, nan);
+    uint64_t nan = half::select(half::maskIf<uint64_t>(x != x), a | kF64QuietBit, kF64InvalidNaN);
+    nan = half::select(half::maskIf<uint64_t>(y != y), b | kF64QuietBit, nan);
     return half::select(half::maskIf<uint64_t>(r != r), nan, bitsOf(r));
   }
 };

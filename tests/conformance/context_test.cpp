@@ -408,24 +408,4 @@ TEST_F(Context, NullOutPointers) {
 // probe: null.ctx_destroyed_use.destroy, null.ctx_destroyed_use.getapiversion,
 // null.ctx_destroyed_use.setcurrent, null.ctx_destroyed_use.getcurrent,
 // null.ctx_destroyed_use.memalloc, null.ctx_destroyed_use.synchronize, null.ctx_destroyed_use.push
-TEST_F(Context, DestroyedContextCanBeMadeCurrentButNotUsed) {
-  CUcontext p = nullptr;
-  ASSERT_OK(cuDevicePrimaryCtxRetain(&p, 0));
-  ASSERT_OK(cuCtxSetCurrent(p));
-  CUcontext c = nullptr;
-  ASSERT_OK(cuCtxCreate(&c, nullptr, 0, 0));
-  EXPECT_CU(CUDA_SUCCESS, cuCtxDestroy(c));
-  unsigned v = 0xAAAA;
-  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxGetApiVersion(c, &v));
-  EXPECT_EQ(0xAAAAu, v);
-  EXPECT_CU(CUDA_SUCCESS, cuCtxSetCurrent(c));
-  EXPECT_EQ(c, current());
-  CUdeviceptr d = 0;
-  EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuMemAlloc(&d, 16));
-  EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxSynchronize());
-  EXPECT_CU(CUDA_SUCCESS, cuCtxPushCurrent(c));
-  cuCtxSetCurrent(nullptr);
-  cuDevicePrimaryCtxRelease(0);
-}
-
 }  // namespace

@@ -77,6 +77,31 @@ TEST_F(McsimOnly, GarbageContextsAreInvalidContext) {
   EXPECT_EQ(ctx, c);  // nothing above changed the stack
 }
 
+// What the real driver answers for a destroyed context's handle when it does not crash: it does
+// crash at times (free(): invalid pointer, twice on a real H100: docs/real-driver/
+// conformance-h100-2026-11-21-modules.txt), so the test lives here.
+TEST_F(McsimOnly, DestroyedContextCanBeMadeCurrentButNotUsed) {
+  CUcontext p = nullptr;
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&p, 0));
+  ASSERT_OK(cuCtxSetCurrent(p));
+  CUcontext c = nullptr;
+  ASSERT_OK(cuCtxCreate(&c, nullptr, 0, 0));
+  EXPECT_CU(CUDA_SUCCESS, cuCtxDestroy(c));
+  unsigned v = 0xAAAA;
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxGetApiVersion(c, &v));
+  EXPECT_EQ(0xAAAAu, v);
+  EXPECT_CU(CUDA_SUCCESS, cuCtxSetCurrent(c));
+  CUcontext now = nullptr;
+  EXPECT_OK(cuCtxGetCurrent(&now));
+  EXPECT_EQ(c, now);
+  CUdeviceptr d = 0;
+  EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuMemAlloc(&d, 16));
+  EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxSynchronize());
+  EXPECT_CU(CUDA_SUCCESS, cuCtxPushCurrent(c));
+  cuCtxSetCurrent(nullptr);
+  cuDevicePrimaryCtxRelease(0);
+}
+
 // The real driver segfaults on each of these (probe: null.devname_len0, null.errname_out,
 // null.errstring_out, null.gpa_symbol, null.gpa_pfn, null.gpa_old_symbol, null.gpa_old_pfn).
 TEST_F(McsimOnly, NullArgumentsTheRealDriverCrashesOn) {

@@ -9,7 +9,8 @@
 //    values decoded to double (every f16, bf16 and f32 value is a double exactly).
 //
 // NaN results follow mcsim's choices (canonical 0x7fffffff / 0x7fff; f64 keeps a NaN input's
-// payload, the first operand's first, and gives 0xfff8000000000000 for inf - inf).
+// payload, the second operand's first, as a real H100 does, and gives 0xfff8000000000000 for
+// inf - inf).
 #pragma once
 
 #include <algorithm>
@@ -153,7 +154,7 @@ inline uint64_t referenceAdd(const Format& f, uint64_t a, uint64_t b) {
   if (f.isNaN(a) || f.isNaN(b)) {
     if (!f.keepsPayload) return f.canonicalNaN;
     const uint64_t quiet = uint64_t{1} << (f.fracBits - 1);
-    return f.isNaN(a) ? a | quiet : b | quiet;
+    return f.isNaN(b) ? b | quiet : a | quiet;
   }
   if (f.isInf(a) && f.isInf(b)) return f.negative(a) == f.negative(b) ? a : f.canonicalNaN;
   if (f.isInf(a)) return a;

@@ -226,12 +226,16 @@ TEST(ReductionF64, AddRoundsToNearestEvenAndKeepsSubnormals) {
 }
 
 TEST(ReductionF64, AddKeepsTheNaNPayload) {
-  // A NaN input's payload, made quiet; the accumulator's when both are NaN.
+  // A NaN input's payload, made quiet; the second operand's when both are NaN (as a real H100's
+  // add.rn.f64 gives: docs/real-driver/reduction-h100-2026-11-21.txt).
   EXPECT_EQ(f64b(0x7ff8000000000123ull, bits(1.0)), 0x7ff8000000000123ull);
   EXPECT_EQ(f64b(bits(1.0), 0xfff8000000000456ull), 0xfff8000000000456ull);
   EXPECT_EQ(f64b(0x7ff0000000000001ull, bits(1.0)), 0x7ff8000000000001ull);  // signaling
-  EXPECT_EQ(f64b(0x7ff8000000000abcull, 0xfff0000000000def), 0x7ff8000000000abcull);
-  EXPECT_EQ(f64b(0xfff0000000000defull, 0x7ff8000000000abcull), 0xfff8000000000defull);
+  EXPECT_EQ(f64b(0x7ff8000000000abcull, 0xfff0000000000def), 0xfff8000000000defull);
+  EXPECT_EQ(f64b(0xfff0000000000defull, 0x7ff8000000000abcull), 0x7ff8000000000abcull);
+  // Two of the H100's answers, verbatim.
+  EXPECT_EQ(f64b(0x7ff8000000000000ull, 0x7ff0000000000001ull), 0x7ff8000000000001ull);
+  EXPECT_EQ(f64b(0x7ff0000000000001ull, 0x7ff8000000000000ull), 0x7ff8000000000000ull);
   EXPECT_EQ(f64b(0x7ff8000000000001ull, 0x7ff0000000000000ull), 0x7ff8000000000001ull);
   // An invalid operation makes the default NaN.
   EXPECT_EQ(f64b(0x7ff0000000000000ull, 0xfff0000000000000ull), 0xfff8000000000000ull);
