@@ -255,6 +255,7 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   op.kind = fabric::DeviceOp::Kind::kKernel;
   op.steps = steps.steps();
   op.threads = l.threads();
+  op.blocks = l.grid.count();
   op.bytesInFlightPerThread = steps.bytesInFlightPerThread();
   op.label = fn->name;
   Status submitted = Status::kOk;

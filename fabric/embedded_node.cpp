@@ -1025,6 +1025,7 @@ class EmbeddedNode final : public Node {
     using K = KernelStep::Kind;
     work->kind = DeviceWork::Kind::kKernel;
     work->threads = op.threads;
+    work->blocks = op.blocks;
     work->bytesInFlightPerThread = op.bytesInFlightPerThread;
     work->label = op.label;
     const int dev = op.engineDevice;

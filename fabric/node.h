@@ -91,6 +91,7 @@ struct DeviceOp {
   // default) sets how many bytes of loads it keeps in flight.
   std::vector<KernelStep> steps;
   uint64_t threads = 0;
+  uint64_t blocks = 0;  // grid size: each block runs on an SM of its own, up to the GPU's SMs
   uint32_t bytesInFlightPerThread = 0;
   std::string label;   // the kernel's name, for the timeline
   std::string stream;  // the stream's name, for the timeline

@@ -82,6 +82,11 @@ void zipSpans(const std::vector<const MemorySpan*>& spans, uint64_t total, Fn fn
   }
 }
 
+// Bytes a step moves through the SMs per byte of its length: what they load plus what they store.
+uint64_t smBytes(KernelStep::Kind kind) {
+  return kind == KernelStep::Kind::kReduce ? 3 : 2;  // a and b in, dst out; else one in, one out
+}
+
 uint32_t loadU32(const MemorySpan& span) {
   uint32_t v = 0;
   if (!span.empty() && span[0].data != nullptr) std::memcpy(&v, span[0].data, 4);
@@ -308,6 +313,10 @@ void NodeModel::executeKernel(DeviceWork& w) {
   const uint64_t inflight = std::min(std::max<uint64_t>(w.threads, 1), sm.maxResidentThreads) * perThread;
   const size_t window = static_cast<size_t>(std::max<uint64_t>(1, inflight / sm.chunkBytes));
   const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
+  // The SMs the launch occupies (a block each) move only so many bytes a second: a small grid is
+  // bound by them before it is by its loads in flight.
+  const uint64_t sms = std::min(std::max<uint64_t>(w.blocks, 1), sm.smCount);
+  BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack());
   for (const ResolvedStep& st : w.steps) {
     if (st.kind == K::kWait) {
       // Compared modulo 2^32, as the kernels do, so that a word that wraps keeps working.
@@ -330,9 +339,11 @@ void NodeModel::executeKernel(DeviceWork& w) {
       }
       const uint64_t n = std::min(chunk, st.bytes - off);
       BandwidthServer::setHorizon(Engine::simNowPs());
+      // The SMs' work on the chunk overlaps its memory traffic; it bounds when the chunk is done.
+      const uint64_t smDone = smIssue.serve(Engine::simNowPs(), smBytes(st.kind) * n);
       const ChunkTimes c = timeStepChunk(w.engineGpu, st, off, n, Engine::simNowPs());
-      outstanding.push_back(c.released);
-      last = std::max(last, c.done);
+      outstanding.push_back(std::max(c.released, smDone));
+      last = std::max({last, c.done, smDone});
     }
     engine.waitUntil(last);
   }

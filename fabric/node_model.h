@@ -78,6 +78,7 @@ struct DeviceWork {
   // kKernel: the launch's steps, run in order by `engineGpu`'s SMs.
   std::vector<ResolvedStep> steps;
   uint64_t threads = 0;
+  uint64_t blocks = 0;
   uint32_t bytesInFlightPerThread = 0;  // 0: the GPU's default
 };
 

@@ -192,6 +192,8 @@ model::GpuTimingSpec readGpuTiming(const JsonSource& src, const GpuSpec& g) {
     t.sm.bytesInFlightPerThread = static_cast<uint64_t>(m.integer("bytes_in_flight_per_thread", true, 1, 1 << 20));
     t.sm.maxResidentThreads = static_cast<uint64_t>(std::max<int64_t>(
         1, attributeOr(g, "MULTIPROCESSOR_COUNT", 1) * attributeOr(g, "MAX_THREADS_PER_MULTIPROCESSOR", 2048)));
+    t.sm.bytesPerSecPerSm = m.number("gbytes_per_s_per_sm", false, 1, 1e5, 0) * 1e9;
+    t.sm.smCount = static_cast<uint64_t>(std::max<int64_t>(1, attributeOr(g, "MULTIPROCESSOR_COUNT", 1)));
     m.finish();
   }
   r.finish();

@@ -29,12 +29,16 @@ struct PcieSpec {
 // access; its loads, stores and multimem operations stream in chunks of `chunkBytes`, with as
 // many bytes outstanding as its threads keep in flight (`bytesInFlightPerThread` each, for at
 // most `maxResidentThreads` threads: the GPU's SMs times the threads each holds). Throughput
-// then follows from the round trip the rest of the model gives (Little's law).
+// then follows from the round trip the rest of the model gives (Little's law), up to what the
+// SMs the launch occupies can move (`bytesPerSecPerSm` each, counting bytes loaded and stored;
+// one block per SM, up to `smCount`).
 struct SmSpec {
   uint64_t launchPs = 0;
   uint64_t chunkBytes = 65536;
   uint64_t bytesInFlightPerThread = 16;
   uint64_t maxResidentThreads = 1;
+  double bytesPerSecPerSm = 0;  // 0: no per-SM limit
+  uint64_t smCount = 1;
 };
 
 struct GpuTimingSpec {
