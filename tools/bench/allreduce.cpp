@@ -14,7 +14,7 @@
 // which therefore runs from the earliest start to the common end. Events waited for across GPUs
 // would cost a cross-GPU synchronisation each (about 5 us on a real H200, and in mcsim's model)
 // inside the span; none is there. What an iteration needs before it may start (the ring's
-// waits for its neighbours' previous iteration) comes before the start events.
+// waits for its successor's previous iteration) comes before the start events.
 //
 // With --check, after the timed iterations of a size, every GPU's input is set to small whole
 // numbers (reference.h), one more all-reduce runs, and every GPU's result must equal the host's
@@ -88,7 +88,7 @@ class Benchmark {
       // A ring iteration is n(2n-1) launches and as many events (10,296 each on 72 GPUs), and a
       // simulator holds a process for each until it has run: let each iteration finish before
       // the next is queued. (Ring iterations cannot overlap anyway: each waits for its
-      // neighbours' previous one.) The other algorithms are queued back to back, as nccl-tests
+      // successor's previous one.) The other algorithms are queued back to back, as nccl-tests
       // does, so that on a real node the GPUs need not wait for the host between iterations.
       if (o_.algo == Algo::kRing && !synchronize()) return false;
     }
