@@ -268,8 +268,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   MCSIM_REQUIRE_INIT();
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
-  synchronizeContext(ctx);
-  return CUDA_SUCCESS;
+  return synchronizeContext(ctx);
 }
 
 // CUDA 13.0 forms that name the context; NULL means the calling thread's current one.
@@ -296,13 +295,11 @@ CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   if (ctx == nullptr) {
     CUctx_st* current = nullptr;
     MCSIM_TRY(currentContext(&current));
-    synchronizeContext(current);
-    return CUDA_SUCCESS;
+    return synchronizeContext(current);
   }
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  synchronizeContext(ctx);
-  return CUDA_SUCCESS;
+  return synchronizeContext(ctx);
 }
 
 CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {

@@ -135,8 +135,7 @@ CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool 
   op.callerWaits = !async || (!op.dstDevice && !op.dstPinned);
   fabric::WorkDone done;
   MCSIM_TRY(enqueue(st, op, &done));
-  if (op.callerWaits) waitWork(done);
-  return CUDA_SUCCESS;
+  return op.callerWaits ? waitWork(done, st->ctx) : CUDA_SUCCESS;
 }
 
 // Copies on a stream of the calling thread's context, whose device's access rights apply.
@@ -197,8 +196,7 @@ CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count,
   op.callerWaits = !o.async;
   fabric::WorkDone done;
   MCSIM_TRY(enqueue(st, op, &done));
-  if (op.callerWaits) waitWork(done);
-  return CUDA_SUCCESS;
+  return op.callerWaits ? waitWork(done, st->ctx) : CUDA_SUCCESS;
 }
 
 }  // namespace mcsim::driver

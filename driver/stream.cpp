@@ -11,6 +11,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "model/engine.h"
 
 namespace mcsim::driver {
 
@@ -146,11 +147,13 @@ CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, c
   return CUDA_SUCCESS;
 }
 
-void waitWork(const fabric::WorkDone& w) {
-  if (pending(w)) node().waitFor(w);
+CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
+  if (!pending(w) || node().waitFor(w) != model::Engine::kGaveUp) return CUDA_SUCCESS;
+  if (ctx != nullptr) ctx->stickyError = CUDA_ERROR_LAUNCH_TIMEOUT;
+  return CUDA_ERROR_LAUNCH_TIMEOUT;
 }
 
-void synchronizeStream(CUstream_st* st) {
+CUresult synchronizeStream(CUstream_st* st) {
   std::vector<fabric::WorkDone> waits;
   {
     StreamTables& t = tables();
@@ -164,10 +167,14 @@ void synchronizeStream(CUstream_st* st) {
       }
     }
   }
-  for (const auto& w : waits) waitWork(w);
+  CUresult r = CUDA_SUCCESS;
+  for (const auto& w : waits) {
+    if (const CUresult e = waitWork(w, st->ctx); e != CUDA_SUCCESS) r = e;
+  }
+  return r;
 }
 
-void synchronizeContext(CUctx_st* ctx) {
+CUresult synchronizeContext(CUctx_st* ctx) {
   std::vector<fabric::WorkDone> waits;
   {
     StreamTables& t = tables();
@@ -179,11 +186,16 @@ void synchronizeContext(CUctx_st* ctx) {
       t.orphans.erase(it);
     }
   }
-  for (const auto& w : waits) waitWork(w);
+  CUresult r = CUDA_SUCCESS;
+  for (const auto& w : waits) {
+    if (const CUresult e = waitWork(w, ctx); e != CUDA_SUCCESS) r = e;
+  }
+  return r;
 }
 
 void releaseContextStreams(CUctx_st* ctx) {
-  synchronizeContext(ctx);
+  // Work that can never finish was reported; the context goes anyway.
+  (void)synchronizeContext(ctx);
   StreamTables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   for (auto it = t.created.begin(); it != t.created.end();) {
@@ -241,8 +253,7 @@ CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
 CUresult streamSynchronizeEntry(CUstream s, bool perThreadDefault) {
   CUstream_st* st = nullptr;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
-  synchronizeStream(st);
-  return CUDA_SUCCESS;
+  return synchronizeStream(st);
 }
 
 CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
@@ -381,8 +392,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   CUevent_st* ev = nullptr;
   MCSIM_TRY(checkEvent(hEvent, &ev));
   const mcsim::fabric::WorkDone recorded = recordedWork(ev);
-  waitWork(recorded);
-  return CUDA_SUCCESS;
+  return waitWork(recorded, ev->ctx);
 }
 
 static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {

@@ -50,13 +50,16 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out);
 // `submitted`, if given, receives the node's own answer (before it becomes a CUresult).
 CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done = nullptr,
                  const fabric::WorkDone& alsoAfter = nullptr, Status* submitted = nullptr);
-// Blocks until `w` completes.
-void waitWork(const fabric::WorkDone& w);
+// Blocks until `w` completes. When it never can (the engine gave the wait up: device work that
+// waits for something that never comes, reported on stderr), `ctx` keeps
+// CUDA_ERROR_LAUNCH_TIMEOUT as its sticky error, as after a GPU watchdog's timeout, and that is
+// returned.
+CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx);
 // Everything submitted so far to `st` (and, for a legacy stream, to its context's blocking
-// streams) has completed when this returns.
-void synchronizeStream(CUstream_st* st);
+// streams) has completed when this returns CUDA_SUCCESS.
+CUresult synchronizeStream(CUstream_st* st);
 // Waits for all work of `ctx`'s streams, those already destroyed included.
-void synchronizeContext(CUctx_st* ctx);
+CUresult synchronizeContext(CUctx_st* ctx);
 // A context went away: its work is waited for, and its streams and events are forgotten.
 void releaseContextStreams(CUctx_st* ctx);
 CUresult checkEvent(CUevent e, CUevent_st** out);

@@ -422,7 +422,22 @@ class EmbeddedNode final : public Node {
     return Status::kOk;
   }
 
-  uint64_t waitFor(const WorkDone& w) override { return model::Engine::instance().wait(w); }
+  uint64_t waitFor(const WorkDone& w) override {
+    model::Engine& engine = model::Engine::instance();
+    // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
+    // with the hang policy of team waits and the kernels this node has waiting.
+    std::call_once(stallPolicySet_, [&] {
+      model::Engine::StallPolicy p;
+      p.graceSeconds = waiter_.policy().graceSeconds;
+      p.abortOnHang = waiter_.policy().abortOnHang;
+      p.describe = [m = std::weak_ptr<NodeModel>(model_)] {
+        const auto model = m.lock();
+        return model ? model->describeWaitingKernels() : std::string();
+      };
+      engine.setStallPolicy(std::move(p));
+    });
+    return engine.wait(w);
+  }
 
   bool poll(const WorkDone& w) override {
     if (w->done()) return true;
@@ -1036,6 +1051,7 @@ class EmbeddedNode final : public Node {
       r.op = k.op;
       r.value = k.value;
       r.count = k.count;
+      if (k.kind == K::kWait) r.waitVa = k.dst;
       const bool elementWise = k.kind != K::kCopy && k.kind != K::kSignal && k.kind != K::kWait;
       uint64_t align = 1;
       if (elementWise) {
@@ -1344,6 +1360,7 @@ class EmbeddedNode final : public Node {
   std::set<int> linksDown_;  // GPUs whose NVLinks a fault plan took down
   bool switchDown_ = false;
   std::shared_ptr<NodeModel> model_;  // the timing model; work in flight shares it
+  std::once_flag stallPolicySet_;
   bool functional_;                   // false: timing only (MCSIM_TIMING_ONLY=1), no data moves
   uint64_t pollIntervalPs_;           // how far a query that finds work unfinished lets time run
 };

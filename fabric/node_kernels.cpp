@@ -23,6 +23,7 @@
 //                 this GPU's ports
 // A chunk spreads over the switches in proportion to the links that lead to each.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 
@@ -94,6 +95,19 @@ uint32_t loadU32(const MemorySpan& span) {
 }
 
 }  // namespace
+
+std::string NodeModel::describeWaitingKernels() {
+  std::lock_guard<std::mutex> lock(waitingMu_);
+  std::string out;
+  for (const auto& [id, k] : waitingKernels_) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  GPU %d: kernel '%s' waits until its signal word at 0x%llx reaches %u; it holds %u\n",
+                  k.gpu, k.label.c_str(), static_cast<unsigned long long>(k.step->waitVa), k.step->value,
+                  loadU32(k.step->dst));
+    out += line;
+  }
+  return out;
+}
 
 sc_core::sc_event& NodeModel::signalled() {
   if (signalled_ == nullptr) signalled_ = new sc_core::sc_event(sc_core::sc_gen_unique_name("signalled"));
@@ -320,7 +334,17 @@ void NodeModel::executeKernel(DeviceWork& w) {
   for (const ResolvedStep& st : w.steps) {
     if (st.kind == K::kWait) {
       // Compared modulo 2^32, as the kernels do, so that a word that wraps keeps working.
-      while (static_cast<int32_t>(loadU32(st.dst) - st.value) < 0) sc_core::wait(signalled());
+      const auto reached = [&] { return static_cast<int32_t>(loadU32(st.dst) - st.value) >= 0; };
+      if (reached()) continue;
+      uint64_t id = 0;
+      {
+        std::lock_guard<std::mutex> lock(waitingMu_);
+        id = nextWaitingId_++;
+        waitingKernels_[id] = WaitingKernel{w.engineGpu, w.label, &st};
+      }
+      while (!reached()) sc_core::wait(signalled());
+      std::lock_guard<std::mutex> lock(waitingMu_);
+      waitingKernels_.erase(id);
       continue;
     }
     if (st.kind == K::kSignal) {

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,7 @@ struct ResolvedStep {
   MemorySpan dst, src, src2;       // plain operands (this GPU's memory or a peer's)
   std::vector<int> memberGpus;     // the multicast operand: each member's GPU (ascending) ...
   std::vector<MemorySpan> members; // ... and its memory behind the operand
+  uint64_t waitVa = 0;             // kWait: the word's address as the kernel named it (reports)
 };
 
 struct DeviceWork {
@@ -88,6 +91,10 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   ~NodeModel();
   NodeModel(const NodeModel&) = delete;
   NodeModel& operator=(const NodeModel&) = delete;
+
+  // Host threads, while the simulation is idle: the kernels that wait at a signal word, one line
+  // each ("" if none).
+  std::string describeWaitingKernels();
 
   // Host threads: runs `work` once everything in `after` has completed; returns its completion.
   // The model must be held by a shared_ptr (the work in flight keeps it alive).
@@ -141,6 +148,15 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   uint64_t multicastIn(int gpu, const ResolvedStep& st, uint64_t offset, uint64_t bytes, uint64_t t);
   uint64_t hopPs() const;  // GPU to switch to GPU, unloaded
   sc_core::sc_event& signalled();
+  // Kernels waiting at a signal word (a barrier), for the stall report.
+  struct WaitingKernel {
+    int gpu = 0;
+    std::string label;
+    const ResolvedStep* step = nullptr;
+  };
+  std::mutex waitingMu_;
+  std::map<uint64_t, WaitingKernel> waitingKernels_;
+  uint64_t nextWaitingId_ = 0;
 
   Preset preset_;
   std::vector<std::unique_ptr<model::Gpu>> gpus_;

@@ -1,6 +1,5 @@
 #include "fabric/team_wait.h"
 
-#include <dirent.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,14 +29,7 @@ HangPolicy HangPolicy::fromEnvironment() {
   return p;
 }
 
-int applicationThreadCount() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d)) n += (e->d_name[0] != '.');
-    closedir(d);
-  }
-  return n - model::Engine::internalThreads();
-}
+int applicationThreadCount() { return model::Engine::applicationThreads(); }
 
 Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
                         const std::function<bool()>& ready,

@@ -55,6 +55,7 @@ class TeamWaiter {
   void progress();
 
   size_t waiting() const { return waiters_.size(); }
+  const HangPolicy& policy() const { return policy_; }
 
  private:
   struct Waiter {

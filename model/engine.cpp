@@ -1,9 +1,12 @@
 #include "model/engine.h"
 
+#include <dirent.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <systemc>
@@ -161,7 +164,10 @@ void Engine::threadMain() {
       sc_core::sc_start();
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (run && !sc_core::sc_pending_activity()) stalled_ = true;
+    if (run && !sc_core::sc_pending_activity() && !stalled_) {
+      stalled_ = true;
+      ++stallEpisode_;
+    }
     simIdle_ = true;
     nowPs_ = simNowPs();
     publishedProcesses_ = processes_;
@@ -224,11 +230,74 @@ uint64_t Engine::wait(const CompletionPtr& c) {
     // Wait for the publication that follows the pause: nowPs_ must not lag the completion.
     // Once the process is exiting (quiesce) nothing runs any more: waits return at once, so that
     // a static destructor that synchronizes cannot hang the exit.
-    doneCv_.wait(lock, [&] { return stopping_ || (c->done() && simIdle_ && posted_.empty()); });
+    const auto finished = [&] { return stopping_ || (c->done() && simIdle_ && posted_.empty()); };
+    // Polling lets a waiter notice a stall; the period only bounds how soon it is reported.
+    constexpr auto kPoll = std::chrono::milliseconds(20);
+    uint64_t episode = 0;
+    std::chrono::steady_clock::time_point since;
+    bool gaveUp = false;
+    while (!doneCv_.wait_for(lock, kPoll, finished)) {
+      if (!(stalled_ && simIdle_ && posted_.empty())) continue;
+      if (episode != stallEpisode_) {
+        episode = stallEpisode_;
+        since = std::chrono::steady_clock::now();
+      }
+      if (gaveUpEpisode_ == stallEpisode_ || giveUp(since)) {
+        gaveUp = true;
+        break;
+      }
+    }
     removeWaiter(&w);
+    if (gaveUp) {
+      c->awaited.fetch_sub(1);
+      return kGaveUp;
+    }
   }
   c->awaited.fetch_sub(1);
   return c->donePs();
+}
+
+void Engine::setStallPolicy(StallPolicy policy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stallPolicy_ = std::move(policy);
+}
+
+int Engine::applicationThreads() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) n += (e->d_name[0] != '.');
+    closedir(d);
+  }
+  return n - internalThreads();
+}
+
+bool Engine::giveUp(std::chrono::steady_clock::time_point stalledSince) {
+  size_t stuck = 0;
+  for (const Waiter* w : waiters_) stuck += w->satisfied() ? 0 : 1;
+  const bool deadlock = static_cast<int>(stuck) >= applicationThreads();
+  const double quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - stalledSince).count();
+  if (!deadlock && quiet < stallPolicy_.graceSeconds) return false;
+  char verdict[200];
+  if (deadlock) {
+    std::snprintf(verdict, sizeof verdict,
+                  "deadlock: every thread of this process waits for GPU work that can never finish");
+  } else {
+    std::snprintf(verdict, sizeof verdict,
+                  "suspected hang: GPU work made no progress for %g s while threads waited for it (MCSIM_HANG_GRACE_S)",
+                  stallPolicy_.graceSeconds);
+  }
+  std::string report = std::string("mcsim: ") + verdict + " (simulated time " + std::to_string(nowPs_ / 1000000) +
+                       " us)\n";
+  if (stallPolicy_.describe) report += stallPolicy_.describe();
+  report += stallPolicy_.abortOnHang
+                ? "mcsim: aborting (MCSIM_ON_HANG=abort)\n"
+                : "mcsim: the waiting calls fail with CUDA_ERROR_LAUNCH_TIMEOUT, which their contexts keep (MCSIM_ON_HANG=abort aborts instead)\n";
+  std::fputs(report.c_str(), stderr);
+  std::fflush(stderr);
+  if (stallPolicy_.abortOnHang) std::abort();
+  gaveUpEpisode_ = stallEpisode_;
+  doneCv_.notify_all();
+  return true;
 }
 
 void Engine::completeAfter(const CompletionPtr& c, Work duration) {

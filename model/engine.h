@@ -18,12 +18,14 @@
 // processes, so that nodes of different shapes can be built one after another in one process.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -48,8 +50,24 @@ class Engine {
   static bool exists();
 
   void post(std::function<void()> fn);
-  // Returns the simulated time at which `c` completed.
+  // Returns the simulated time at which `c` completed, or kGaveUp when the wait was given up: the
+  // simulation had nothing left to do while `c` was not done (device work waiting for something
+  // that never comes, such as a kernel barrier a GPU never joins), and either every application
+  // thread was waiting so (a deadlock) or it stayed so for the stall policy's grace period.
+  static constexpr uint64_t kGaveUp = UINT64_MAX;
   uint64_t wait(const CompletionPtr& c);
+
+  // What wait() does when it gives up: `describe` says what the stuck work waits for (called on
+  // a host thread while the simulation is idle); after the report, abort or return kGaveUp.
+  struct StallPolicy {
+    double graceSeconds = 10.0;
+    bool abortOnHang = false;
+    std::function<std::string()> describe;
+  };
+  void setStallPolicy(StallPolicy policy);
+
+  // Threads of this process that are the application's (all of them but mcsim's own).
+  static int applicationThreads();
   // Lets simulated time run for `ps` picoseconds from now, or until `until` completes if that is
   // sooner (a host thread polling a stream or an event). Returns the simulated time reached.
   uint64_t advance(uint64_t ps, const CompletionPtr& until = nullptr);
@@ -101,6 +119,11 @@ class Engine {
   bool needsRun() const;
   void removeWaiter(const Waiter* w);
   bool stalled_ = false; // the simulation ran out of activity with waiters left
+  uint64_t stallEpisode_ = 0;     // counts the times the simulation stalled
+  uint64_t gaveUpEpisode_ = 0;    // the stall whose waiters were given up (0: none)
+  StallPolicy stallPolicy_;
+  // Under mu_: whether `c`'s waiter should give up now; reports once per stall.
+  bool giveUp(std::chrono::steady_clock::time_point stalledSince);
   // The simulation thread is between runs of the kernel: a waiter returns only then, so that the
   // host never acts while simulated time could still move (that would make timestamps depend on
   // thread timing).

@@ -389,3 +389,49 @@ TEST_F(Team, BadImagesAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// A barrier one GPU never joins: with every thread of the program waiting for it, nothing can
+// ever complete it. The wait is given up with a report naming the waiting kernels, the waiting
+// call fails with CUDA_ERROR_LAUNCH_TIMEOUT and its context keeps that error; the node goes on,
+// and the stuck kernels finish if the missing GPU joins after all.
+TEST_F(Team, ABarrierAGpuNeverJoinsIsReportedNotHung) {
+  ASSERT_GE(n, 2);
+  uint32_t world = static_cast<uint32_t>(n), epoch = 1;
+  auto launchBarrier = [&](int d) {
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    CUdeviceptr mc = signalMc[d], sig = signalLocal[d];
+    void* args[] = {&mc, &sig, &world, &epoch};
+    ASSERT_OK(cuLaunchKernel(fn(d, MCSIM_KERNEL_BARRIER), 1, 1, 1, 32, 1, 1, 0, streams[d], args, nullptr));
+  };
+  for (int d = 0; d < n - 1; ++d) launchBarrier(d);
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  testing::internal::CaptureStderr();
+  EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(streams[0]));
+  const std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_NE(report.find("deadlock"), std::string::npos) << report;
+  EXPECT_NE(report.find("GPU 0: kernel 'mcsim_barrier' waits until its signal word"), std::string::npos) << report;
+  EXPECT_NE(report.find("reaches " + std::to_string(n) + "; it holds " + std::to_string(n - 1)), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("CUDA_ERROR_LAUNCH_TIMEOUT"), std::string::npos) << report;
+  // The context keeps the error, as after a watchdog timeout.
+  CUdeviceptr p = 0;
+  EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuMemAlloc(&p, 4096));
+  // The last GPU joins: the barrier completes on every GPU, and the others' streams finish.
+  launchBarrier(n - 1);
+  for (int d = 1; d < n; ++d) {
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    EXPECT_OK(cuStreamSynchronize(streams[d]));
+  }
+  // A reset gives device 0 a working primary context again.
+  ASSERT_OK(cuDevicePrimaryCtxReset(0));
+  CUcontext fresh = nullptr;
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&fresh, 0));
+  ASSERT_OK(cuCtxSetCurrent(fresh));
+  EXPECT_OK(cuMemAlloc(&p, 4096));
+  EXPECT_OK(cuMemFree(p));
+  ASSERT_OK(cuDevicePrimaryCtxRelease(0));
+}
+
+}  // namespace
