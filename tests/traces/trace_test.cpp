@@ -31,7 +31,7 @@ TEST(TraceReader, EveryBadTraceIsRefusedWithFileLineAndReason) {
       {"no-end.jsonl", 3, "truncated: no end record"},
       {"wrong-version.jsonl", 1, "trace version 99 (this mcsim reads version 1)"},
       {"unknown-call.jsonl", 3, "unknown call 'cuDevicePrimaryCtxFrobnicate'"},
-      {"dangling-id.jsonl", 3, "dangling id 'ctx7': no earlier call produced it"},
+      {"dangling-id.jsonl", 3, "dangling id 'ctx7' (argument 'ctx'): no earlier call produced it"},
       {"not-json.jsonl", 3, "not JSON"},
       {"bad-argument.jsonl", 3, "argument 'dev': expected a number"},
       {"unknown-result.jsonl", 3, "unknown result 'CUDA_ERROR_WHATEVER'"},
