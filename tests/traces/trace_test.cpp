@@ -71,6 +71,21 @@ TEST(TraceReader, MoreRefusals) {
   EXPECT_NE(parseTrace(h + init + create + "{\"end\":true,\"calls\":2}\n", "x", &t).find("x:3: arguments:"), std::string::npos);
 }
 
+// Version-1 traces recorded before launches had their own kinds (the parameters written raw) are
+// still read: no version bump was needed.
+TEST(TraceReader, LaunchesRecordedRawStillRead) {
+  const std::string h = "{\"mcsim_trace\":1,\"target\":\"mcsim\"}\n";
+  const std::string launch =
+      "{\"seq\":0,\"thread\":0,\"call\":\"cuLaunchKernel\",\"args\":{\"f\":null,\"gridDimX\":1,\"gridDimY\":1,"
+      "\"gridDimZ\":1,\"blockDimX\":1,\"blockDimY\":1,\"blockDimZ\":1,\"sharedMemBytes\":0,\"hStream\":null,"
+      "\"kernelParams\":{\"raw_ptr\":\"nonnull\"},\"extra\":null},\"result\":\"CUDA_ERROR_INVALID_HANDLE\"}\n";
+  const std::string load =
+      "{\"seq\":1,\"thread\":0,\"call\":\"cuModuleLoadData\",\"args\":{\"module\":\"out\",\"image\":{\"raw_ptr\":\"nonnull\"}},"
+      "\"result\":\"CUDA_ERROR_INVALID_IMAGE\"}\n";
+  Trace t;
+  EXPECT_EQ(parseTrace(h + launch + load + "{\"end\":true,\"calls\":2}\n", "x", &t), "");
+}
+
 TEST(TraceReader, GoodTraceReadsAndWritesBack) {
   Trace t;
   ASSERT_EQ(readTrace(kDir + "/good.jsonl", &t), "");

@@ -212,7 +212,7 @@ void paramInto(const Json& p, uint8_t* dst, const Binder& b, std::string* proble
   } else if (p.contains("hex")) {
     std::vector<uint8_t> bytes;
     fromHex(p.at("hex").get<std::string>(), &bytes);
-    std::memcpy(dst, bytes.data(), std::min<size_t>(bytes.size(), static_cast<size_t>(size)));
+    if (!bytes.empty()) std::memcpy(dst, bytes.data(), std::min<size_t>(bytes.size(), static_cast<size_t>(size)));
     if (p.contains("addrs")) {
       for (const auto& [off, name] : p.at("addrs").items()) {
         const uint64_t o = std::stoull(off);
@@ -680,7 +680,7 @@ uint64_t decodeLaunchConfig(const Json& a, const Binder& b, Arena& arena, std::s
       if (!fromHex(e.at("value").get<std::string>(), &v) || v.size() > sizeof list[i].value) {
         throw std::runtime_error("an attribute value is not hex of at most 64 bytes");
       }
-      std::memcpy(&list[i].value, v.data(), v.size());
+      if (!v.empty()) std::memcpy(&list[i].value, v.data(), v.size());
       const char* head = e.contains("event") ? "event" : e.contains("addr") ? "addr" : nullptr;
       if (head != nullptr) {
         const uint64_t first = value(e.at(head), b, problem);
