@@ -761,8 +761,12 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
         break;
       }
       case Kind::kStrIn: {
+        // With its NUL: a name of 16 characters or more (the arena pads shorter ones with zeroes)
+        // would otherwise run into whatever follows it.
         const std::string str = a.get<std::string>();
-        s = toSlot(arena.copy(std::vector<uint8_t>(str.begin(), str.end())));
+        std::vector<uint8_t> bytes(str.begin(), str.end());
+        bytes.push_back(0);
+        s = toSlot(arena.copy(bytes));
         break;
       }
       case Kind::kStructIn: {
