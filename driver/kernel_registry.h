@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "mcsim/kernel_model.h"
 
@@ -12,5 +13,11 @@ namespace mcsim::driver {
 bool findKernelModel(const std::string& name, KernelModel* out);
 // Registers the models of mcsim's kernel library (include/mcsim/kernels.h) through `add`.
 void registerLibraryKernels(const std::function<void(const std::string&, KernelModel)>& add);
+
+// For the trace recorder (traces/sim_functions.cpp): the name of the function or kernel handle
+// `f`, and the parameter sizes of its registered model (`haveModel` false when it has none).
+// False when `f` is no function or kernel mcsim made. Makes no driver call: no fault point, no
+// timeline entry, nothing changed.
+bool describeForTrace(const void* f, std::string* name, std::vector<size_t>* paramBytes, bool* haveModel);
 
 }  // namespace mcsim::driver

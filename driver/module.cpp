@@ -273,6 +273,26 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
 
 }  // namespace
 
+bool describeForTrace(const void* f, std::string* name, std::vector<size_t>* paramBytes, bool* haveModel) {
+  {
+    Tables& t = tables();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto* fn = static_cast<CUfunc_st*>(const_cast<void*>(f));
+    auto* kernel = static_cast<CUkern_st*>(const_cast<void*>(f));
+    if (t.functions.count(fn) != 0) {
+      *name = fn->name;
+    } else if (t.kernels.count(kernel) != 0) {
+      *name = kernel->name;
+    } else {
+      return false;
+    }
+  }
+  KernelModel model;
+  *haveModel = findKernelModel(*name, &model);
+  if (*haveModel) *paramBytes = model.paramBytes;
+  return true;
+}
+
 CUresult launchKernelEntry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                            unsigned sharedMem, CUstream s, void** kernelParams, void** extra, bool perThreadDefault) {
   return launch(f, Dim3{gx, gy, gz}, Dim3{bx, by, bz}, sharedMem, s, kernelParams, extra, perThreadDefault);

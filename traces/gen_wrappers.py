@@ -35,7 +35,8 @@ SCALAR_TYPES = {'int': 'kI32', 'unsigned int': 'kU32', 'size_t': 'kU64', 'unsign
                 'cuuint64_t': 'kU64', 'cuuint32_t': 'kU32', 'CUdevice': 'kI32', 'float': 'kF32',
                 'unsigned long': 'kU64', 'long long': 'kI64', 'CUresult': 'kI32',
                 'unsigned char': 'kU32', 'unsigned short': 'kU32', 'char': 'kI32', 'short': 'kI32'}
-HANDLE_SUBS = {'ctx': 'kCtx', 'mem': 'kMem', 'pool': 'kPool', 'stream': 'kStream', 'event': 'kEvent'}
+HANDLE_SUBS = {'ctx': 'kCtx', 'mem': 'kMem', 'pool': 'kPool', 'stream': 'kStream', 'event': 'kEvent',
+               'module': 'kModule', 'func': 'kFunction', 'library': 'kLibrary', 'kernel': 'kKernel'}
 
 
 def fail(msg):
@@ -184,7 +185,10 @@ OVERRIDE_KINDS = {'h_new': 'kHandleNew', 'h_out': 'kHandleOut', 'addr_new': 'kAd
                   'addr_in': 'kAddrIn', 'host_in': 'kHostIn', 'host_out': 'kHostOut', 'host_new': 'kHostNew',
                   'host_ptr': 'kHostPtr', 'out_str': 'kOutStr', 'access_descs': 'kAccessDescs',
                   'shareable_out': 'kShareableOut', 'shareable_in': 'kShareableIn', 'ptr_attr': 'kPtrAttr',
-                  'ptr_attrs': 'kPtrAttrs', 'pool_attr': 'kPoolAttr', 'pfn': 'kPfn', 'aux': 'kAux', 'raw': 'kRaw'}
+                  'ptr_attrs': 'kPtrAttrs', 'pool_attr': 'kPoolAttr', 'pfn': 'kPfn', 'aux': 'kAux', 'raw': 'kRaw',
+                  'image': 'kImage', 'image_file': 'kImageFile', 'jit_options': 'kOptions',
+                  'lib_options': 'kOptions', 'h_array': 'kHandleArray', 'launch_func': 'kLaunchFunc',
+                  'kernel_params': 'kKernelParams', 'kernel_extra': 'kKernelExtra', 'launch_config': 'kLaunchConfig'}
 
 
 def main():
@@ -234,12 +238,21 @@ def main():
                     fail('%s: unknown kind %r for %s.%s' % (a.calls, k[0], base, pname))
                 kind = OVERRIDE_KINDS[k[0]]
                 sub = '0'
-                if k[0] in ('h_new', 'h_out'):
+                refs = k[1:]
+                if k[0] in ('h_new', 'h_out', 'h_array'):
+                    if len(k) < 2 or k[1] not in HANDLE_SUBS:
+                        fail('%s: %s.%s: %s needs a handle kind (%s)' % (a.calls, base, pname, k[0], ', '.join(HANDLE_SUBS)))
                     sub = 'HandleKind::' + HANDLE_SUBS[k[1]]
-                elif len(k) > 1:
-                    ref = pnames.index(k[1])
-                if len(k) > 2:
-                    ref2 = pnames.index(k[2])
+                    refs = k[2:]
+                elif k[0] == 'lib_options':
+                    sub = '1'
+                for r in refs:
+                    if r not in pnames:
+                        fail('%s: %s.%s: %s refers to %r, which is no parameter' % (a.calls, base, pname, k[0], r))
+                if len(refs) > 0:
+                    ref = pnames.index(refs[0])
+                if len(refs) > 1:
+                    ref2 = pnames.index(refs[1])
             if kind == 'kRaw':
                 described = False
             # A by-value type the generator does not know travels as a 64-bit integer (recorded raw).

@@ -3,7 +3,11 @@
 #   1. the sample program recorded through build/lib/record-real/libcuda.so.1 ("real" trace),
 #      then replayed in mcsim: no result differs;
 #   2. the committed mcsim sample replayed with --target real: no result differs.
-#   cmake -DMCSIM=... -DPROGRAM=... -DLIBDIR=... -DSAMPLE=... -DTRACE=... -P real_pipeline.cmake
+#   cmake -DMCSIM=... -DPROGRAM=... -DLIBDIR=... -DSAMPLE=... -DTRACE=... [-DEXPECT=regex] -P real_pipeline.cmake
+# (EXPECT: what the program prints when it succeeds; "vmm-copies: ok" unless given.)
+if(NOT EXPECT)
+  set(EXPECT "vmm-copies: ok")
+endif()
 set(ENV{MCSIM_REAL_LIBCUDA} ${LIBDIR}/libcuda.so.1)
 set(ENV{MCSIM_TOPOLOGY} single-h100)
 set(ENV{MCSIM_RECORD} ${TRACE})
@@ -11,7 +15,7 @@ set(ENV{LD_LIBRARY_PATH} ${LIBDIR}/record-real)
 execute_process(COMMAND ${PROGRAM} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 unset(ENV{MCSIM_RECORD})
 unset(ENV{LD_LIBRARY_PATH})
-if(NOT status EQUAL 0 OR NOT out MATCHES "vmm-copies: ok")
+if(NOT status EQUAL 0 OR NOT out MATCHES "${EXPECT}")
   message(FATAL_ERROR "the sample failed through the recording library (status ${status}):\n${out}${err}")
 endif()
 file(STRINGS ${TRACE} header LIMIT_COUNT 1)

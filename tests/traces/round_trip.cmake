@@ -1,6 +1,9 @@
-# Records PROGRAM in mcsim (optionally under FAULTS, on TOPOLOGY) to TRACE, then replays TRACE in
-# mcsim: passes when the replay is bit-exact ("0 differences", exit status 0).
-#   cmake -DMCSIM=... -DPROGRAM=... -DTRACE=... [-DFAULTS=plan] [-DTOPOLOGY=preset] -P round_trip.cmake
+# Records PROGRAM (with ARGS) in mcsim (optionally under FAULTS, on TOPOLOGY) to TRACE, then
+# replays TRACE in mcsim: passes when the replay is bit-exact ("0 differences", exit status 0:
+# arguments, results, outputs, data digests and simulated timestamps), and, with REQUIRE, when the
+# trace holds a line matching REQUIRE (that the calls of interest were made and recorded).
+#   cmake -DMCSIM=... -DPROGRAM=... -DTRACE=... [-DARGS=a;b] [-DFAULTS=plan] [-DTOPOLOGY=preset]
+#         [-DREQUIRE=regex] -P round_trip.cmake
 set(ENV{MCSIM_HANG_GRACE_S} 1)
 set(run_args run --record ${TRACE})
 if(FAULTS)
@@ -9,9 +12,15 @@ endif()
 if(TOPOLOGY)
   list(APPEND run_args --topology ${TOPOLOGY})
 endif()
-execute_process(COMMAND ${MCSIM} ${run_args} -- ${PROGRAM} RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+execute_process(COMMAND ${MCSIM} ${run_args} -- ${PROGRAM} ${ARGS} RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
 if(NOT EXISTS ${TRACE})
   message(FATAL_ERROR "recording ${PROGRAM} left no trace (status ${status})")
+endif()
+if(REQUIRE)
+  file(STRINGS ${TRACE} wanted REGEX "${REQUIRE}" LIMIT_COUNT 1)
+  if(NOT wanted)
+    message(FATAL_ERROR "${TRACE} has no line matching ${REQUIRE}")
+  endif()
 endif()
 execute_process(COMMAND ${MCSIM} replay ${TRACE} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}")

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "mcsim/kernels.h"
 #include "traces/lib/codec.h"
 #include "traces/lib/ids.h"
+#include "traces/lib/image.h"
 #include "traces/lib/minimize.h"
 #include "traces/lib/trace_diff.h"
 #include "traces/lib/trace_reader.h"
@@ -31,10 +34,13 @@ TEST(TraceReader, EveryBadTraceIsRefusedWithFileLineAndReason) {
       {"no-end.jsonl", 3, "truncated: no end record"},
       {"wrong-version.jsonl", 1, "trace version 99 (this mcsim reads version 1)"},
       {"unknown-call.jsonl", 3, "unknown call 'cuDevicePrimaryCtxFrobnicate'"},
-      {"dangling-id.jsonl", 3, "dangling id 'ctx7': no earlier call produced it"},
+      {"dangling-id.jsonl", 3, "dangling id 'ctx7' (argument 'ctx'): no earlier call produced it"},
       {"not-json.jsonl", 3, "not JSON"},
       {"bad-argument.jsonl", 3, "argument 'dev': expected a number"},
       {"unknown-result.jsonl", 3, "unknown result 'CUDA_ERROR_WHATEVER'"},
+      {"dangling-kernel-param.jsonl", 8,
+       "dangling id 'va9' (argument 'kernelParams', parameter 1): no earlier call produced it"},
+      {"bad-kernel-param.jsonl", 7, "argument 'kernelParams': parameter 2: \"value\" must be a number of 1, 2, 4 or 8 bytes"},
   };
   for (const BadTrace& c : cases) {
     const std::string path = kDir + "/bad/" + c.file;
@@ -65,6 +71,21 @@ TEST(TraceReader, MoreRefusals) {
   EXPECT_NE(parseTrace(h + init + create + "{\"end\":true,\"calls\":2}\n", "x", &t).find("x:3: arguments:"), std::string::npos);
 }
 
+// Version-1 traces recorded before launches had their own kinds (the parameters written raw) are
+// still read: no version bump was needed.
+TEST(TraceReader, LaunchesRecordedRawStillRead) {
+  const std::string h = "{\"mcsim_trace\":1,\"target\":\"mcsim\"}\n";
+  const std::string launch =
+      "{\"seq\":0,\"thread\":0,\"call\":\"cuLaunchKernel\",\"args\":{\"f\":null,\"gridDimX\":1,\"gridDimY\":1,"
+      "\"gridDimZ\":1,\"blockDimX\":1,\"blockDimY\":1,\"blockDimZ\":1,\"sharedMemBytes\":0,\"hStream\":null,"
+      "\"kernelParams\":{\"raw_ptr\":\"nonnull\"},\"extra\":null},\"result\":\"CUDA_ERROR_INVALID_HANDLE\"}\n";
+  const std::string load =
+      "{\"seq\":1,\"thread\":0,\"call\":\"cuModuleLoadData\",\"args\":{\"module\":\"out\",\"image\":{\"raw_ptr\":\"nonnull\"}},"
+      "\"result\":\"CUDA_ERROR_INVALID_IMAGE\"}\n";
+  Trace t;
+  EXPECT_EQ(parseTrace(h + launch + load + "{\"end\":true,\"calls\":2}\n", "x", &t), "");
+}
+
 TEST(TraceReader, GoodTraceReadsAndWritesBack) {
   Trace t;
   ASSERT_EQ(readTrace(kDir + "/good.jsonl", &t), "");
@@ -87,6 +108,217 @@ TEST(Codec, Base64RoundTripsAndRefusesJunk) {
   EXPECT_FALSE(fromBase64("abc", &out));
   EXPECT_FALSE(fromBase64("ab!d", &out));
   EXPECT_FALSE(fromBase64("a=bc", &out));
+}
+
+// ---- launches and images
+
+constexpr uint64_t kRegion = 0x7f0000000000ull;  // a device region of the recording, "va1"
+constexpr uint64_t kFunc = 0x1234, kStream = 0x5678;
+
+const CallDesc& call(const char* symbol) {
+  const int i = findCall(symbol);
+  EXPECT_GE(i, 0) << symbol;
+  return callTable()[i];
+}
+
+// What the recorder knows before the launch: a region, a function looked up by name, a stream.
+Names recordingNames() {
+  Names n;
+  EXPECT_EQ(n.newRegion(false, kRegion, 1 << 20), "va1");
+  EXPECT_EQ(n.outHandle(HandleKind::kFunction, kFunc, true), "func1");
+  n.setLabel(HandleKind::kFunction, kFunc, "mcsim_copy");
+  EXPECT_EQ(n.outHandle(HandleKind::kStream, kStream, true), "stream1");
+  return n;
+}
+
+// The replay's values for those names, elsewhere.
+Binder replayBinder() {
+  Binder b;
+  b.bind("va1", 0x5000000);
+  b.bind("func1", 0x99);
+  b.bind("stream1", 0x77);
+  return b;
+}
+
+uint64_t u64At(const void* p) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+TEST(Codec, LaunchParametersAreValuesWithAddressesAsNames) {
+  const CallDesc& d = call("cuLaunchKernel");
+  const Names names = recordingNames();
+  uint64_t dst = kRegion + 4096, src = kRegion, bytes = 4096;
+  void* params[] = {&dst, &src, &bytes};
+  const uint64_t slots[] = {kFunc, 2, 1, 1, 256, 1, 1, 0, kStream, toSlot(params), 0};
+  Json args;
+  encodeInputs(d, slots, names, RecordOptions{}, &args);  // no target: the library's ABI gives the layout
+  EXPECT_EQ(args.at("f"), "func1");
+  EXPECT_EQ(args.at("kernel"), "mcsim_copy");
+  EXPECT_EQ(args.at("hStream"), "stream1");
+  EXPECT_EQ(args.at("kernelParams").dump(),
+            R"({"layout":"library","params":[{"size":8,"addr":"va1+4096"},{"size":8,"addr":"va1"},{"size":8,"value":4096}]})");
+  EXPECT_TRUE(args.at("extra").is_null());
+
+  const Binder b = replayBinder();
+  Arena arena;
+  uint64_t out[32];
+  bool approximate = false;
+  ASSERT_EQ(decodeInputs(d, args, b, arena, out, &approximate), "");
+  EXPECT_FALSE(approximate);
+  EXPECT_EQ(out[0], 0x99u);
+  EXPECT_EQ(out[8], 0x77u);
+  auto** p = reinterpret_cast<void**>(out[9]);
+  EXPECT_EQ(u64At(p[0]), 0x5000000u + 4096);
+  EXPECT_EQ(u64At(p[1]), 0x5000000u);
+  EXPECT_EQ(u64At(p[2]), 4096u);
+  EXPECT_EQ(out[10], 0u);
+}
+
+// A kernel the trace layer has no ABI for (a program's own, with a registered model): 8-byte values
+// inside a known region are addresses, also inside a larger (struct) parameter.
+bool fakeModel(uint64_t, bool, const std::string&, FunctionInfo* out) {
+  out->name = "scale_struct";
+  out->layout = "model";
+  out->sizes = {16, 4, 8};
+  out->offsets = {0, 16, 24};
+  return true;
+}
+
+TEST(Codec, ExtraBufferParametersOfAnUnknownKernelFindAddressesByValue) {
+  const CallDesc& d = call("cuLaunchKernel");
+  const Names names = recordingNames();
+  struct {
+    uint64_t ptr, count;
+    uint32_t dtype, pad;
+    uint64_t notAnAddress;
+  } packed = {kRegion + 64, 12, 3, 0, 777};
+  size_t packedBytes = sizeof packed;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &packedBytes, CU_LAUNCH_PARAM_END};
+  const uint64_t slots[] = {kFunc, 1, 1, 1, 32, 1, 1, 0, 0, 0, toSlot(extra)};
+  RecordOptions o;
+  o.describeFunction = &fakeModel;
+  Json args;
+  encodeInputs(d, slots, names, o, &args);
+  EXPECT_EQ(args.at("kernel"), "scale_struct");
+  EXPECT_EQ(args.at("extra").dump(),
+            R"({"layout":"model","buffer_bytes":32,"params":[{"offset":0,"size":16,"hex":"00000000000000000c00000000000000","addrs":{"0":"va1+64"}},)"
+            R"({"offset":16,"size":4,"value":3},{"offset":24,"size":8,"value":777}]})");
+  Arena arena;
+  uint64_t out[32];
+  bool approximate = false;
+  ASSERT_EQ(decodeInputs(d, args, replayBinder(), arena, out, &approximate), "");
+  auto** list = reinterpret_cast<void**>(out[10]);
+  ASSERT_EQ(list[0], CU_LAUNCH_PARAM_BUFFER_POINTER);
+  ASSERT_EQ(list[2], CU_LAUNCH_PARAM_BUFFER_SIZE);
+  EXPECT_EQ(list[4], CU_LAUNCH_PARAM_END);
+  EXPECT_EQ(u64At(list[3]), 32u);
+  const auto* buf = static_cast<const uint8_t*>(list[1]);
+  EXPECT_EQ(u64At(buf), 0x5000000u + 64);
+  EXPECT_EQ(u64At(buf + 8), 12u);
+  EXPECT_EQ(u64At(buf + 24), 777u);
+}
+
+TEST(Codec, LaunchConfigKeepsShapeStreamAndAttributes) {
+  const CallDesc& d = call("cuLaunchKernelEx");
+  Names names = recordingNames();
+  EXPECT_EQ(names.outHandle(HandleKind::kEvent, 0xe1, true), "event1");
+  CUlaunchAttribute attrs[2];
+  std::memset(attrs, 0, sizeof attrs);
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attrs[0].value.cooperative = 1;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+  attrs[1].value.launchCompletionEvent.event = reinterpret_cast<CUevent>(0xe1);
+  attrs[1].value.launchCompletionEvent.flags = 2;
+  CUlaunchConfig config{};
+  config.gridDimX = 3;
+  config.gridDimY = config.gridDimZ = config.blockDimY = config.blockDimZ = 1;
+  config.blockDimX = 64;
+  config.sharedMemBytes = 128;
+  config.hStream = reinterpret_cast<CUstream>(kStream);
+  config.attrs = attrs;
+  config.numAttrs = 2;
+  uint64_t dst = kRegion, src = kRegion + 8, bytes = 8;
+  void* params[] = {&dst, &src, &bytes};
+  const uint64_t slots[] = {toSlot(&config), kFunc, toSlot(params), 0};
+  Json args;
+  encodeInputs(d, slots, names, RecordOptions{}, &args);
+  EXPECT_EQ(args.at("config").dump(),
+            R"({"gridDimX":3,"gridDimY":1,"gridDimZ":1,"blockDimX":64,"blockDimY":1,"blockDimZ":1,"sharedMemBytes":128,)"
+            R"("hStream":"stream1","attrs":[{"id":2,"value":"01"},{"id":12,"event":"event1","value":"000000000000000002"}],"numAttrs":2})");
+  Binder b = replayBinder();
+  b.bind("event1", 0xe2);
+  Arena arena;
+  uint64_t out[32];
+  bool approximate = false;
+  ASSERT_EQ(decodeInputs(d, args, b, arena, out, &approximate), "");
+  const auto* c = reinterpret_cast<const CUlaunchConfig*>(out[0]);
+  EXPECT_EQ(c->gridDimX, 3u);
+  EXPECT_EQ(c->sharedMemBytes, 128u);
+  EXPECT_EQ(c->hStream, reinterpret_cast<CUstream>(0x77));
+  ASSERT_EQ(c->numAttrs, 2u);
+  EXPECT_EQ(c->attrs[0].value.cooperative, 1);
+  EXPECT_EQ(c->attrs[1].value.launchCompletionEvent.event, reinterpret_cast<CUevent>(0xe2));
+  EXPECT_EQ(c->attrs[1].value.launchCompletionEvent.flags, 2);
+}
+
+TEST(Codec, ImagesAreCopiedOrNamedWhenTheyAreTheKernelLibrary) {
+  const CallDesc& d = call("cuModuleLoadData");
+  Names names;
+  static const char ptx[] = ".version 8.0\n.target sm_90\n.visible .entry k() { ret; }\n";
+  uint64_t slots[] = {0, toSlot(ptx)};
+  Json args;
+  encodeInputs(d, slots, names, RecordOptions{}, &args);
+  EXPECT_EQ(args.at("image").at("format"), "text");
+  EXPECT_EQ(args.at("image").at("bytes"), sizeof ptx);  // the NUL included
+  Arena arena;
+  uint64_t out[32];
+  bool approximate = false;
+  ASSERT_EQ(decodeInputs(d, args, Binder{}, arena, out, &approximate), "");
+  EXPECT_STREQ(reinterpret_cast<const char*>(out[1]), ptx);
+
+  // mcsim's own kernel library is named, not copied; MCSIM_RECORD_IMAGES=full copies it.
+  slots[1] = toSlot(mcsim_kernel_image);
+  encodeInputs(d, slots, names, RecordOptions{}, &args);
+  EXPECT_EQ(args.at("image").at("library"), "mcsim_kernels");
+  EXPECT_FALSE(args.at("image").contains("data"));
+  ASSERT_EQ(decodeInputs(d, args, Binder{}, arena, out, &approximate), "");
+  EXPECT_EQ(reinterpret_cast<const void*>(out[1]), kernelLibraryImage());
+  RecordOptions full;
+  full.imagesInFull = true;
+  encodeInputs(d, slots, names, full, &args);
+  EXPECT_TRUE(args.at("image").contains("data"));
+  EXPECT_EQ(args.at("image").at("bytes"), kernelLibraryRead().bytes.size());
+
+  // A pointer to nothing readable: recorded as unreadable, not a crash.
+  slots[1] = 0x10;
+  encodeInputs(d, slots, names, RecordOptions{}, &args);
+  EXPECT_EQ(args.at("image").dump(), R"({"unreadable":true})");
+}
+
+TEST(Diff, FindsAChangedKernelParameter) {
+  const CallDesc& d = call("cuLaunchKernel");
+  const Names names = recordingNames();
+  uint64_t dst = kRegion, src = kRegion + 64, bytes = 64;
+  void* params[] = {&dst, &src, &bytes};
+  const uint64_t slots[] = {kFunc, 1, 1, 1, 32, 1, 1, 0, 0, toSlot(params), 0};
+  Record r;
+  r.call = findCall("cuLaunchKernel");
+  r.result = "CUDA_SUCCESS";
+  encodeInputs(d, slots, names, RecordOptions{}, &r.args);
+  Trace a, b;
+  a.target = b.target = "real";
+  a.records.push_back(r);
+  b = a;
+  b.records[0].args["kernelParams"]["params"][2]["value"] = 60;
+  const DiffResult res = diffTraces(a, b, DiffOptions{});  // across targets, yet a difference
+  ASSERT_EQ(res.differences.size(), 1u);
+  EXPECT_NE(res.differences[0].what.find(R"(kernel mcsim_copy, kernelParams parameter 2: {"size":8,"value":64} vs {"size":8,"value":60})"),
+            std::string::npos) << res.differences[0].what;
+  DiffOptions resultsOnly;
+  resultsOnly.compareLaunches = false;
+  EXPECT_TRUE(diffTraces(a, b, resultsOnly).differences.empty());
 }
 
 TEST(Names, AddressesAreRegionPlusOffset) {

@@ -155,6 +155,7 @@ int replay(ReplayArgs& a) {
   if (!a.output.empty()) fs::copy_file(o.recordTo, a.output, fs::copy_options::overwrite_existing);
   trace::DiffOptions d;
   d.exact = trace::bothSimulated(t, replayed) && !a.resultsOnly;
+  d.compareLaunches = !a.resultsOnly;
   d.explain = a.explain;
   trace::DiffResult res = trace::diffTraces(t, replayed, d);
   if (!r.invariant.empty()) res.differences.insert(res.differences.begin(), {0, "invariant: " + r.invariant});
@@ -184,6 +185,7 @@ int diff(const DiffArgs& a) {
   }
   trace::DiffOptions d;
   d.exact = a.exact || (!a.resultsOnly && trace::bothSimulated(ta, tb));
+  d.compareLaunches = !a.resultsOnly;
   d.explain = a.explain;
   const trace::DiffResult res = trace::diffTraces(ta, tb, d);
   std::printf("%s", trace::describeDiff(res, ta, tb, "compared", d, true).c_str());

@@ -6,7 +6,18 @@
 // maps and grants its own memory (to itself and to the previous rank, which copies into it), and
 // fills it. A barrier (which, as in NCCL, carries no word of who failed), then every rank binds,
 // maps the multicast range, and copies the start of its buffer into the next rank's (a ring).
-// Each rank checks its buffer, then everything is torn down.
+// Each rank checks its buffer. Then, with --allreduce (the sample trace of traces/samples), when
+// all eight ranks are bound and mapped, a multimem all-reduce over the multicast mapping: every
+// rank loads mcsim's kernel library (even ranks with cuModuleLoadData, odd ranks with
+// cuLibraryLoadData), and once every rank has its kernels, each launches mcsim_barrier and then
+// mcsim_allreduce_oneshot (even ranks with cuLaunchKernel and a CUfunction, odd ranks with
+// cuLaunchKernelEx and the library's CUkernel), waits for them, and checks the sums. Then
+// everything is torn down.
+//
+// The all-reduce is off by default, so `mcsim campaign` runs the setup alone: a rank whose launch
+// fails (a fault plan's switch going down between two ranks' launches) leaves the kernels the
+// others launched waiting at their barrier, and mcsim's hang detection does not cover stream
+// waits on kernels, so such a run would never end (docs/traces.md, "Sample traces").
 //
 // Failures: a rank whose call fails before the bind cleans up and leaves without a word (a peer
 // that never joins: the others' binds then block until mcsim reports the hang). A rank whose call
@@ -20,6 +31,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "mcsim/kernels.h"
 
 namespace {
 
@@ -31,6 +43,13 @@ constexpr size_t kCopyWords = 1024;    // the ring copy: the first 4 KiB of a ra
 constexpr size_t kInboxWord = 4096;    // ... to this word of the next rank's
 constexpr size_t kMemsetWord = 6144;   // a memset covers words [6144, 7168)
 constexpr size_t kMemsetWords = 1024;
+// The all-reduce: words [0, kReduceWords) of every rank's buffer (its own pattern), summed (u32)
+// into words [kSumWord, +kReduceWords) of each; the two kernels' signal words, zero until then.
+constexpr size_t kReduceWords = 2048;
+constexpr size_t kSumWord = 16384;
+constexpr size_t kBarrierSignalWord = 32768;  // mcsim_barrier's (one block)
+constexpr size_t kReduceSignalWord = 32772;   // mcsim_allreduce_oneshot's (kReduceBlocks blocks)
+constexpr unsigned kReduceBlocks = 2;
 
 struct Shared {
   Harness h{kRanks};
@@ -39,6 +58,12 @@ struct Shared {
   size_t size = 0;      // the multicast object's size, and every rank's buffer's
   std::array<CUdeviceptr, kRanks> buffer{};  // each rank's buffer while it is mapped and granted
   std::array<std::vector<uint32_t>, kRanks> expected;  // what each buffer's window must hold
+  bool allreduce = false;  // --allreduce
+  int mapped = 0;        // ranks bound and mapped to the multicast range
+  int withKernels = 0;   // ranks holding both kernels of the all-reduce
+  // Decisions every rank must share, taken by the first rank to pass the barrier before them.
+  bool reduceDecided = false, reduceGo = false;
+  bool launchDecided = false, launchGo = false;
 };
 
 // What one rank holds besides its context (the harness's Rank), so that it can clean up from any point.
@@ -46,11 +71,15 @@ struct Held {
   CUmemGenericAllocationHandle mc = 0, mem = 0;
   CUdeviceptr ucVa = 0, mcVa = 0;
   bool ucMapped = false, mcMapped = false, bound = false;
+  CUmodule module = nullptr;    // even ranks: the kernel library as a module
+  CUlibrary library = nullptr;  // odd ranks: the kernel library as a library
 };
 
 void cleanup(Shared& s, int r, Held& k) {
   Harness& h = s.h;
   s.buffer[size_t(r)] = 0;
+  if (k.module != nullptr) h.teardown(r, "cuModuleUnload", [&] { return cuModuleUnload(k.module); });
+  if (k.library != nullptr) h.teardown(r, "cuLibraryUnload", [&] { return cuLibraryUnload(k.library); });
   if (k.bound) h.teardown(r, "cuMulticastUnbind", [&] { return cuMulticastUnbind(k.mc, r, 0, s.size); });
   if (k.mc != 0) h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(k.mc); });
   if (k.mcMapped) h.teardown(r, "cuMemUnmap", [&] { return cuMemUnmap(k.mcVa, s.size); });
@@ -73,6 +102,90 @@ void probeFabric(Harness& h, int r, size_t size) {
   h.call(r, "cuMemExportToShareableHandle",
          [&] { return cuMemExportToShareableHandle(&fh, probe, CU_MEM_HANDLE_TYPE_FABRIC, 0); });
   h.teardown(r, "cuMemRelease", [&] { return cuMemRelease(probe); });
+}
+
+// The multimem all-reduce (NCCL's NVLS all-reduce, one-shot form) over the multicast mapping;
+// every rank still here is bound and mapped. False when the rank must leave with the abort flag.
+bool allReduce(Shared& s, Rank& me, int r, Held& k) {
+  Harness& h = s.h;
+  if (!s.reduceDecided) {
+    s.reduceDecided = true;
+    s.reduceGo = s.allreduce && s.mapped == kRanks && !s.abort;
+  }
+  if (!s.reduceGo) return true;
+  // The kernels: a module of the library image on even ranks, a library on odd ones.
+  void* barrier = nullptr;
+  void* oneshot = nullptr;
+  bool loaded = false;
+  if (r % 2 == 0) {
+    CUfunction fb = nullptr, fo = nullptr;
+    loaded = ok(h.call(r, "cuModuleLoadData", [&] { return cuModuleLoadData(&k.module, mcsim_kernel_image); })) &&
+             ok(h.call(r, "cuModuleGetFunction", [&] { return cuModuleGetFunction(&fb, k.module, MCSIM_KERNEL_BARRIER); })) &&
+             ok(h.call(r, "cuModuleGetFunction",
+                       [&] { return cuModuleGetFunction(&fo, k.module, MCSIM_KERNEL_ALLREDUCE_ONESHOT); }));
+    barrier = fb;
+    oneshot = fo;
+  } else {
+    CUkernel kb = nullptr, ko = nullptr;
+    loaded = ok(h.call(r, "cuLibraryLoadData", [&] {
+               return cuLibraryLoadData(&k.library, mcsim_kernel_image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+             })) &&
+             ok(h.call(r, "cuLibraryGetKernel", [&] { return cuLibraryGetKernel(&kb, k.library, MCSIM_KERNEL_BARRIER); })) &&
+             ok(h.call(r, "cuLibraryGetKernel",
+                       [&] { return cuLibraryGetKernel(&ko, k.library, MCSIM_KERNEL_ALLREDUCE_ONESHOT); }));
+    barrier = kb;
+    oneshot = ko;
+  }
+  if (loaded) ++s.withKernels;
+  h.barrier(r);  // every rank has its kernels, or the all-reduce is off for all
+  if (!s.launchDecided) {
+    s.launchDecided = true;
+    s.launchGo = s.withKernels == kRanks && !s.abort;
+  }
+  if (!s.launchGo) return true;
+
+  CUdeviceptr mcSig = k.mcVa + kBarrierSignalWord * 4, sig = k.ucVa + kBarrierSignalWord * 4;
+  CUdeviceptr mcBuf = k.mcVa, out = k.ucVa + kSumWord * 4;
+  CUdeviceptr mcReduceSig = k.mcVa + kReduceSignalWord * 4, reduceSig = k.ucVa + kReduceSignalWord * 4;
+  uint32_t world = kRanks, epoch = 1, dtype = MCSIM_DTYPE_U32;
+  uint64_t count = kReduceWords;
+  void* barrierParams[] = {&mcSig, &sig, &world, &epoch};
+  void* reduceParams[] = {&mcBuf, &out, &count, &dtype, &mcReduceSig, &reduceSig, &world, &epoch};
+  // Once a rank has launched, its kernels wait at the barrier for every other rank's: a rank whose
+  // launch fails leaves the others' kernels waiting until mcsim reports the hang.
+  if (r % 2 == 0) {
+    if (!ok(me.team("cuLaunchKernel", [&] {
+          return cuLaunchKernel(static_cast<CUfunction>(barrier), 1, 1, 1, 32, 1, 1, 0, nullptr, barrierParams, nullptr);
+        })) ||
+        !ok(me.team("cuLaunchKernel", [&] {
+          return cuLaunchKernel(static_cast<CUfunction>(oneshot), kReduceBlocks, 1, 1, 256, 1, 1, 0, nullptr, reduceParams,
+                                nullptr);
+        }))) {
+      return false;
+    }
+  } else {
+    CUlaunchConfig config{};
+    config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 32;
+    config.blockDimY = config.blockDimZ = 1;
+    if (!ok(me.team("cuLaunchKernelEx",
+                    [&] { return cuLaunchKernelEx(&config, static_cast<CUfunction>(barrier), barrierParams, nullptr); }))) {
+      return false;
+    }
+    config.gridDimX = kReduceBlocks;
+    config.blockDimX = 256;
+    if (!ok(me.team("cuLaunchKernelEx",
+                    [&] { return cuLaunchKernelEx(&config, static_cast<CUfunction>(oneshot), reduceParams, nullptr); }))) {
+      return false;
+    }
+  }
+  if (!ok(me.team("cuCtxSynchronize", [&] { return cuCtxSynchronize(); }))) return false;
+  std::vector<uint32_t> sums(kReduceWords, 0);
+  for (size_t i = 0; i < kReduceWords; ++i) {
+    for (int q = 0; q < kRanks; ++q) sums[i] += s.expected[size_t(q)][i];
+  }
+  h.verify(r, out, sums, "rank " + std::to_string(r) + "'s all-reduce result");
+  return true;
 }
 
 void rank(Shared& s, int r) {
@@ -158,6 +271,7 @@ void rank(Shared& s, int r) {
   if (s.abort) return me.leave(false);
   const CUmemAccessDesc self = readWrite(r);
   if (!ok(me.team("cuMemSetAccess", [&] { return cuMemSetAccess(k.mcVa, s.size, &self, 1); }))) return me.leave(true);
+  ++s.mapped;
   h.barrier(r);  // everyone still here is bound and mapped; the buffers stay until the next barrier
 
   // The ring: the start of this rank's buffer into the next rank's inbox (over NVLink: a fault
@@ -171,6 +285,8 @@ void rank(Shared& s, int r) {
   }
   h.barrier(r);
   h.verify(r, k.ucVa, mine, "rank " + std::to_string(r) + "'s buffer");
+  h.barrier(r);
+  if (!allReduce(s, me, r, k)) return me.leave(true);
   h.barrier(r);  // nobody tears down before every rank has checked
   me.leave(false);
 }
@@ -188,6 +304,7 @@ int main(int argc, char** argv) {
                         "cuDevicePrimaryCtxRelease"});
   }
   Shared s;
+  s.allreduce = argc > 1 && std::string(argv[1]) == "--allreduce";
   if (s.h.begin()) {
     s.h.runThreads([&](int r) { rank(s, r); });
     if (s.fd >= 0) ::close(s.fd);

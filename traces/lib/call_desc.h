@@ -44,6 +44,14 @@ enum class Kind : uint8_t {
   kPfn,           // cuGetProcAddress's output function pointer (symbol in parameter `ref`)
   kAux,           // encoded with the parameter that refers to it
   kRaw,           // not described: recorded as a raw value and flagged
+  kImage,         // a module image in memory (cubin, fatbin, fatbin wrapper, PTX text)
+  kImageFile,     // the path of a module image file
+  kOptions,       // JIT (sub 0) or library (sub 1) options: `ref` the count, `ref2` the values
+  kHandleArray,   // an output array of `ref` handles (sub: HandleKind)
+  kLaunchFunc,    // the function (or kernel) a launch runs; the record adds its name
+  kKernelParams,  // a launch's kernelParams: pointers to each parameter (`ref`: the function)
+  kKernelExtra,   // a launch's `extra` array (CU_LAUNCH_PARAM_BUFFER_POINTER form)
+  kLaunchConfig,  // cuLaunchKernelEx's CUlaunchConfig
 };
 
 enum class HandleKind : uint8_t { kNone, kCtx, kMem, kPool, kStream, kEvent, kModule, kFunction, kLibrary, kKernel, kOther };

@@ -1,10 +1,15 @@
 #include "traces/lib/codec.h"
 
+#include "traces/lib/codec_kernels.h"
+#include "traces/lib/image.h"
+
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace mcsim::trace {
@@ -108,6 +113,8 @@ Json handleIn(HandleKind k, uint64_t v, const Names& names) {
   }
   if (v == 0) return Json();
   std::string n = names.handle(k, v);
+  // cuLaunchKernel and friends take a CUkernel where a CUfunction is expected.
+  if (n.empty() && k == HandleKind::kFunction) n = names.handle(HandleKind::kKernel, v);
   return n.empty() ? raw(v) : Json(n);
 }
 
@@ -267,7 +274,7 @@ bool isOutput(Kind k) {
     case Kind::kHandleOut: case Kind::kHandleNew: case Kind::kAddrOut: case Kind::kAddrNew:
     case Kind::kHostOut: case Kind::kHostNew: case Kind::kOutStr: case Kind::kOutCStr:
     case Kind::kOutScalar: case Kind::kOutBytes: case Kind::kStructOut: case Kind::kShareableOut:
-    case Kind::kPtrAttr: case Kind::kPfn: return true;
+    case Kind::kPtrAttr: case Kind::kPfn: case Kind::kHandleArray: return true;
     default: return false;
   }
 }
@@ -359,6 +366,7 @@ std::string digestHex(const void* data, size_t n) {
 
 void encodeInputs(const CallDesc& d, const uint64_t* slots, const Names& names, const RecordOptions& o, Json* args) {
   *args = Json::object();
+  FunctionInfo launched;  // a launch's function (kLaunchFunc comes before its parameters)
   for (int i = 0; i < d.nparams; ++i) {
     const ParamDesc& p = d.params[i];
     const uint64_t s = slots[i];
@@ -450,10 +458,55 @@ void encodeInputs(const CallDesc& d, const uint64_t* slots, const Names& names, 
       }
       case Kind::kAux: args->erase(p.name); break;
       case Kind::kRaw: a = p.ctype == CType::kPtr ? rawPointer(s) : Json{{"raw", scalar(p.ctype, s)}}; break;
+      case Kind::kImage: a = encodeImage(s, o); break;
+      case Kind::kImageFile: a = encodeImageFile(s, o); break;
+      case Kind::kOptions: a = encodeOptions(p.sub == 1, slots[p.ref], s, slots[p.ref2]); break;
+      case Kind::kLaunchFunc:
+        a = encodeLaunchFunc(s, names, o, &launched);
+        // The name travels beside the handle (`a` is not used after this insertion).
+        (*args)["kernel"] = launched.name.empty() ? Json() : Json(launched.name);
+        break;
+      case Kind::kKernelParams: a = encodeKernelParams(launched, s, names); break;
+      case Kind::kKernelExtra: a = encodeKernelExtra(launched, s, names); break;
+      case Kind::kLaunchConfig: a = encodeLaunchConfig(s, names); break;
       default: break;
     }
   }
 }
+
+namespace {
+
+// A C string the program passed, read without trusting it.
+std::string safeString(uint64_t at) {
+  std::string out;
+  char c = 0;
+  while (at != 0 && out.size() < kMaxString && safeRead(at + out.size(), &c, 1) && c != '\0') out.push_back(c);
+  return out;
+}
+
+// Function and kernel handles keep the name they were looked up by: cuModuleGetFunction's and
+// cuLibraryGetKernel's `name`, or the kernel's own label for cuKernelGetFunction.
+void labelOutputs(const CallDesc& d, const uint64_t* slots, Names& names) {
+  std::string label;
+  for (int i = 0; i < d.nparams; ++i) {
+    const ParamDesc& p = d.params[i];
+    if (p.kind == Kind::kStrIn && std::strcmp(p.name, "name") == 0) label = safeString(slots[i]);
+    if (p.kind == Kind::kHandleIn && static_cast<HandleKind>(p.sub) == HandleKind::kKernel) {
+      label = names.label(HandleKind::kKernel, slots[i]);
+    }
+  }
+  if (label.empty()) return;
+  for (int i = 0; i < d.nparams; ++i) {
+    const ParamDesc& p = d.params[i];
+    const auto k = static_cast<HandleKind>(p.sub);
+    if ((p.kind != Kind::kHandleOut && p.kind != Kind::kHandleNew) || slots[i] == 0) continue;
+    if (k != HandleKind::kFunction && k != HandleKind::kKernel) continue;
+    const uint64_t h = load<uint64_t>(slots[i]);
+    if (h != 0) names.setLabel(k, h, label);
+  }
+}
+
+}  // namespace
 
 void encodeOutputs(const CallDesc& d, const uint64_t* slots, Names& names, const RecordOptions& o, Json* out) {
   *out = Json::object();
@@ -530,10 +583,12 @@ void encodeOutputs(const CallDesc& d, const uint64_t* slots, Names& names, const
         v = fn == nullptr ? Json() : Json(sym != nullptr ? sym : "unwrapped");
         break;
       }
+      case Kind::kHandleArray: v = encodeHandleArray(static_cast<HandleKind>(p.sub), s, slots[p.ref], names); break;
       default: break;
     }
     (*out)[p.name] = std::move(v);
   }
+  labelOutputs(d, slots, names);
 }
 
 bool Binder::lookup(const std::string& name, uint64_t* v) const {
@@ -559,6 +614,17 @@ void* Arena::copy(const std::vector<uint8_t>& b) {
   return blocks_.back().data();
 }
 
+std::string Arena::writeFile(const std::string& name, const std::vector<uint8_t>& b) {
+  if (fileDir_.empty()) return "";
+  std::error_code ec;
+  std::filesystem::create_directories(fileDir_, ec);
+  // Numbered, so that two files of the same name (from different directories) stay apart.
+  const std::string path = fileDir_ + "/" + std::to_string(++files_) + "-" + (name.empty() ? std::string("image") : name);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  return out ? path : std::string();
+}
+
 namespace {
 
 // A size a trace asks the replayer to allocate, refused (as a bad trace) above `limit`.
@@ -567,8 +633,10 @@ uint64_t checkedSize(uint64_t n, uint64_t limit, const char* what) {
   return n;
 }
 
+}  // namespace
+
 // A name ("va2+4096") or raw value back to a live value.
-bool resolve(const Json& j, const Binder& b, uint64_t* v, std::string* problem) {
+bool resolveValue(const Json& j, const Binder& b, uint64_t* v, std::string* problem) {
   if (j.is_null()) {
     *v = 0;
     return true;
@@ -598,6 +666,10 @@ bool resolve(const Json& j, const Binder& b, uint64_t* v, std::string* problem) 
   *problem = "unreadable value " + j.dump();
   return false;
 }
+
+namespace {
+
+bool resolve(const Json& j, const Binder& b, uint64_t* v, std::string* problem) { return resolveValue(j, b, v, problem); }
 
 // The address in the replay's own pinned host memory that a recorded name ("host1+64") stands
 // for, when `n` bytes from there lie inside that allocation; 0 otherwise.
@@ -652,6 +724,10 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
       }
       if (p.kind == Kind::kStructOut) n = structSize(static_cast<StructKind>(p.sub));
       if (p.kind == Kind::kShareableOut) n = sizeof(CUmemFabricHandle);
+      if (p.kind == Kind::kHandleArray) {
+        s = handleArrayRoom(slots[p.ref], arena);
+        continue;
+      }
       s = toSlot(arena.bytes(n));
       continue;
     }
@@ -685,8 +761,12 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
         break;
       }
       case Kind::kStrIn: {
+        // With its NUL: a name of 16 characters or more (the arena pads shorter ones with zeroes)
+        // would otherwise run into whatever follows it.
         const std::string str = a.get<std::string>();
-        s = toSlot(arena.copy(std::vector<uint8_t>(str.begin(), str.end())));
+        std::vector<uint8_t> bytes(str.begin(), str.end());
+        bytes.push_back(0);
+        s = toSlot(arena.copy(bytes));
         break;
       }
       case Kind::kStructIn: {
@@ -749,6 +829,13 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
       case Kind::kRaw:
         if (a.is_object() && a.contains("raw")) s = scalarSlot(p.ctype, a.at("raw"));
         break;
+      case Kind::kImage: s = decodeImage(a, arena, approximate); break;
+      case Kind::kImageFile: s = decodeImageFile(a, arena, approximate); break;
+      case Kind::kOptions: decodeOptions(a, arena, &s, &slots[p.ref2]); break;
+      case Kind::kLaunchFunc: resolve(a, b, &s, &problem); break;
+      case Kind::kKernelParams: s = decodeKernelParams(a, b, arena, approximate, &problem); break;
+      case Kind::kKernelExtra: s = decodeKernelExtra(a, b, arena, approximate, &problem); break;
+      case Kind::kLaunchConfig: s = decodeLaunchConfig(a, b, arena, &problem); break;
       default: break;
     }
   }
@@ -760,6 +847,10 @@ void bindOutputs(const CallDesc& d, const uint64_t* slots, const Json& out, Bind
     const ParamDesc& p = d.params[i];
     if (slots[i] == 0 || !out.contains(p.name)) continue;
     const Json& o = out.at(p.name);
+    if (p.kind == Kind::kHandleArray) {
+      bindHandleArray(o, slots[i], slots[p.ref], b);
+      continue;
+    }
     if (!o.is_string()) continue;
     const auto parsed = parseName(o.get<std::string>());
     if (!parsed) continue;
@@ -819,6 +910,14 @@ const char* kindName(Kind k) {
     case Kind::kPfn: return "function pointer";
     case Kind::kAux: return "auxiliary";
     case Kind::kRaw: return "raw";
+    case Kind::kImage: return "module image";
+    case Kind::kImageFile: return "module image file";
+    case Kind::kOptions: return "options";
+    case Kind::kHandleArray: return "output handle array";
+    case Kind::kLaunchFunc: return "launched function";
+    case Kind::kKernelParams: return "kernel parameters";
+    case Kind::kKernelExtra: return "kernel parameter buffer";
+    case Kind::kLaunchConfig: return "launch configuration";
   }
   return "?";
 }

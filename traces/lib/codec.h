@@ -18,11 +18,25 @@ namespace mcsim::trace {
 
 using Json = nlohmann::ordered_json;
 
+// What the recorder learns about the function (or CUkernel) a launch runs.
+struct FunctionInfo {
+  std::string name;    // the kernel's name, or "" when it cannot be told
+  // Where the parameter layout came from: "model" (mcsim: the kernel's registered behavioural
+  // model), "param_info" (a real driver's cuFuncGetParamInfo / cuKernelGetParamInfo), "library"
+  // (the ABI of mcsim's kernel library, include/mcsim/kernels.h), or "" (unknown: flagged).
+  std::string layout;
+  std::vector<uint64_t> offsets, sizes;  // each parameter's offset (in an `extra` buffer) and size
+};
+
 struct RecordOptions {
   uint64_t dataLimit = 65536;  // host buffers up to this many bytes are recorded in full
   bool outputData = false;     // also record the full data of host buffers the call writes
+  bool imagesInFull = false;   // MCSIM_RECORD_IMAGES=full: copy mcsim's kernel library image too
   // The exported symbol a function pointer stands for (cuGetProcAddress), or nullptr.
   const char* (*symbolOf)(void* fn) = nullptr;
+  // Fills `out` for the function or kernel handle `f` (`label`: the name it was looked up by, or
+  // ""); false when the target cannot tell anything. Makes no state-changing driver call.
+  bool (*describeFunction)(uint64_t f, bool isKernel, const std::string& label, FunctionInfo* out) = nullptr;
 };
 
 // 64-bit FNV-1a, written as 16 hex digits.
@@ -65,9 +79,22 @@ class Arena {
   void* bytes(size_t n);  // zeroed
   void* copy(const std::vector<uint8_t>& b);
 
+  // Where image files of cuModuleLoad / cuLibraryLoadFromFile are written for the replay ("":
+  // nowhere, when a trace is only being checked).
+  void setFileDir(std::string dir) { fileDir_ = std::move(dir); }
+  bool hasFileDir() const { return !fileDir_.empty(); }
+  // Writes `b` to a file named after `name` in the file directory; its path, or "" if none.
+  std::string writeFile(const std::string& name, const std::vector<uint8_t>& b);
+
  private:
   std::deque<std::vector<uint8_t>> blocks_;
+  std::string fileDir_;
+  int files_ = 0;
 };
+
+// A name ("va2+4096", "stream1", "legacy") or raw value back to a live value; false (with
+// `problem`) when the name is not bound.
+bool resolveValue(const Json& j, const Binder& b, uint64_t* v, std::string* problem);
 
 // Fills `slots` from a record's "args". Returns "" or why the call cannot be replayed as recorded
 // (a name nothing bound, a host buffer whose data was not recorded: then `approximate` is set and
@@ -79,5 +106,14 @@ void bindOutputs(const CallDesc& d, const uint64_t* slots, const Json& out, Bind
 
 // Names of argument kinds for messages ("device address", ...).
 const char* kindName(Kind k);
+
+// The names (with where in the argument they stand, for messages: "" or "parameter 2") that an
+// argument of the structured kinds (images, launches) uses.
+void structuredNamesUsed(Kind k, const Json& a, std::vector<std::pair<std::string, std::string>>* out);
+// Checks the shape of an argument of the structured kinds; "" or the problem.
+std::string checkStructured(Kind k, const Json& a);
+// A launch's parameters as values only (no layout source, no offsets into `extra`): what two
+// recordings of the same launch must agree on, whatever drivers recorded them.
+Json launchParamValues(const Json& args);
 
 }  // namespace mcsim::trace

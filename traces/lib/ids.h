@@ -32,6 +32,14 @@ class Names {
   // An output address: inside a known region, or the start of a new unsized one.
   std::string outAddress(bool host, uint64_t a);
 
+  // The name a function or kernel handle was looked up by (cuModuleGetFunction's or
+  // cuLibraryGetKernel's `name`), so that a launch can be named without asking the driver.
+  void setLabel(HandleKind k, uint64_t v, const std::string& label) { labels_[{static_cast<int>(k), v}] = label; }
+  std::string label(HandleKind k, uint64_t v) const {
+    auto it = labels_.find({static_cast<int>(k), v});
+    return it == labels_.end() ? std::string() : it->second;
+  }
+
   std::string newFd(int fd);
   std::string fd(int fd) const;
   std::string newBlob(const std::string& bytes);  // FABRIC handles: 64 opaque bytes
@@ -43,6 +51,7 @@ class Names {
     uint64_t size;
   };
   std::map<std::pair<int, uint64_t>, std::string> handles_;
+  std::map<std::pair<int, uint64_t>, std::string> labels_;
   std::map<int, int> handleCount_;
   std::map<uint64_t, Region> regions_[2];
   int regionCount_[2] = {0, 0};

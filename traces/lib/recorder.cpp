@@ -110,6 +110,7 @@ void startRecorder(const Target& t) {
   std::sort(r.byForward.begin(), r.byForward.end());
   std::sort(r.byWrapper.begin(), r.byWrapper.end());
   r.options.symbolOf = &wrappedSymbol;
+  r.options.describeFunction = t.describeFunction;
 
   const char* path = std::getenv("MCSIM_RECORD");
   if (path == nullptr || *path == '\0') return;
@@ -119,6 +120,7 @@ void startRecorder(const Target& t) {
   if (at != std::string::npos) p.replace(at, 2, std::to_string(::getpid()));
   if (const char* d = std::getenv("MCSIM_RECORD_DATA")) r.options.dataLimit = std::strtoull(d, nullptr, 10);
   if (const char* d = std::getenv("MCSIM_RECORD_OUTPUT_DATA")) r.options.outputData = std::strcmp(d, "1") == 0;
+  if (const char* d = std::getenv("MCSIM_RECORD_IMAGES")) r.options.imagesInFull = std::strcmp(d, "full") == 0;
   r.file = std::fopen(p.c_str(), "w");
   if (r.file == nullptr) {
     std::fprintf(stderr, "mcsim: MCSIM_RECORD=%s: cannot write the trace: %s\n", p.c_str(), std::strerror(errno));
@@ -138,6 +140,7 @@ void startRecorder(const Target& t) {
   }
   header["faults"] = faults;
   header["data_limit"] = r.options.dataLimit;
+  if (r.options.imagesInFull) header["images"] = "full";
   writeLine(r, header);
   std::atexit(closeTrace);
   ::pthread_atfork(nullptr, nullptr, stopInChild);

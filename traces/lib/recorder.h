@@ -7,6 +7,9 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <string>
+
+#include "traces/lib/codec.h"
 
 namespace mcsim::trace {
 
@@ -18,10 +21,13 @@ struct Target {
   uint64_t (*simNowPs)();           // simulated time, or nullptr (a real driver has none)
   void* const* wrappers;            // the exported wrapper of each call-table entry
   void* const* forwards;            // what each one forwards to (nullptr: not available)
+  // What a launched function is (name, parameter layout), asked without a state-changing call.
+  bool (*describeFunction)(uint64_t f, bool isKernel, const std::string& label, FunctionInfo* out);
 };
 
 // Called once, before main, by the library that holds the wrappers: reads MCSIM_RECORD,
-// MCSIM_RECORD_DATA and MCSIM_RECORD_OUTPUT_DATA, opens the trace and writes its header.
+// MCSIM_RECORD_DATA, MCSIM_RECORD_OUTPUT_DATA and MCSIM_RECORD_IMAGES, opens the trace and writes
+// its header.
 void startRecorder(const Target& t);
 
 // One recorded call: admission (sequence number, thread, start time, the arguments) when made,

@@ -40,6 +40,8 @@ class Replay {
  public:
   Replay(const Trace& t, const ReplayOptions& o, Target& target) : t_(t), o_(o), target_(target), done_(t.records.size()) {
     for (auto& d : done_) d.store(false);
+    // Image files (cuModuleLoad's) the replay cannot find as recorded are written here.
+    arena_.setFileDir(o.recordTo + ".files");
   }
 
   void run() {
@@ -159,6 +161,11 @@ int childMain(const Trace& t, const ReplayOptions& o) {
   setEnv("MCSIM_RECORD", o.recordTo);
   setEnv("MCSIM_RECORD_DATA", std::to_string(t.header.value("data_limit", uint64_t{65536})));
   ::unsetenv("MCSIM_RECORD_OUTPUT_DATA");
+  if (t.header.value("images", std::string()) == "full") {
+    setEnv("MCSIM_RECORD_IMAGES", "full");
+  } else {
+    ::unsetenv("MCSIM_RECORD_IMAGES");
+  }
 
   Target target;
   target.lib = ::dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);

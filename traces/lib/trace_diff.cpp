@@ -1,6 +1,7 @@
 #include "traces/lib/trace_diff.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <map>
 
 namespace mcsim::trace {
@@ -28,6 +29,73 @@ std::map<std::string, std::string> digests(const Record& r) {
 }
 
 std::string where(const Trace& t, const Record& r) { return t.path + ":" + std::to_string(r.line); }
+
+bool isLaunch(const Record& r) { return r.args.contains("kernel"); }
+
+std::string shortDump(const Json& j) {
+  std::string s = j.dump();
+  return s.size() <= 160 ? s : s.substr(0, 150) + "...(" + std::to_string(s.size()) + " chars)";
+}
+
+// The arguments (or outputs) that differ, by name, each value shortened (images run to megabytes).
+std::string fieldsDifference(const Json& a, const Json& b) {
+  if (!a.is_object() || !b.is_object()) return shortDump(a) + " vs " + shortDump(b);
+  std::string s;
+  for (const auto& [k, v] : a.items()) {
+    const Json w = b.contains(k) ? b.at(k) : Json();
+    if (v != w) s += (s.empty() ? "" : ", ") + k + " " + shortDump(v) + " vs " + shortDump(w);
+  }
+  for (const auto& [k, w] : b.items()) {
+    if (!a.contains(k)) s += (s.empty() ? "" : ", ") + k + " (absent) vs " + shortDump(w);
+  }
+  return s;
+}
+
+// What a launch's two recordings differ in: the kernel, else the first parameter that differs.
+std::string launchDifference(const Json& a, const Json& b) {
+  const std::string name = a.value("kernel", Json()).is_string() ? a.at("kernel").get<std::string>() : std::string("?");
+  if (a.value("kernel", Json()) != b.value("kernel", Json())) {
+    return "kernel " + a.value("kernel", Json()).dump() + " vs " + b.value("kernel", Json()).dump();
+  }
+  for (const char* key : {"kernelParams", "extra"}) {
+    const Json pa = a.value(key, Json()), pb = b.value(key, Json());
+    if (pa == pb) continue;
+    const Json la = pa.value("params", Json()), lb = pb.value("params", Json());
+    if (la.is_array() && lb.is_array()) {
+      for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+        const Json x = i < la.size() ? la[i] : Json(), y = i < lb.size() ? lb[i] : Json();
+        if (x != y) return "kernel " + name + ", " + key + " parameter " + std::to_string(i) + ": " + shortDump(x) + " vs " + shortDump(y);
+      }
+    }
+    return "kernel " + name + ", " + key + ": " + shortDump(pa) + " vs " + shortDump(pb);
+  }
+  return "kernel " + name + ": parameters " + shortDump(a) + " vs " + shortDump(b);
+}
+
+// Arguments as compared: mcsim's kernel library image is named by the trace, and two builds of it
+// (a fatbin with nvcc, the PTX without) are the same library; an image file is compared by its
+// bytes, not by where it lay. What the normalisation hides becomes a note.
+Json comparableArgs(const Record& r, std::vector<std::string>* hidden) {
+  Json args = r.args;
+  const CallDesc& d = callTable()[r.call];
+  for (int i = 0; i < d.nparams; ++i) {
+    const ParamDesc& p = d.params[i];
+    if (!args.contains(p.name) || !args.at(p.name).is_object()) continue;
+    Json& a = args.at(p.name);
+    // Where the recorder learned a launch's parameter layout says nothing of the launch.
+    if (p.kind == Kind::kKernelParams || p.kind == Kind::kKernelExtra) a.erase("layout");
+    if (p.kind != Kind::kImage && p.kind != Kind::kImageFile) continue;
+    if (p.kind == Kind::kImageFile && a.contains("path")) {
+      hidden->push_back(std::string(p.name) + " path " + a.at("path").dump());
+      a.erase("path");
+    }
+    if (a.contains("library")) {
+      hidden->push_back(std::string(p.name) + " " + a.value("format", Json()).dump() + " digest " + a.value("digest", Json()).dump());
+      for (const char* k : {"format", "wrapper_version", "bytes", "digest"}) a.erase(k);
+    }
+  }
+  return args;
+}
 
 }  // namespace
 
@@ -58,9 +126,22 @@ DiffResult diffTraces(const Trace& a, const Trace& b, const DiffOptions& o) {
     }
     std::vector<Difference>& soft = o.exact ? res.differences : res.notes;
     if (ra.thread != rb.thread) soft.push_back({i, head + "thread " + std::to_string(ra.thread) + " vs " + std::to_string(rb.thread)});
-    if (ra.args != rb.args) soft.push_back({i, head + "arguments " + ra.args.dump() + " vs " + rb.args.dump()});
+    bool argsReported = false;
+    if (o.compareLaunches && isLaunch(ra) && isLaunch(rb)) {
+      const Json la = launchParamValues(ra.args), lb = launchParamValues(rb.args);
+      if (la != lb) {
+        res.differences.push_back({i, head + launchDifference(la, lb)});
+        argsReported = true;
+      }
+    }
+    std::vector<std::string> hiddenA, hiddenB;
+    const Json ca = comparableArgs(ra, &hiddenA), cb = comparableArgs(rb, &hiddenB);
+    if (!argsReported && ca != cb) soft.push_back({i, head + "arguments: " + fieldsDifference(ca, cb)});
+    for (size_t k = 0; k < hiddenA.size() && k < hiddenB.size(); ++k) {
+      if (hiddenA[k] != hiddenB[k]) res.notes.push_back({i, head + hiddenA[k] + " vs " + hiddenB[k]});
+    }
     if (ra.result == rb.result && ra.out != rb.out) {
-      soft.push_back({i, head + "outputs " + ra.out.dump() + " vs " + rb.out.dump()});
+      soft.push_back({i, head + "outputs: " + fieldsDifference(ra.out, rb.out)});
     }
     if (o.exact && ra.hasSimTime && rb.hasSimTime && (ra.t0Ps != rb.t0Ps || ra.t1Ps != rb.t1Ps)) {
       res.differences.push_back({i, head + "simulated time [" + std::to_string(ra.t0Ps) + ", " + std::to_string(ra.t1Ps) +
@@ -69,8 +150,11 @@ DiffResult diffTraces(const Trace& a, const Trace& b, const DiffOptions& o) {
     bool ta = false, tb = false;
     const double na = durationNs(ra, &ta), nb = durationNs(rb, &tb);
     if (ta && tb) {
-      DurationRow& row = rows[callTable()[ra.call].base];
-      row.call = callTable()[ra.call].base;
+      // Launches per kernel: "cuLaunchKernel mcsim_barrier".
+      std::string key = callTable()[ra.call].base;
+      if (isLaunch(ra) && ra.args.at("kernel").is_string()) key += " " + ra.args.at("kernel").get<std::string>();
+      DurationRow& row = rows[key];
+      row.call = key;
       ++row.count;
       row.aNs += na;
       row.bNs += nb;

@@ -13,6 +13,9 @@ struct DiffOptions {
   // mcsim trace is bit-exact). Otherwise only results and data digests count as differences;
   // other outputs that differ (a device name, free memory) are notes.
   bool exact = false;
+  // Launches: the kernel's name and its parameters' values (addresses as names) must match, also
+  // across targets. Off with --results-only.
+  bool compareLaunches = true;
   size_t explain = 5;  // differences explained in the report
 };
 

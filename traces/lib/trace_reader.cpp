@@ -12,13 +12,23 @@ namespace mcsim::trace {
 namespace {
 
 bool usesName(Kind k) {
-  return k == Kind::kHandleIn || k == Kind::kAddrIn || k == Kind::kHostPtr || k == Kind::kShareableIn;
+  return k == Kind::kHandleIn || k == Kind::kAddrIn || k == Kind::kHostPtr || k == Kind::kShareableIn ||
+         k == Kind::kLaunchFunc;
+}
+
+bool isStructured(Kind k) {
+  switch (k) {
+    case Kind::kImage: case Kind::kImageFile: case Kind::kOptions: case Kind::kLaunchFunc:
+    case Kind::kKernelParams: case Kind::kKernelExtra: case Kind::kLaunchConfig: return true;
+    default: return false;
+  }
 }
 
 bool producesName(Kind k) {
   switch (k) {
     case Kind::kHandleOut: case Kind::kHandleNew: case Kind::kAddrOut: case Kind::kAddrNew:
-    case Kind::kHostNew: case Kind::kShareableOut: case Kind::kPtrAttr: case Kind::kPtrAttrs: return true;
+    case Kind::kHostNew: case Kind::kShareableOut: case Kind::kPtrAttr: case Kind::kPtrAttrs:
+    case Kind::kHandleArray: return true;
     default: return false;
   }
 }
@@ -33,6 +43,7 @@ bool isUnsigned(const Json& j) { return j.is_number_unsigned() || (j.is_number_i
 // Checks an argument's shape for its kind; "" or the problem.
 std::string checkArgument(const ParamDesc& p, const Json& a) {
   if (a.is_null()) return "";
+  if (isStructured(p.kind)) return checkStructured(p.kind, a);
   switch (p.kind) {
     case Kind::kScalar:
       return a.is_number() ? "" : "expected a number";
@@ -97,12 +108,31 @@ std::string fail(const std::string& path, int line, const std::string& why) {
 
 }  // namespace
 
-std::vector<std::string> namesUsed(const Record& r) {
-  std::vector<std::string> out;
+std::vector<std::pair<std::string, std::string>> namesUsedWhere(const Record& r) {
+  std::vector<std::pair<std::string, std::string>> out;
   const CallDesc& d = callTable()[r.call];
   for (int i = 0; i < d.nparams; ++i) {
-    if (usesName(d.params[i].kind) && r.args.contains(d.params[i].name)) addName(r.args.at(d.params[i].name), &out);
+    const ParamDesc& p = d.params[i];
+    if (!r.args.contains(p.name)) continue;
+    const Json& a = r.args.at(p.name);
+    const size_t before = out.size();
+    if (usesName(p.kind) && a.is_string()) {
+      std::vector<std::string> one;
+      addName(a, &one);
+      for (std::string& n : one) out.emplace_back(std::move(n), "");
+    } else {
+      structuredNamesUsed(p.kind, a, &out);
+    }
+    for (size_t k = before; k < out.size(); ++k) {
+      out[k].second = std::string("argument '") + p.name + "'" + (out[k].second.empty() ? "" : ", " + out[k].second);
+    }
   }
+  return out;
+}
+
+std::vector<std::string> namesUsed(const Record& r) {
+  std::vector<std::string> out;
+  for (auto& [name, where] : namesUsedWhere(r)) out.push_back(name);
   return out;
 }
 
@@ -209,6 +239,10 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
       r.durNs = j.at("dur_ns").get<uint64_t>();
     }
     const CallDesc& d = callTable()[r.call];
+    // A launch's record names its kernel beside the function handle.
+    if (r.args.contains("kernel") && !r.args.at("kernel").is_null() && !r.args.at("kernel").is_string()) {
+      return fail(path, n, "argument 'kernel': expected the kernel's name or null");
+    }
     for (int i = 0; i < d.nparams; ++i) {
       const ParamDesc& p = d.params[i];
       if (p.kind == Kind::kAux) continue;
@@ -236,10 +270,10 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
                    [](const Record& a, const Record& b) { return a.seq < b.seq; });
   for (size_t i = 0; i < out->records.size(); ++i) {
     Record& r = out->records[i];
-    for (const std::string& name : namesUsed(r)) {
+    for (const auto& [name, where] : namesUsedWhere(r)) {
       auto it = producedBy.find(name);
       if (it == producedBy.end()) {
-        return fail(path, r.line, "dangling id '" + name + "': no earlier call produced it");
+        return fail(path, r.line, "dangling id '" + name + "' (" + where + "): no earlier call produced it");
       }
       r.producers.push_back(it->second);
     }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "traces/lib/wrapper_prologue.h"
 
@@ -20,6 +21,14 @@ namespace {
 
 // Filled before main from the real library; nullptr where it lacks the symbol.
 void* gForward[512];
+
+// Pure queries the recorder itself makes to name a launch's function and read its parameter
+// layout (CUDA 12.3 / 12.4 and later; nullptr on older drivers).
+using GetName = CUresult(CUDAAPI*)(const char**, void*);
+using GetParamInfo = CUresult(CUDAAPI*)(void*, size_t, size_t*, size_t*);
+GetName gFuncGetName = nullptr, gKernelGetName = nullptr;
+GetParamInfo gFuncGetParamInfo = nullptr, gKernelGetParamInfo = nullptr;
+bool gWarnedLayout = false;
 
 bool gMulticastAllowed = false;
 
@@ -32,6 +41,41 @@ CUresult refuseMulticast(int i) {
   std::fprintf(stderr, "mcsim record: refusing %s on a real driver (set MCSIM_REAL_MULTICAST=1 to allow it)\n",
                callTable()[i].symbol);
   return CUDA_ERROR_NOT_PERMITTED;
+}
+
+// The launch's function as the real driver describes it: its name (the label it was looked up by,
+// else cuFuncGetName / cuKernelGetName) and its parameters (cuFuncGetParamInfo /
+// cuKernelGetParamInfo, read until the driver says there are no more). Queries only.
+bool describeRealFunction(uint64_t f, bool isKernel, const std::string& label, FunctionInfo* out) {
+  void* h = reinterpret_cast<void*>(static_cast<uintptr_t>(f));
+  out->name = label;
+  if (out->name.empty()) {
+    const char* name = nullptr;
+    const GetName get = isKernel ? gKernelGetName : gFuncGetName;
+    if (get != nullptr && get(&name, h) == CUDA_SUCCESS && name != nullptr) out->name = name;
+  }
+  const GetParamInfo info = isKernel ? gKernelGetParamInfo : gFuncGetParamInfo;
+  if (info != nullptr) {
+    std::vector<uint64_t> offsets, sizes;
+    for (size_t i = 0; i < 1024; ++i) {
+      size_t offset = 0, size = 0;
+      if (info(h, i, &offset, &size) != CUDA_SUCCESS) break;
+      offsets.push_back(offset);
+      sizes.push_back(size);
+    }
+    // A kernel without parameters answers the first index with an error too: an empty layout.
+    out->layout = "param_info";
+    out->offsets = std::move(offsets);
+    out->sizes = std::move(sizes);
+    return true;
+  }
+  if (!gWarnedLayout) {
+    gWarnedLayout = true;
+    std::fprintf(stderr, "mcsim record: the real driver has no %s, so the parameters of launches of kernels other than "
+                 "mcsim's kernel library are recorded without their values (flagged layout \"unknown\")\n",
+                 isKernel ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo");
+  }
+  return true;
 }
 
 }  // namespace
@@ -92,8 +136,12 @@ __attribute__((constructor)) void startRealRecording() {
   if (record != nullptr) ::setenv("MCSIM_RECORD", recordPath.c_str(), 1);
   if (real != nullptr) {
     for (size_t i = 0; i < callCount(); ++i) gForward[i] = ::dlsym(real, callTable()[i].symbol);
+    gFuncGetName = reinterpret_cast<GetName>(::dlsym(real, "cuFuncGetName"));
+    gKernelGetName = reinterpret_cast<GetName>(::dlsym(real, "cuKernelGetName"));
+    gFuncGetParamInfo = reinterpret_cast<GetParamInfo>(::dlsym(real, "cuFuncGetParamInfo"));
+    gKernelGetParamInfo = reinterpret_cast<GetParamInfo>(::dlsym(real, "cuKernelGetParamInfo"));
   }
-  startRecorder(Target{"real", nullptr, kWrapperTable, gForward});
+  startRecorder(Target{"real", nullptr, kWrapperTable, gForward, &describeRealFunction});
 }
 
 }  // namespace
