@@ -23,6 +23,7 @@ const std::vector<AbiParam>* libraryKernelAbi(const std::string& name) {
       {MCSIM_KERNEL_BARRIER, {kAddr, kAddr, kU32, kU32}},
       {MCSIM_KERNEL_ALLREDUCE_ONESHOT, {kAddr, kAddr, kU64, kU32, kAddr, kAddr, kU32, kU32}},
       {MCSIM_KERNEL_ALLREDUCE_TWOSHOT, {kAddr, kU64, kU32, kAddr, kAddr, kU32, kU32, kU32}},
+      {MCSIM_KERNEL_ALLREDUCE_NVLS, {kAddr, kU64, kU32, kAddr, kAddr, kU32, kU32, kU32}},
       {MCSIM_KERNEL_COPY, {kAddr, kAddr, kU64}},
       {MCSIM_KERNEL_REDUCE, {kAddr, kAddr, kAddr, kU64, kU32, kU32}},
   };
