@@ -12,43 +12,16 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK(x)                                                                      \
-  do {                                                                                \
-    CUresult r_ = (x);                                                                \
-    if (r_ != CUDA_SUCCESS) {                                                         \
-      const char* n_ = nullptr;                                                       \
-      cuGetErrorName(r_, &n_);                                                        \
-      std::printf("error: %s -> %s (line %d)\n", #x, n_ ? n_ : "?", __LINE__);       \
-      return 1;                                                                       \
-    }                                                                                 \
-  } while (0)
+#include "probe_timing.h"
 
 namespace {
 
 constexpr int kWarmups = 2;
 constexpr int kRepeats = 10;
 
-// Median time in ms of `repeats` runs of `op` on `stream`, timed with events on that stream.
 template <typename Op>
 int medianMs(CUstream stream, Op op, float* out) {
-  CUevent a, b;
-  CHECK(cuEventCreate(&a, CU_EVENT_DEFAULT));
-  CHECK(cuEventCreate(&b, CU_EVENT_DEFAULT));
-  std::vector<float> ms;
-  for (int i = 0; i < kWarmups + kRepeats; ++i) {
-    CHECK(cuEventRecord(a, stream));
-    CHECK(op());
-    CHECK(cuEventRecord(b, stream));
-    CHECK(cuEventSynchronize(b));
-    float t = 0;
-    CHECK(cuEventElapsedTime(&t, a, b));
-    if (i >= kWarmups) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  *out = ms[ms.size() / 2];
-  cuEventDestroy(a);
-  cuEventDestroy(b);
-  return 0;
+  return probe::medianMs(stream, op, out, kWarmups, kRepeats);
 }
 
 }  // namespace

@@ -17,17 +17,7 @@
 #include <vector>
 
 #include "mcsim/kernels.h"
-
-#define CHECK(x)                                                                      \
-  do {                                                                                \
-    CUresult r_ = (x);                                                                \
-    if (r_ != CUDA_SUCCESS) {                                                         \
-      const char* n_ = nullptr;                                                       \
-      cuGetErrorName(r_, &n_);                                                        \
-      std::printf("error: %s -> %s (line %d)\n", #x, n_ ? n_ : "?", __LINE__);       \
-      return 1;                                                                       \
-    }                                                                                 \
-  } while (0)
+#include "probe_timing.h"
 
 namespace {
 
@@ -39,24 +29,9 @@ struct Shape {
 };
 
 int timeLaunch(CUstream stream, CUfunction f, Shape s, void** args, float* medianMs) {
-  CUevent a, b;
-  CHECK(cuEventCreate(&a, CU_EVENT_DEFAULT));
-  CHECK(cuEventCreate(&b, CU_EVENT_DEFAULT));
-  std::vector<float> ms;
-  for (int i = 0; i < kWarmups + kRepeats; ++i) {
-    CHECK(cuEventRecord(a, stream));
-    CHECK(cuLaunchKernel(f, s.blocks, 1, 1, s.threads, 1, 1, 0, stream, args, nullptr));
-    CHECK(cuEventRecord(b, stream));
-    CHECK(cuEventSynchronize(b));
-    float t = 0;
-    CHECK(cuEventElapsedTime(&t, a, b));
-    if (i >= kWarmups) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  *medianMs = ms[ms.size() / 2];
-  CHECK(cuEventDestroy(a));
-  CHECK(cuEventDestroy(b));
-  return 0;
+  return probe::medianMs(
+      stream, [&] { return cuLaunchKernel(f, s.blocks, 1, 1, s.threads, 1, 1, 0, stream, args, nullptr); }, medianMs,
+      kWarmups, kRepeats);
 }
 
 }  // namespace
