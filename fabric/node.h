@@ -83,6 +83,9 @@ struct DeviceOp {
   // The caller waits for the operation before touching its host memory again, so pageable host
   // data need not be staged at submission.
   bool callerWaits = false;
+  // The host source is valid only during `submit` (a transport's buffer): it is staged at
+  // submission whatever kind of memory it stands for.
+  bool stageSource = false;
   // kMarker: it follows work of another GPU (a stream waiting for another GPU's event), which
   // costs the cross-GPU synchronisation time.
   bool crossGpu = false;
@@ -160,6 +163,8 @@ class Node {
   // Whether `w` is done; when it is not, lets simulated time run on for the host's polling
   // interval first (so that a program spinning on a query makes progress, deterministically).
   virtual bool poll(const WorkDone& w) = 0;
+  // Whether `w` is done, letting no time run (its donePs() is valid once it is).
+  virtual bool isDone(const WorkDone& w) { return w->done(); }
   virtual uint64_t nowPs() = 0;
 
   // Synchronous data movement (submit, then wait), for callers outside any stream. Device
@@ -215,5 +220,9 @@ class Node {
 
 // A node hosted inside this process: the default.
 std::unique_ptr<Node> makeEmbeddedNode(Preset preset);
+// A node hosted by `mcsim node` in a process of its own (node_server.cpp), which this process
+// attaches to (MCSIM_NODE=name); `rank` (MCSIM_RANK, -1: unset) names it in reports. Detaches when
+// destroyed. nullptr with the problem in `error`.
+std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, std::string* error);
 
 }  // namespace mcsim::fabric

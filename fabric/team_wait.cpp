@@ -30,6 +30,15 @@ HangPolicy HangPolicy::fromEnvironment() {
   return p;
 }
 
+namespace {
+thread_local Caller tCaller;
+}  // namespace
+
+CallerScope::CallerScope(const Caller& c) : saved_(tCaller) { tCaller = c; }
+CallerScope::~CallerScope() { tCaller = saved_; }
+
+TeamWaiter::TeamWaiter(HangPolicy policy) : policy_(policy), threadCount_(applicationThreadCount) {}
+
 int applicationThreadCount() {
   int n = 0;
   if (DIR* d = opendir("/proc/self/task")) {
@@ -44,7 +53,9 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
                         const std::function<std::string(uint64_t)>& describe, uint64_t wakeAtPs) {
   if (ready()) return Status::kOk;
   const uint64_t ticket = nextTicket_++;
-  waiters_[ticket] = Waiter{call, object, static_cast<long>(syscall(SYS_gettid)), false, &ready, wakeAtPs};
+  Caller caller = tCaller;
+  if (caller.pid == 0) caller.thread = static_cast<long>(syscall(SYS_gettid));
+  waiters_[ticket] = Waiter{call, object, caller, false, &ready, wakeAtPs};
   using Clock = std::chrono::steady_clock;
   uint64_t seenProgress = progress_;
   Clock::time_point quietSince = Clock::now();
@@ -65,9 +76,11 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
     // Only waiters that cannot go on count: one whose team was just completed (by the thread that
     // now waits here, say) has not run yet but is no longer blocked, and counting it would report
     // a deadlock that is none and fail it too (multicast.Blocking.AWokenWaiterIsNotCountedAsStuck).
-    if (static_cast<int>(stuckWaiters()) >= applicationThreadCount()) {
+    if (static_cast<int>(stuckWaiters()) >= threadCount_()) {
       if (advanceToDeadline()) continue;  // a timed block ends: not a deadlock after all
-      giveUpAll("deadlock: every thread of this process is blocked in the driver, so nothing can add the missing devices", describe);
+      giveUpAll(caller.pid == 0 ? "deadlock: every thread of this process is blocked in the driver, so nothing can add the missing devices"
+                                : "deadlock: every thread of every attached process is blocked in the driver, so nothing can add the missing devices",
+                describe);
       continue;
     }
     if (Clock::now() - quietSince >= std::chrono::duration<double>(policy_.graceSeconds)) {
@@ -81,6 +94,13 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
   }
   waiters_.erase(ticket);
   return result;
+}
+
+void TeamWaiter::abandon(int pid) {
+  for (auto& [ticket, w] : waiters_) {
+    if (w.caller.pid == pid) w.givenUp = true;
+  }
+  cv_.notify_all();
 }
 
 void TeamWaiter::progress() {
@@ -122,10 +142,16 @@ void TeamWaiter::giveUpAll(const char* verdict, const std::function<std::string(
   for (uint64_t o : objects) report += "  " + describe(o) + "\n";
   for (uint64_t t : stuck) {
     const Waiter& w = waiters_.at(t);
-    report += "  waiting: thread " + std::to_string(w.thread) + " in " + w.call + "\n";
+    report += "  waiting: ";
+    if (w.caller.pid != 0) {
+      report += "process " + std::to_string(w.caller.pid) +
+                (w.caller.rank >= 0 ? " (rank " + std::to_string(w.caller.rank) + ")" : std::string()) + ", ";
+    }
+    report += "thread " + std::to_string(w.caller.thread) + " in " + w.call + "\n";
   }
   report += policy_.abortOnHang ? "mcsim: aborting (MCSIM_ON_HANG=abort)\n"
                                 : "mcsim: failing the waiting calls (MCSIM_HANG_RESULT; MCSIM_ON_HANG=abort aborts instead)\n";
+  lastReport_ = report;
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
   if (policy_.abortOnHang) std::abort();
