@@ -42,7 +42,7 @@ NodeStats nodeStats() {
 
 std::string presetName() { return driver::initialized() ? driver::node().preset().name : std::string(); }
 
-uint64_t simulatedTimePs() { return model::Engine::instance().nowPs(); }
+uint64_t simulatedTimePs() { return driver::state().node ? driver::node().nowPs() : 0; }
 
 SimulationStats simulationStats() {
   const model::EngineStats e = model::Engine::instance().stats();

@@ -5,6 +5,7 @@
 namespace mcsim::trace {
 
 // Zero until cuInit has built the node: asking the engine earlier would start SystemC.
-uint64_t simulatedNowPs() { return driver::initialized() ? model::Engine::instance().nowPs() : 0; }
+// The node's clock: a shared node's is in the node process.
+uint64_t simulatedNowPs() { return driver::initialized() ? driver::node().nowPs() : 0; }
 
 }  // namespace mcsim::trace
