@@ -1380,6 +1380,13 @@ class ProcessNode final : public AttachedNode {
     return out;
   }
 
+  NodeStats held() override {
+    std::lock_guard<std::mutex> lock(n_.mu);
+    NodeStats s;
+    addToStats(&s);
+    return s;
+  }
+
   void addToStats(NodeStats* s) const {
     s->handles += handles_.size();
     s->reservations += space_.reservationCount();

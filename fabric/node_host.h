@@ -46,6 +46,8 @@ class AttachedNode : public Node {
   // cuMemImportFromShareableHandle of a descriptor known by the file it refers to (fstat's device
   // and inode numbers): how a process imports a descriptor that lives in another process.
   virtual Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) = 0;
+  // What this process holds now: its handles, reservations and mappings (the other counts 0).
+  virtual NodeStats held() = 0;
 };
 
 class NodeHost {

@@ -290,7 +290,7 @@ class NodeServer {
     wire::Writer w(&welcome);
     w.put(static_cast<int>(getpid())).put(paths_.segment).put(options_.topology).put(c->node->vaLimit()).put(first);
     if (first == 0 || !ipc::sendMessage(c->sock.get(), ipc::Msg::kWelcome, welcome)) {
-      detach(c, "could not be welcomed");
+      detach(c);
       return;
     }
     log("process " + who(*c) + " attached");
@@ -302,14 +302,14 @@ class NodeServer {
         break;
       }
       if (fds[1].revents != 0) {
-        detach(c, "died");
+        detach(c);
         return;
       }
       ipc::Msg type{};
       std::vector<uint8_t> msg;
       if (!ipc::receiveMessage(c->sock.get(), &type, &msg)) {
-        // The end of the socket: the process closed it (it exited), or is exiting.
-        detach(c, kill(pid, 0) == 0 ? "detached" : "died");
+        // The end of the socket: the process is exiting (or was killed), or closed it.
+        detach(c);
         return;
       }
       if (type == ipc::Msg::kNewChannel) {
@@ -320,7 +320,7 @@ class NodeServer {
         exportDescriptor(*c, msg);
       }
     }
-    detach(c, "lost");
+    detach(c);
   }
 
   void exportDescriptor(Client& c, const std::vector<uint8_t>& msg) {
@@ -358,9 +358,10 @@ class NodeServer {
     return offsetOf(ch);
   }
 
-  // The process is gone (or never got going): its waits are given up, its channels' threads
-  // leave, and its Node is detached, which gives back everything it held.
-  void detach(const std::shared_ptr<Client>& c, const std::string& how) {
+  // The process is gone (it exited, was killed, or closed its socket; the node cannot tell which)
+  // or never got going: its waits are given up, its channels' threads leave, and its Node is
+  // detached, which gives back everything it held.
+  void detach(const std::shared_ptr<Client>& c) {
     if (c->gone.exchange(true)) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -381,9 +382,8 @@ class NodeServer {
       if (w->thread.joinable()) w->thread.join();
       segment_->destroy_ptr(w->channel);
     }
-    const NodeStats before = host_->stats();
+    const NodeStats held = c->node->held();
     c->node.reset();
-    const NodeStats after = host_->stats();
     {
       std::lock_guard<std::mutex> lock(c->mu);
       std::lock_guard<std::mutex> g(mu_);
@@ -393,10 +393,8 @@ class NodeServer {
       sweepGraveyard();
       clients_.erase(c->number);
     }
-    log("process " + who(*c) + " " + how + "; reclaimed " + std::to_string(before.handles - after.handles) +
-        " handles, " + std::to_string(before.mappings - after.mappings) + " mappings, " +
-        std::to_string(before.reservations - after.reservations) + " reservations, " +
-        std::to_string(before.allocations - after.allocations) + " allocations");
+    log("process " + who(*c) + " left; reclaimed " + std::to_string(held.handles) + " handles, " +
+        std::to_string(held.mappings) + " mappings, " + std::to_string(held.reservations) + " reservations");
   }
 
   // Blocks whose writer is done (or that never had one) go back to the segment. Under mu_.
