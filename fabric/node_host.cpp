@@ -166,6 +166,99 @@ struct NodeHost::State {
   std::map<uint64_t, ProcessNode*> processes;
   uint64_t nextProcess = 0;
 
+  // Node-wide bookkeeping, under `mu`; any attached process's call may run it.
+  uint64_t* usedFor(const Location& loc, uint64_t* capacity) {
+    if (loc.kind == LocationKind::kDevice) {
+      *capacity = preset.gpu.memoryBytes;
+      return &deviceUsed[static_cast<size_t>(loc.id)];
+    }
+    *capacity = preset.hostMemoryBytesPerNumaNode;
+    // Plain host memory (no NUMA node named) is charged to node 0.
+    return &hostUsed[loc.kind == LocationKind::kHost ? 0 : static_cast<size_t>(loc.id)];
+  }
+
+  Status newAllocation(const AllocationProps& props, AllocKind kind, uint64_t requested, AllocId* id) {
+    const bool device = props.location.kind == LocationKind::kDevice;
+    const int limit = device ? preset.gpuCount : preset.hostNumaNodes;
+    if (props.location.kind != LocationKind::kHost && (props.location.id < 0 || props.location.id >= limit)) {
+      return device ? Status::kInvalidDevice : Status::kInvalidValue;
+    }
+    uint64_t capacity = 0;
+    uint64_t* used = usedFor(props.location, &capacity);
+    if (props.size > capacity - *used) return Status::kOutOfMemory;
+    *used += props.size;
+    Allocation a;
+    a.id = ++nextAlloc;
+    a.props = props;
+    a.kind = kind;
+    a.requested = requested;
+    a.refs = 1;
+    *id = a.id;
+    allocs.emplace(a.id, std::move(a));
+    return Status::kOk;
+  }
+
+  void dropRef(uint64_t id) {
+    if (!objectExists(id)) return;
+    const ObjectView o = objectOf(id);
+    if (--*o.refs != 0) return;
+    if (exportStillOpen(id)) {
+      *o.heldByDescriptors = true;
+      held.insert(id);
+    } else {
+      destroyObject(id);
+    }
+  }
+
+  // Whether a descriptor exported for `id` is still open somewhere.
+  bool exportStillOpen(uint64_t id) const {
+    for (const auto& [key, e] : exports) {
+      if (e.object == id && descriptorOpen(e)) return true;
+    }
+    return false;
+  }
+
+  // Frees allocations that only exported descriptors kept, once those are all closed.
+  // Costs nothing while no object is held that way, so calls can afford it.
+  void sweepHeldAllocations() {
+    std::vector<uint64_t> done;
+    for (uint64_t id : held) {
+      if (!exportStillOpen(id)) done.push_back(id);
+    }
+    for (uint64_t id : done) destroyObject(id);
+  }
+
+
+  // A view of the bookkeeping that allocations and multicast objects share.
+  struct ObjectView {
+    uint64_t* refs;
+    bool* heldByDescriptors;
+    uint32_t handleTypes;
+  };
+  bool objectExists(uint64_t id) const {
+    return isMulticastId(id) ? fabric.find(id) != nullptr : allocs.count(id) != 0;
+  }
+  ObjectView objectOf(uint64_t id) {
+    if (isMulticastId(id)) {
+      MulticastObject& mc = *fabric.find(id);
+      return {&mc.refs, &mc.heldByDescriptors, mc.props.handleTypes};
+    }
+    Allocation& a = allocs.at(id);
+    return {&a.refs, &a.heldByDescriptors, a.props.handleTypes};
+  }
+
+  // Forgets an object whose last reference is gone: its export records, every process's handle
+  // value for it, and (a multicast object) its bindings' references.
+  void destroyObject(uint64_t id);
+
+  void destroyAllocation(AllocId id) {
+    auto it = allocs.find(id);
+    uint64_t capacity = 0;
+    *usedFor(it->second.props.location, &capacity) -= it->second.props.size;
+    if (it->second.props.location.kind == LocationKind::kDevice) model->forget(it->second.props.location.id, id);
+    allocs.erase(it);  // unmaps the backing region, giving its pages back
+  }
+
   void installPlan(std::vector<FaultRule> rules, uint64_t seed) {
     injector = FaultInjector(std::move(rules), seed);
     faultsActive.store(!injector.empty(), std::memory_order_release);
@@ -196,15 +289,17 @@ class ProcessNode final : public AttachedNode {
   ~ProcessNode() override {
     std::lock_guard<std::mutex> lock(n_.mu);
     // Its bindings first (each holds a reference on the bound memory) ...
-    for (const MulticastBinding& b : n_.fabric.unbindOwnedBy(number_)) dropRef(b.alloc);
+    for (const MulticastBinding& b : n_.fabric.unbindOwnedBy(number_)) n_.dropRef(b.alloc);
     // ... then its mappings (cuMemAlloc and pool memory among them) ...
     std::vector<AllocId> mapped;
     space_.forEachMapping([&](const model::Mapping& m) { mapped.push_back(m.alloc); });
-    for (AllocId id : mapped) dropRef(id);
+    for (AllocId id : mapped) n_.dropRef(id);
     // ... and its handle values.
-    for (uint64_t value : sortedKeys(handles_)) dropRef(handles_.at(value).alloc);
+    for (uint64_t value : sortedKeys(handles_)) n_.dropRef(handles_.at(value).alloc);
     handles_.clear();
     n_.processes.erase(number_);
+    // Memory only descriptors kept may have lost its last descriptor with the process.
+    n_.sweepHeldAllocations();
     n_.waiter.progress();  // teams it held may be gone; waiters look again
   }
 
@@ -214,9 +309,9 @@ class ProcessNode final : public AttachedNode {
 
   Status createAllocation(const AllocationProps& props, uint64_t* handle) override {
     std::lock_guard<std::mutex> lock(n_.mu);
-    sweepHeldAllocations();  // memory kept only by closed descriptors counts no more
+    n_.sweepHeldAllocations();  // memory kept only by closed descriptors counts no more
     AllocId id = 0;
-    Status s = newAllocation(props, AllocKind::kVmm, 0, &id);
+    Status s = n_.newAllocation(props, AllocKind::kVmm, 0, &id);
     if (s != Status::kOk) return s;
     *handle = newHandle(id, false);
     return Status::kOk;
@@ -229,7 +324,7 @@ class ProcessNode final : public AttachedNode {
     if (--it->second.refs == 0) {
       const AllocId alloc = it->second.alloc;
       handles_.erase(it);
-      dropRef(alloc);
+      n_.dropRef(alloc);
     }
     n_.waiter.progress();
     return Status::kOk;
@@ -272,7 +367,7 @@ class ProcessNode final : public AttachedNode {
       ++h->second.refs;
     } else {
       handles_[first] = HandleEntry{m->alloc, 1, false};
-      ++*objectOf(m->alloc).refs;
+      ++*n_.objectOf(m->alloc).refs;
     }
     *handle = first;
     return Status::kOk;
@@ -283,7 +378,7 @@ class ProcessNode final : public AttachedNode {
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     const uint64_t id = it->second.alloc;
-    if ((objectOf(id).handleTypes & kHandlePosixFd) == 0) return Status::kInvalidValue;
+    if ((n_.objectOf(id).handleTypes & kHandlePosixFd) == 0) return Status::kInvalidValue;
     // A real descriptor: a sealed memfd whose content names the node's object.
     char name[64];
     std::snprintf(name, sizeof name, "mcsim-%s-%llu", isMulticastId(id) ? "multicast" : "allocation",
@@ -322,7 +417,7 @@ class ProcessNode final : public AttachedNode {
     auto it = n_.exports.find(FileKey{dev, ino});
     if (it == n_.exports.end()) return Status::kNotShareable;
     const uint64_t id = it->second.object;
-    const ObjectView o = objectOf(id);
+    const auto o = n_.objectOf(id);
     *o.heldByDescriptors = false;
     n_.held.erase(id);
     ++*o.refs;
@@ -335,7 +430,7 @@ class ProcessNode final : public AttachedNode {
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     const uint64_t id = it->second.alloc;
-    if ((objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
+    if ((n_.objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
     if (!n_.imexPresent.load()) return Status::kNotPermitted;
     std::memset(out, 0, 64);
     std::memcpy(out, kFabricMagic, 8);
@@ -358,8 +453,8 @@ class ProcessNode final : public AttachedNode {
     if (std::memcmp(in, kFabricMagic, 8) != 0 || check != fabricCheck(id) || identity != n_.identity) {
       return Status::kInvalidValue;
     }
-    if (!objectExists(id) || (objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
-    const ObjectView o = objectOf(id);
+    if (!n_.objectExists(id) || (n_.objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
+    const auto o = n_.objectOf(id);
     *o.heldByDescriptors = false;
     n_.held.erase(id);
     ++*o.refs;
@@ -402,7 +497,7 @@ class ProcessNode final : public AttachedNode {
     std::vector<model::Mapping> removed;
     Status s = space_.unmap(va, size, &removed);
     if (s != Status::kOk) return s;
-    for (const auto& m : removed) dropRef(m.alloc);
+    for (const auto& m : removed) n_.dropRef(m.alloc);
     return Status::kOk;
   }
 
@@ -574,7 +669,7 @@ class ProcessNode final : public AttachedNode {
     MulticastBinding removed;
     Status s = n_.fabric.unbind(*mc, device, mcOffset, size, &removed);
     if (s != Status::kOk) return s;
-    dropRef(removed.alloc);
+    n_.dropRef(removed.alloc);
     return Status::kOk;
   }
 
@@ -669,7 +764,7 @@ class ProcessNode final : public AttachedNode {
     std::lock_guard<std::mutex> lock(n_.mu);
     // An allocation that only a since-closed descriptor kept is already gone in fact (the close
     // happened outside mcsim); sweep it first, so that no later call appears to change state.
-    sweepHeldAllocations();
+    n_.sweepHeldAllocations();
     model::Digest d;
     d.add(n_.nextAlloc);
     d.add(n_.allocs.size());
@@ -692,7 +787,7 @@ class ProcessNode final : public AttachedNode {
 
   NodeStats stats() override {
     std::lock_guard<std::mutex> lock(n_.mu);
-    sweepHeldAllocations();
+    n_.sweepHeldAllocations();
     return n_.collectStats();
   }
 
@@ -802,12 +897,12 @@ class ProcessNode final : public AttachedNode {
     if (requested == 0 || rounded < requested) return Status::kInvalidValue;
     props.size = rounded;
     AllocId id = 0;
-    Status s = newAllocation(props, kind, requested, &id);
+    Status s = n_.newAllocation(props, kind, requested, &id);
     if (s != Status::kOk) return s;
     uint64_t at = 0;
     s = space_.reserve(rounded, kLinearGranule, 0, true, &at);
     if (s != Status::kOk) {
-      destroyAllocation(id);
+      n_.destroyAllocation(id);
       return s;
     }
     space_.map(at, rounded, id, 0);
@@ -825,7 +920,7 @@ class ProcessNode final : public AttachedNode {
     space_.unmap(va, size, &removed);
     space_.free(va, size);
     internal_.erase(it);
-    for (const auto& m : removed) dropRef(m.alloc);
+    for (const auto& m : removed) n_.dropRef(m.alloc);
     return Status::kOk;
   }
 
@@ -900,7 +995,7 @@ class ProcessNode final : public AttachedNode {
     // slots: sweep them before the slot check, or a loop of create / export / bind / release /
     // close runs out of slots at its 129th bind (multicast.Slots.ClosingTheLastDescriptorFreesTheSlot).
     // Neither `mc` nor the bound memory can be swept: a handle or a mapping holds each.
-    sweepHeldAllocations();
+    n_.sweepHeldAllocations();
     src.owner = number_;
     s = n_.fabric.bind(*mc, dev, mcOffset, src, size);
     if (s != Status::kOk) return s;
@@ -1232,115 +1327,11 @@ class ProcessNode final : public AttachedNode {
     return Status::kOk;
   }
 
-  uint64_t* usedFor(const Location& loc, uint64_t* capacity) {
-    if (loc.kind == LocationKind::kDevice) {
-      *capacity = n_.preset.gpu.memoryBytes;
-      return &n_.deviceUsed[static_cast<size_t>(loc.id)];
-    }
-    *capacity = n_.preset.hostMemoryBytesPerNumaNode;
-    // Plain host memory (no NUMA node named) is charged to node 0.
-    return &n_.hostUsed[loc.kind == LocationKind::kHost ? 0 : static_cast<size_t>(loc.id)];
-  }
-
-  Status newAllocation(const AllocationProps& props, AllocKind kind, uint64_t requested, AllocId* id) {
-    const bool device = props.location.kind == LocationKind::kDevice;
-    const int limit = device ? n_.preset.gpuCount : n_.preset.hostNumaNodes;
-    if (props.location.kind != LocationKind::kHost && (props.location.id < 0 || props.location.id >= limit)) {
-      return device ? Status::kInvalidDevice : Status::kInvalidValue;
-    }
-    uint64_t capacity = 0;
-    uint64_t* used = usedFor(props.location, &capacity);
-    if (props.size > capacity - *used) return Status::kOutOfMemory;
-    *used += props.size;
-    Allocation a;
-    a.id = ++n_.nextAlloc;
-    a.props = props;
-    a.kind = kind;
-    a.requested = requested;
-    a.refs = 1;
-    *id = a.id;
-    n_.allocs.emplace(a.id, std::move(a));
-    return Status::kOk;
-  }
-
   uint64_t newHandle(AllocId alloc, bool imported) {
     const uint64_t value = kHandleBase + kHandleStride * nextHandle_++;
     handles_[value] = HandleEntry{alloc, 1, imported};
     firstHandles_.emplace(alloc, value);  // kept if the process had one before
     return value;
-  }
-
-  void dropRef(uint64_t id) {
-    if (!objectExists(id)) return;
-    const ObjectView o = objectOf(id);
-    if (--*o.refs != 0) return;
-    if (exportStillOpen(id)) {
-      *o.heldByDescriptors = true;
-      n_.held.insert(id);
-    } else {
-      destroyObject(id);
-    }
-  }
-
-  // Whether a descriptor exported for `id` is still open somewhere.
-  bool exportStillOpen(uint64_t id) const {
-    for (const auto& [key, e] : n_.exports) {
-      if (e.object == id && descriptorOpen(e)) return true;
-    }
-    return false;
-  }
-
-  // Frees allocations that only exported descriptors kept, once those are all closed.
-  // Costs nothing while no object is held that way, so calls can afford it.
-  void sweepHeldAllocations() {
-    std::vector<uint64_t> done;
-    for (uint64_t id : n_.held) {
-      if (!exportStillOpen(id)) done.push_back(id);
-    }
-    for (uint64_t id : done) destroyObject(id);
-  }
-
-
-  // A view of the bookkeeping that allocations and multicast objects share.
-  struct ObjectView {
-    uint64_t* refs;
-    bool* heldByDescriptors;
-    uint32_t handleTypes;
-  };
-  bool objectExists(uint64_t id) const {
-    return isMulticastId(id) ? n_.fabric.find(id) != nullptr : n_.allocs.count(id) != 0;
-  }
-  ObjectView objectOf(uint64_t id) {
-    if (isMulticastId(id)) {
-      MulticastObject& mc = *n_.fabric.find(id);
-      return {&mc.refs, &mc.heldByDescriptors, mc.props.handleTypes};
-    }
-    Allocation& a = n_.allocs.at(id);
-    return {&a.refs, &a.heldByDescriptors, a.props.handleTypes};
-  }
-
-  void destroyObject(uint64_t id) {
-    n_.held.erase(id);
-    for (auto e = n_.exports.begin(); e != n_.exports.end();) {
-      e = (e->second.object == id) ? n_.exports.erase(e) : std::next(e);
-    }
-    // No process knows a handle value for it any more.
-    for (const auto& [number, p] : n_.processes) p->firstHandles_.erase(id);
-    if (!isMulticastId(id)) {
-      destroyAllocation(id);
-      return;
-    }
-    // The object's bindings held references on the bound memory.
-    for (const MulticastBinding& b : n_.fabric.destroy(id)) dropRef(b.alloc);
-    n_.waiter.progress();  // waiters on this object can now only fail
-  }
-
-  void destroyAllocation(AllocId id) {
-    auto it = n_.allocs.find(id);
-    uint64_t capacity = 0;
-    *usedFor(it->second.props.location, &capacity) -= it->second.props.size;
-    if (it->second.props.location.kind == LocationKind::kDevice) n_.model->forget(it->second.props.location.id, id);
-    n_.allocs.erase(it);  // unmaps the backing region, giving its pages back
   }
 
   // cuMemAlloc memory is used within what was asked for, one allocation at a time: the real driver
@@ -1433,6 +1424,22 @@ NodeStats NodeHost::State::collectStats() const {
   return s;
 }
 
+void NodeHost::State::destroyObject(uint64_t id) {
+  held.erase(id);
+  for (auto e = exports.begin(); e != exports.end();) {
+    e = (e->second.object == id) ? exports.erase(e) : std::next(e);
+  }
+  // No process knows a handle value for it any more.
+  for (const auto& [number, p] : processes) p->firstHandles_.erase(id);
+  if (!isMulticastId(id)) {
+    destroyAllocation(id);
+    return;
+  }
+  // The object's bindings held references on the bound memory.
+  for (const MulticastBinding& b : fabric.destroy(id)) dropRef(b.alloc);
+  waiter.progress();  // waiters on this object can now only fail
+}
+
 uint64_t reserveDeviceWindow() {
   void* want = reinterpret_cast<void*>(kDeviceWindowBase);
   void* p = mmap(want, kDeviceWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
@@ -1488,6 +1495,7 @@ void NodeHost::installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) {
 
 NodeStats NodeHost::stats() {
   std::lock_guard<std::mutex> lock(state_->mu);
+  state_->sweepHeldAllocations();
   return state_->collectStats();
 }
 
