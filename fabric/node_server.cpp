@@ -194,7 +194,7 @@ class NodeServer {
  private:
   struct Block {
     uint64_t bytes = 0;
-    WorkDone writer;  // device work that writes into it (a copy to host memory), if any
+    WorkDone user;  // device work that reads or writes it, if any: the block outlives it
   };
 
   struct Worker {
@@ -384,12 +384,15 @@ class NodeServer {
     }
     const NodeStats held = c->node->held();
     c->node.reset();
+    std::map<uint64_t, Block> blocks;
     {
       std::lock_guard<std::mutex> lock(c->mu);
-      std::lock_guard<std::mutex> g(mu_);
-      for (auto& [offset, b] : c->blocks) graveyard_.push_back({offset, std::move(b)});
-      c->blocks.clear();
+      blocks.swap(c->blocks);
       c->work.clear();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [offset, b] : blocks) graveyard_.push_back({offset, std::move(b)});
       sweepGraveyard();
       clients_.erase(c->number);
     }
@@ -397,10 +400,10 @@ class NodeServer {
         std::to_string(held.mappings) + " mappings, " + std::to_string(held.reservations) + " reservations");
   }
 
-  // Blocks whose writer is done (or that never had one) go back to the segment. Under mu_.
+  // Blocks whose work is done (or that never had any) go back to the segment. Under mu_.
   void sweepGraveyard() {
     for (auto it = graveyard_.begin(); it != graveyard_.end();) {
-      if (!it->second.writer || it->second.writer->done()) {
+      if (!it->second.user || it->second.user->done()) {
         segment_->deallocate(segment_->get_address_from_handle(static_cast<bip::managed_shared_memory::handle_t>(it->first)));
         it = graveyard_.erase(it);
       } else {
@@ -450,6 +453,10 @@ class NodeServer {
 
   // A block of the segment for `c`; 0 when the segment is full.
   uint64_t newBlock(Client& c, uint64_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!graveyard_.empty()) sweepGraveyard();
+    }
     void* p = segment_->allocate(bytes == 0 ? 1 : bytes, std::nothrow);
     if (p == nullptr) return 0;
     const uint64_t offset = offsetOf(p);
@@ -718,8 +725,9 @@ class NodeServer {
     reply(Status::kInvalidValue);
   }
 
-  // Submit: host sources arrive in the request (or a staged block) and are staged by the node
-  // at once; a host destination is a block the node writes and the process copies out.
+  // Submit: a host source arrives in the request, and is staged by the node at once, or in a
+  // block (kStage), which the node frees once the copy is done; a host destination is a block
+  // the node writes and the process copies out.
   void submit(Client& c, wire::Reader& r, wire::Writer& w) {
     DeviceOp op;
     channel::get(r, &op);
@@ -731,7 +739,6 @@ class NodeServer {
     } else if (src == HostData::kBlock) {
       srcBlock = r.get<uint64_t>();
       op.src = reinterpret_cast<uint64_t>(ownBlock(c, srcBlock, op.bytes));
-      op.stageSource = true;
     }
     const auto dst = r.get<HostData>();
     const std::vector<uint64_t> afterIds = r.getVector<uint64_t>();
@@ -758,17 +765,29 @@ class NodeServer {
     }
     WorkDone done;
     const Status s = c.node->submit(op, after, &done);
-    if (srcBlock != 0) freeBlock(c, srcBlock);  // staged by the node, or refused
     if (s != Status::kOk) {
+      if (srcBlock != 0) freeBlock(c, srcBlock);
       if (dstBlock != 0) freeBlock(c, dstBlock);
       w.put(s);
       if (s == Status::kHang) w.put(host_->lastHangReport());
       return;
     }
+    if (srcBlock != 0) {
+      // The copy reads the block when it runs; it goes back to the segment after that.
+      Block b;
+      {
+        std::lock_guard<std::mutex> lock(c.mu);
+        b = std::move(c.blocks.at(srcBlock));
+        c.blocks.erase(srcBlock);
+      }
+      b.user = done;
+      std::lock_guard<std::mutex> lock(mu_);
+      graveyard_.push_back({srcBlock, std::move(b)});
+    }
     std::lock_guard<std::mutex> lock(c.mu);
     const uint64_t id = ++c.nextWork;
     c.work[id] = done;
-    if (dstBlock != 0) c.blocks[dstBlock].writer = done;
+    if (dstBlock != 0) c.blocks[dstBlock].user = done;
     w.put(Status::kOk).put(id);
     if (dst == HostData::kReturn) w.put(dstBlock);
   }
@@ -830,6 +849,10 @@ class NodeServer {
     out += buf;
     std::snprintf(buf, sizeof buf, "  preset:    %s (%d GPUs)\n", p.name.c_str(), p.gpuCount);
     out += buf;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sweepGraveyard();
+    }
     const uint64_t size = segment_->get_size(), free = segment_->get_free_memory();
     std::snprintf(buf, sizeof buf, "  segment:   /dev/shm/%s, %llu bytes, %llu in use\n", paths_.segment.c_str(),
                   static_cast<unsigned long long>(size), static_cast<unsigned long long>(size - free));
@@ -880,12 +903,16 @@ class NodeServer {
   Clock::time_point started_;
   uint64_t scratch_ = 0;
 
-  std::mutex mu_;  // guards what follows
+  // Guards what follows. Taken before a client's own mutex where both are held (statusText), never
+  // while calling into the host (whose lock the thread counter takes mu_ under).
+  std::mutex mu_;
   std::map<uint64_t, std::shared_ptr<Client>> clients_;
   uint64_t nextClient_ = 0;
   std::map<int, int> livePids_;
   std::optional<int> threadCache_;
   Clock::time_point threadCacheAt_;
+  // Blocks no process holds any more, waiting for the device work that uses them (a copy from a
+  // staged block, or to a block whose process died).
   std::vector<std::pair<uint64_t, Block>> graveyard_;
 };
 
