@@ -7,6 +7,7 @@
 // shared), "hold NAME" (answered when the test releases NAME), and "note KEY VALUE" (facts for
 // the test to check). A call that fails where it must not prints what and exits 1.
 #include <cuda.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -108,8 +109,9 @@ void share(int fd) {
   send("share", fd);
   receive();
 }
-int fetch() {
-  send("fetch");
+// The `nth` descriptor shared (1: the first).
+int fetch(uint64_t nth = 1) {
+  send("fetch " + std::to_string(nth));
   int fd = -1;
   receive(&fd);
   if (fd < 0) fail("no descriptor came");
@@ -580,6 +582,62 @@ int creatorReleasesEarly() {
   return 0;
 }
 
+int openDescriptors() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+// The load benchmark (mp_load): MCSIM_CYCLES times the NCCL-style team setup and teardown (rank 0
+// creates and shares, every rank imports, adds, binds and maps, then everything is released).
+// Notes the wall time of the cycles and this process's open descriptors before and after.
+int cycles() {
+  const char* env = std::getenv("MCSIM_CYCLES");
+  const int n = env != nullptr ? std::atoi(env) : 1;
+  const size_t size = 2 * kMiB;
+  enter(gRank);
+  const int fdsBefore = openDescriptors();
+  CUmulticastObjectProp mp;
+  std::memset(&mp, 0, sizeof mp);
+  mp.numDevices = static_cast<unsigned>(gRanks);
+  mp.size = size;
+  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  barrier();
+  const uint64_t start = nowNs();
+  for (int c = 0; c < n; ++c) {
+    CUmemGenericAllocationHandle mc = 0, mem = 0;
+    if (gRank == 0) {
+      CU(cuMulticastCreate(&mc, &mp));
+      int fd = -1;
+      CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+      share(fd);
+      close(fd);
+    } else {
+      const int fd = fetch(static_cast<uint64_t>(c) + 1);
+      CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+      close(fd);
+    }
+    CU(cuMulticastAddDevice(mc, gRank));
+    CU(cuMemCreate(&mem, size, &prop, 0));
+    CU(cuMulticastBindMem(mc, 0, mem, 0, size, 0));
+    const Mapped m = mapHere(mc, size, {gRank});
+    barrier();
+    unmapHere(m);
+    CU(cuMulticastUnbind(mc, gRank, 0, size));
+    CU(cuMemRelease(mem));
+    CU(cuMemRelease(mc));
+    barrier();
+  }
+  note("seconds", std::to_string(static_cast<double>(nowNs() - start) / 1e9));
+  note("fds", std::to_string(fdsBefore) + " " + std::to_string(openDescriptors()));
+  return 0;
+}
+
 // The node's counts, for the test to check that nothing leaked.
 int counts() {
   CU(cuInit(0));
@@ -612,6 +670,7 @@ int main(int argc, char** argv) {
   if (gScenario == "solo") return solo();
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();
+  if (gScenario == "cycles") return cycles();
   std::fprintf(stderr, "mp_rank: unknown scenario %s\n", gScenario.c_str());
   return 2;
 }

@@ -5,274 +5,29 @@
 // attaches itself.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <map>
-#include <mutex>
-#include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/multiprocess/broker.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Env = std::vector<std::pair<std::string, std::string>>;
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs a program to its end with `env` added; its exit status and output (stdout and stderr).
-struct Ran {
-  int status = -1;
-  std::string output;
-};
-Ran runProgram(const std::vector<std::string>& argv, const Env& env) {
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return {};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    dup2(out[1], 1);
-    dup2(out[1], 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  Ran r;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(out[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
-  close(out[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
-
-// The processes of one test and what they tell (mp_rank.cpp's protocol).
-class Broker {
- public:
-  explicit Broker(std::string dir) : dir_(std::move(dir)) {}
-  ~Broker() {
-    for (auto& [rank, p] : procs_) {
-      if (!p.exited) kill(p.pid, SIGKILL);
-    }
-    finish();
-  }
-
-  // Starts mp_rank SCENARIO RANK RANKS FD for `rank` with `env` added (and MCSIM_RANK).
-  void spawn(const std::string& scenario, int rank, int ranks, const Env& env) {
-    int sv[2];
-    ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv));
-    const std::string err = dir_ + "/rank" + std::to_string(rank) + ".out";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      setenv("MCSIM_RANK", std::to_string(rank).c_str(), 1);
-      const int fd = dup(sv[1]);  // without close-on-exec
-      const int log = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(log, 1);
-      dup2(log, 2);
-      const std::string fdText = std::to_string(fd), rankText = std::to_string(rank), ranksText = std::to_string(ranks);
-      execl(MCSIM_MP_RANK, MCSIM_MP_RANK, scenario.c_str(), rankText.c_str(), ranksText.c_str(), fdText.c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(sv[1]);
-    std::lock_guard<std::mutex> lock(mu_);
-    Proc& p = procs_[rank];
-    p.pid = pid;
-    p.sock = sv[0];
-    p.output = err;
-  }
-
-  // Serves the processes until every one has closed its socket.
-  void start() { thread_ = std::thread([this] { serve(); }); }
-  void finish() {
-    if (thread_.joinable()) thread_.join();
-    for (auto& [rank, p] : procs_) {
-      if (p.sock >= 0) close(p.sock);
-      p.sock = -1;
-    }
-    for (int fd : shared_) close(fd);
-    shared_.clear();
-  }
-
-  // Waits for `rank` to exit; its status (128 + signal when killed).
-  int wait(int rank) {
-    int st = 0;
-    waitpid(procs_.at(rank).pid, &st, 0);
-    procs_.at(rank).exited = true;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
-  void kill9(int rank) { kill(procs_.at(rank).pid, SIGKILL); }
-  pid_t pid(int rank) { return procs_.at(rank).pid; }
-  std::string output(int rank) { return readFile(procs_.at(rank).output); }
-
-  // The value `rank` noted for `key`, waiting up to `seconds` for it; "" if none came.
-  std::string noted(int rank, const std::string& key, double seconds = 60) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return notes_.count({rank, key}) != 0; });
-    auto it = notes_.find({rank, key});
-    return it == notes_.end() ? std::string() : it->second;
-  }
-  void release(const std::string& hold) {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_.insert(hold);
-    answerHolds();
-  }
-
- private:
-  struct Proc {
-    pid_t pid = -1;
-    int sock = -1;
-    std::string output;
-    bool exited = false;
-    bool open = true;
-  };
-
-  void reply(int sock, const std::string& text, int fd = -1) {
-    iovec io{const_cast<char*>(text.data()), text.size()};
-    msghdr m{};
-    m.msg_iov = &io;
-    m.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    if (fd >= 0) {
-      m.msg_control = control;
-      m.msg_controllen = sizeof control;
-      cmsghdr* c = CMSG_FIRSTHDR(&m);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    sendmsg(sock, &m, MSG_NOSIGNAL);
-  }
-
-  // Under mu_: answers whatever waits and can now be answered.
-  void answerHolds() {
-    for (auto it = holds_.begin(); it != holds_.end();) {
-      if (released_.count(it->second) != 0) {
-        reply(procs_.at(it->first).sock, "go");
-        it = holds_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  void answerWaiters() {
-    if (!fetchers_.empty() && !shared_.empty()) {
-      for (int r : fetchers_) reply(procs_.at(r).sock, "fd", shared_.back());
-      fetchers_.clear();
-    }
-    if (!getters_.empty() && !text_.empty()) {
-      for (int r : getters_) reply(procs_.at(r).sock, text_);
-      getters_.clear();
-    }
-    size_t open = 0;
-    for (const auto& [rank, p] : procs_) open += p.open ? 1 : 0;
-    if (!barrier_.empty() && barrier_.size() >= open) {
-      for (int r : barrier_) reply(procs_.at(r).sock, "go");
-      barrier_.clear();
-    }
-    answerHolds();
-  }
-
-  void serve() {
-    for (;;) {
-      std::vector<pollfd> fds;
-      std::vector<int> ranks;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (const auto& [rank, p] : procs_) {
-          if (!p.open) continue;
-          fds.push_back({p.sock, POLLIN, 0});
-          ranks.push_back(rank);
-        }
-      }
-      if (fds.empty()) return;
-      if (poll(fds.data(), fds.size(), 100) <= 0) continue;
-      for (size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) continue;
-        char buf[4096];
-        iovec io{buf, sizeof buf};
-        msghdr m{};
-        m.msg_iov = &io;
-        m.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        m.msg_control = control;
-        m.msg_controllen = sizeof control;
-        const ssize_t n = recvmsg(fds[i].fd, &m, MSG_CMSG_CLOEXEC);
-        std::lock_guard<std::mutex> lock(mu_);
-        const int rank = ranks[i];
-        if (n <= 0) {
-          procs_.at(rank).open = false;  // it exited (or was killed): barriers no longer count it
-          answerWaiters();
-          cv_.notify_all();
-          continue;
-        }
-        const std::string msg(buf, static_cast<size_t>(n));
-        if (msg == "barrier") {
-          barrier_.push_back(rank);
-        } else if (msg == "share") {
-          int fd = -1;
-          if (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-          shared_.push_back(fd);
-          reply(fds[i].fd, "ok");
-        } else if (msg == "fetch") {
-          fetchers_.push_back(rank);
-        } else if (msg.rfind("put ", 0) == 0) {
-          text_ = msg.substr(4);
-          reply(fds[i].fd, "ok");
-        } else if (msg == "get") {
-          getters_.push_back(rank);
-        } else if (msg.rfind("hold ", 0) == 0) {
-          holds_.emplace(rank, msg.substr(5));
-        } else if (msg.rfind("note ", 0) == 0) {
-          const std::string rest = msg.substr(5);
-          const size_t sp = rest.find(' ');
-          notes_[{rank, rest.substr(0, sp)}] = sp == std::string::npos ? "" : rest.substr(sp + 1);
-          cv_.notify_all();
-        }
-        answerWaiters();
-      }
-    }
-  }
-
-  std::string dir_;
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<int, Proc> procs_;
-  std::vector<int> barrier_, fetchers_, getters_;
-  std::vector<int> shared_;
-  std::string text_;
-  std::multimap<int, std::string> holds_;
-  std::set<std::string> released_;
-  std::map<std::pair<int, std::string>, std::string> notes_;
-};
+using mptest::Broker;
+using mptest::Env;
+using mptest::Ran;
+using mptest::readFile;
+using mptest::runProgram;
 
 // A test with nodes of its own, in a private directory.
 class SharedNode : public ::testing::Test {
@@ -315,7 +70,7 @@ class SharedNode : public ::testing::Test {
   // The node's counts once every process has gone: "allocations handles reservations mappings
   // multicast-objects exported-descriptors", from a process that attaches for the purpose.
   std::string countsAfterwards() {
-    Broker b(dir_);
+    Broker b(MCSIM_MP_RANK, dir_);
     b.spawn("counts", 0, 1, rankEnv());
     b.start();
     const std::string c = b.noted(0, "counts");
@@ -416,27 +171,27 @@ TEST_F(SharedNode, AnotherUserCannotAttach) {
 
 TEST_F(SharedNode, DataWrittenByOneProcessIsReadByAnother) {
   startNode();
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   runRanks(b, "data", 2, rankEnv());
-  EXPECT_EQ("ok", b.noted(0, "data", 0));
-  EXPECT_EQ("ok", b.noted(1, "data", 0));
+  EXPECT_EQ("ok", b.noted(0, "data"));
+  EXPECT_EQ("ok", b.noted(1, "data"));
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
 TEST_F(SharedNode, DescriptorTakenWithPidfdGetfd) {
   startNode();
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   runRanks(b, "pidfd", 2, rankEnv());
-  EXPECT_EQ("ok", b.noted(1, "data", 0));
+  EXPECT_EQ("ok", b.noted(1, "data"));
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
 TEST_F(SharedNode, FabricHandleImportedInAnotherProcess) {
   startNode({"--topology", "gb200-nvl72"});
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   runRanks(b, "fabric", 2, rankEnv());
-  EXPECT_EQ("ok", b.noted(0, "data", 0));
-  EXPECT_EQ("ok", b.noted(1, "data", 0));
+  EXPECT_EQ("ok", b.noted(0, "data"));
+  EXPECT_EQ("ok", b.noted(1, "data"));
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
@@ -444,20 +199,20 @@ TEST_F(SharedNode, ForgedClosedAndForeignHandlesAreRefusedAndChangeNothing) {
   startNode({"--topology", "gb200-nvl72"});
   const std::string other = name_ + "-b";
   startNode({"--topology", "gb200-nvl72"}, {}, other);
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   b.spawn("forged", 0, 2, rankEnv());
   b.spawn("forged", 1, 2, rankEnv(other));  // the foreign node's process
   b.start();
   EXPECT_EQ(0, b.wait(0)) << b.output(0);
   EXPECT_EQ(0, b.wait(1)) << b.output(1);
   b.finish();
-  EXPECT_EQ("ok", b.noted(0, "forged", 0));
+  EXPECT_EQ("ok", b.noted(0, "forged"));
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
 TEST_F(SharedNode, BindBlocksUntilTheLastProcessAddsItsDevice) {
   startNode({}, {{"MCSIM_HANG_GRACE_S", "30"}});
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   for (int r = 0; r < 3; ++r) b.spawn("block", r, 3, rankEnv());
   b.start();
   ASSERT_FALSE(b.noted(0, "binding").empty());
@@ -468,8 +223,8 @@ TEST_F(SharedNode, BindBlocksUntilTheLastProcessAddsItsDevice) {
   b.release("add");
   for (int r = 0; r < 3; ++r) EXPECT_EQ(0, b.wait(r)) << b.output(r);
   b.finish();
-  const uint64_t added = std::stoull(b.noted(2, "adding", 0));
-  for (int r = 0; r < 2; ++r) EXPECT_GE(std::stoull(b.noted(r, "bound", 0)), added) << "rank " << r;
+  const uint64_t added = std::stoull(b.noted(2, "adding"));
+  for (int r = 0; r < 2; ++r) EXPECT_GE(std::stoull(b.noted(r, "bound")), added) << "rank " << r;
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
@@ -478,7 +233,7 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   Env env = rankEnv();
   env.emplace_back("MCSIM_HANG_RESULT", "CUDA_ERROR_SYSTEM_NOT_READY");
   constexpr int kRanks = 4;
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   for (int r = 0; r < kRanks; ++r) b.spawn("killed", r, kRanks, env);
   b.start();
   ASSERT_FALSE(b.noted(kRanks - 1, "imported").empty());
@@ -489,7 +244,7 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   EXPECT_EQ(128 + SIGKILL, b.wait(kRanks - 1));
   for (int r = 0; r < kRanks - 1; ++r) {
     EXPECT_EQ(0, b.wait(r)) << b.output(r);
-    const std::string bind = b.noted(r, "bind", 0);
+    const std::string bind = b.noted(r, "bind");
     EXPECT_EQ(0u, bind.rfind("CUDA_ERROR_SYSTEM_NOT_READY", 0)) << "rank " << r << ": " << bind;
     EXPECT_TRUE(contains(b.output(r), "deadlock")) << b.output(r);
   }
@@ -503,26 +258,26 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   }
   EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"), gone)) << readFile(dir_ + "/" + name_ + ".log");
   // The node serves a new process, and nothing of the dead one is left.
-  Broker fresh(dir_);
+  Broker fresh(MCSIM_MP_RANK, dir_);
   runRanks(fresh, "solo", 1, rankEnv());
-  EXPECT_EQ("ok", fresh.noted(0, "solo", 0));
+  EXPECT_EQ("ok", fresh.noted(0, "solo"));
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
 TEST_F(SharedNode, CreatorReleasesBeforeTheOtherImports) {
   startNode();
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   runRanks(b, "early", 2, rankEnv());
-  EXPECT_EQ("ok", b.noted(0, "early", 0));
-  EXPECT_EQ("ok", b.noted(1, "early", 0));
+  EXPECT_EQ("ok", b.noted(0, "early"));
+  EXPECT_EQ("ok", b.noted(1, "early"));
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
 TEST_F(SharedNode, EightProcessNcclSetupAndMultimemAllReduce) {
   startNode();
-  Broker b(dir_);
+  Broker b(MCSIM_MP_RANK, dir_);
   runRanks(b, "nccl", 8, rankEnv());
-  for (int r = 0; r < 8; ++r) EXPECT_EQ("ok", b.noted(r, "allreduce", 0)) << "rank " << r;
+  for (int r = 0; r < 8; ++r) EXPECT_EQ("ok", b.noted(r, "allreduce")) << "rank " << r;
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
