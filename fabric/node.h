@@ -213,6 +213,12 @@ class Node {
   // Whether `gpu`'s NVLinks are up (a fault plan can take them down).
   virtual bool nvlinkUp(int gpu) = 0;
 
+  // The admission numbers a shared node gave the requests this thread made since the last take
+  // (one driver call may make several): the order in which the node, serving every attached
+  // process, took the calls in, which a trace records. Empty for the embedded node, which
+  // numbers nothing (a process's own trace order is all there is).
+  virtual std::vector<uint64_t> takeAdmissions() { return {}; }
+
   // A digest of all state a call can change (for "a failure leaves no trace" checks).
   virtual uint64_t stateDigest() = 0;
   virtual NodeStats stats() = 0;

@@ -110,6 +110,7 @@ class ClientNode final : public Node {
       }
     }
     wire::Reader r(reply.data(), reply.size());
+    noteAdmission(r.get<uint64_t>());
     const Status s = r.get<Status>();
     if (s == Status::kOk && got >= 0) {
       *fd = got;
@@ -344,6 +345,13 @@ class ClientNode final : public Node {
     return s;
   }
 
+  std::vector<uint64_t> takeAdmissions() override {
+    admissionsWanted_.store(true, std::memory_order_relaxed);
+    std::vector<uint64_t> out;
+    out.swap(tAdmissions);
+    return out;
+  }
+
  private:
   ClientNode() = default;
 
@@ -492,6 +500,7 @@ class ClientNode final : public Node {
       }
     }
     wire::Reader r(ch->responseData, std::min<uint64_t>(ch->responseBytes, channel::kChannelBytes));
+    noteAdmission(r.get<uint64_t>());
     Status s = r.get<Status>();
     if (s == Status::kHang) {
       // The node gave the call up after a deadlock or suspected-hang report: show it here too.
@@ -510,6 +519,11 @@ class ClientNode final : public Node {
   template <typename Args>
   Status call(Op op, Args args) {
     return call(op, args, [](wire::Reader&) {});
+  }
+
+  // Kept for takeAdmissions once someone asks for them (a recording trace), else not at all.
+  void noteAdmission(uint64_t a) {
+    if (admissionsWanted_.load(std::memory_order_relaxed)) tAdmissions.push_back(a);
   }
 
   // The node's id of a local completion.
@@ -581,6 +595,8 @@ class ClientNode final : public Node {
   Preset preset_;
   uint64_t vaBase_ = 0, vaLimit_ = 0;
   std::atomic<bool> lost_{false};
+  std::atomic<bool> admissionsWanted_{false};
+  static thread_local std::vector<uint64_t> tAdmissions;
 
   std::mutex mu_;  // guards what follows
   std::vector<Channel*> idle_;
@@ -588,6 +604,8 @@ class ClientNode final : public Node {
   std::vector<CopyOut> copyOuts_;
   std::shared_ptr<Ledger> ledger_ = std::make_shared<Ledger>();
 };
+
+thread_local std::vector<uint64_t> ClientNode::tAdmissions;
 
 }  // namespace
 

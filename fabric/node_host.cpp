@@ -282,6 +282,7 @@ class ProcessNode final : public AttachedNode {
     std::lock_guard<std::mutex> lock(n_.mu);
     number_ = ++n_.nextProcess;
     n_.processes[number_] = this;
+    n_.waiter.progress();  // one more process whose threads may add a device
   }
 
   // Detaching: the process gives back everything it held, as a real process does when it exits

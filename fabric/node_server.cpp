@@ -13,6 +13,7 @@
 
 #include <boost/interprocess/managed_shared_memory.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -129,6 +130,9 @@ class NodeServer {
     // Whether a process aborts on a hang is its own choice (MCSIM_ON_HANG in its environment); the
     // node itself never aborts for one.
     policy.abortOnHang = false;
+    // A process still starting is not counted yet: a deadlock across processes must last a
+    // moment (a new process attaching is progress) before it is reported.
+    policy.deadlockSettleSeconds = std::min(1.0, policy.graceSeconds / 2);
     host_ = std::make_unique<NodeHost>(preset, policy);
     host_->setIdentity(options_.name);
     host_->setThreadCounter([this] { return attachedThreads(); });
@@ -327,10 +331,10 @@ class NodeServer {
     wire::Reader r(msg.data(), msg.size());
     const uint64_t handle = r.get<uint64_t>();
     int fd = -1;
-    const Status s = r.ok() ? c.node->exportPosixFd(handle, &fd) : Status::kInvalidValue;
+    const Status s = r.ok() ? c.node->exportPosixFd(handle, &fd) : Status::kInvalidValue;  // (no CallerScope: it never waits)
     UniqueFd owned(fd);
     std::vector<uint8_t> out;
-    wire::Writer(&out).put(s);
+    wire::Writer(&out).put(admitted_.fetch_add(1) + 1).put(s);
     // Sent, the descriptor lives in the process; the node's copy closes here.
     ipc::sendMessage(c.sock.get(), ipc::Msg::kDescriptor, out, s == Status::kOk ? owned.get() : -1);
   }
@@ -483,8 +487,10 @@ class NodeServer {
 
   uint64_t offsetOf(const void* p) const { return static_cast<uint64_t>(segment_->get_handle_from_address(p)); }
 
-  // One request: what rides along, then the call.
+  // One request: what rides along, then the call. The answer starts with the request's admission
+  // number (Node::takeAdmissions).
   void handle(Client& c, wire::Reader& r, wire::Writer& w) {
+    w.put(admitted_.fetch_add(1) + 1);
     const Op op = r.get<Op>();
     const long tid = r.get<int64_t>();
     {
@@ -902,6 +908,9 @@ class NodeServer {
   channel::SegmentHeader* header_ = nullptr;
   Clock::time_point started_;
   uint64_t scratch_ = 0;
+  // Requests taken in, from every process: each one's number is the order in which the node began
+  // to serve it.
+  std::atomic<uint64_t> admitted_{0};
 
   // Guards what follows. Taken before a client's own mutex where both are held (statusText), never
   // while calling into the host (whose lock the thread counter takes mu_ under).

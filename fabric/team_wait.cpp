@@ -59,6 +59,9 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
   using Clock = std::chrono::steady_clock;
   uint64_t seenProgress = progress_;
   Clock::time_point quietSince = Clock::now();
+  // Since when every thread has been seen stuck, without progress in between (deadlockSettleSeconds).
+  bool allStuck = false;
+  Clock::time_point stuckSince;
   // Polling is what lets a waiter notice that the others are stuck too; the period only bounds
   // how soon a deadlock is reported.
   constexpr auto kPoll = std::chrono::milliseconds(20);
@@ -72,11 +75,18 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
     if (progress_ != seenProgress) {
       seenProgress = progress_;
       quietSince = Clock::now();
+      allStuck = false;
     }
     // Only waiters that cannot go on count: one whose team was just completed (by the thread that
     // now waits here, say) has not run yet but is no longer blocked, and counting it would report
     // a deadlock that is none and fail it too (multicast.Blocking.AWokenWaiterIsNotCountedAsStuck).
-    if (static_cast<int>(stuckWaiters()) >= threadCount_()) {
+    if (static_cast<int>(stuckWaiters()) < threadCount_()) {
+      allStuck = false;
+    } else if (!allStuck) {
+      allStuck = true;
+      stuckSince = Clock::now();
+    }
+    if (allStuck && Clock::now() - stuckSince >= std::chrono::duration<double>(policy_.deadlockSettleSeconds)) {
       if (advanceToDeadline()) continue;  // a timed block ends: not a deadlock after all
       giveUpAll(caller.pid == 0 ? "deadlock: every thread of this process is blocked in the driver, so nothing can add the missing devices"
                                 : "deadlock: every thread of every attached process is blocked in the driver, so nothing can add the missing devices",

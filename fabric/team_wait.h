@@ -30,6 +30,10 @@ namespace mcsim::fabric {
 
 struct HangPolicy {
   double graceSeconds = 10.0;  // MCSIM_HANG_GRACE_S
+  // How long every thread must stay stuck, with nothing happening, before that is called a
+  // deadlock: 0 within a process; a shared node waits a little, since a process that has not
+  // attached yet may still come and add the missing device.
+  double deadlockSettleSeconds = 0;
   bool abortOnHang = false;    // MCSIM_ON_HANG=abort
   static HangPolicy fromEnvironment();
 };

@@ -6,6 +6,7 @@
 
 namespace mcsim::trace {
 uint64_t simulatedNowPs();  // traces/sim_clock.cpp
+void nodeAdmissions(std::vector<uint64_t>* out);
 }
 
 #define MCSIM_TRACE_DECLARE(sym, pfn) extern "C" std::remove_pointer_t<pfn> mcsim_impl_##sym;
@@ -19,6 +20,7 @@ uint64_t simulatedNowPs();  // traces/sim_clock.cpp
 namespace {
 // Before main (and before any call): MCSIM_RECORD decides, once, whether calls are recorded.
 __attribute__((constructor)) void startRecording() {
-  mcsim::trace::startRecorder(mcsim::trace::Target{"mcsim", &mcsim::trace::simulatedNowPs, kWrapperTable, kImplTable});
+  mcsim::trace::startRecorder(mcsim::trace::Target{"mcsim", &mcsim::trace::simulatedNowPs, kWrapperTable, kImplTable,
+                                                   &mcsim::trace::nodeAdmissions});
 }
 }  // namespace

@@ -458,11 +458,15 @@ int blockingBind() {
   const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   CU(cuMemCreate(&mem, mp.size, &prop, 0));
   if (gRank == 2) {
+    note("imported", "1");
     hold("add");  // until the other two are blocked
     note("adding", std::to_string(nowNs()));
   }
   CU(cuMulticastAddDevice(mc, gRank));
-  if (gRank != 2) note("binding", std::to_string(nowNs()));
+  if (gRank != 2) {
+    hold("bind");  // until rank 2 is attached (it could not add its device before)
+    note("binding", std::to_string(nowNs()));
+  }
   CU(cuMulticastBindMem(mc, 0, mem, 0, mp.size, 0));
   note("bound", std::to_string(nowNs()));
   barrier();

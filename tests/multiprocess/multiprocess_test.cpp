@@ -18,6 +18,11 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+
 #include "tests/multiprocess/broker.h"
 
 namespace {
@@ -215,6 +220,8 @@ TEST_F(SharedNode, BindBlocksUntilTheLastProcessAddsItsDevice) {
   Broker b(MCSIM_MP_RANK, dir_);
   for (int r = 0; r < 3; ++r) b.spawn("block", r, 3, rankEnv());
   b.start();
+  ASSERT_FALSE(b.noted(2, "imported").empty());
+  b.release("bind");
   ASSERT_FALSE(b.noted(0, "binding").empty());
   ASSERT_FALSE(b.noted(1, "binding").empty());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -271,6 +278,45 @@ TEST_F(SharedNode, CreatorReleasesBeforeTheOtherImports) {
   EXPECT_EQ("ok", b.noted(0, "early"));
   EXPECT_EQ("ok", b.noted(1, "early"));
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+// Each process's trace numbers its calls' node requests in the order the node took them in, one
+// numbering for every process: the traces of a run merge into the node's admission order.
+TEST_F(SharedNode, TracesRecordTheNodesAdmissionOrderAcrossProcesses) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  Env env = rankEnv();
+  env.emplace_back("MCSIM_RECORD", dir_ + "/trace-%p.jsonl");
+  runRanks(b, "data", 2, env);
+  std::set<uint64_t> seen;
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream in(dir_ + "/trace-" + std::to_string(b.pid(r)) + ".jsonl");
+    ASSERT_TRUE(in.good()) << "rank " << r << " wrote no trace";
+    std::string line;
+    uint64_t last = 0, numbered = 0, calls = 0;
+    while (std::getline(in, line)) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j.contains("mcsim_trace")) {
+        EXPECT_EQ(name_, j.value("node", std::string()));
+        continue;
+      }
+      if (!j.contains("call")) continue;
+      ++calls;
+      const std::string call = j.at("call").get<std::string>();
+      if (!j.contains("node")) {
+        // Calls the node never sees (device attributes, contexts) carry no numbers.
+        EXPECT_TRUE(call.rfind("cuMem", 0) != 0 || call == "cuMemGetAllocationGranularity") << line;
+        continue;
+      }
+      ++numbered;
+      for (uint64_t a : j.at("node").get<std::vector<uint64_t>>()) {
+        EXPECT_GT(a, last) << "rank " << r << ": a call's node requests out of order: " << line;
+        EXPECT_TRUE(seen.insert(a).second) << "admission number " << a << " given twice";
+        last = a;
+      }
+    }
+    EXPECT_GT(numbered, 5u) << "rank " << r << " (" << calls << " calls)";
+  }
 }
 
 TEST_F(SharedNode, EightProcessNcclSetupAndMultimemAllReduce) {

@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace mcsim::trace {
 
@@ -18,6 +19,9 @@ struct Target {
   uint64_t (*simNowPs)();           // simulated time, or nullptr (a real driver has none)
   void* const* wrappers;            // the exported wrapper of each call-table entry
   void* const* forwards;            // what each one forwards to (nullptr: not available)
+  // The shared node's admission numbers of the node requests the calling thread made since the
+  // last time (Node::takeAdmissions); nullptr where there are none.
+  void (*nodeAdmissions)(std::vector<uint64_t>* out) = nullptr;
 };
 
 // Called once, before main, by the library that holds the wrappers: reads MCSIM_RECORD,
