@@ -273,10 +273,9 @@ class ProcessNode final : public AttachedNode {
   friend struct NodeHost::State;
 
  public:
-  ProcessNode(std::shared_ptr<NodeHost::State> state, uint64_t vaBase, ProcessIdentity who)
+  ProcessNode(std::shared_ptr<NodeHost::State> state, uint64_t vaBase)
       : state_(std::move(state)),
         n_(*state_),
-        who_(who),
         vaBase_(vaBase),
         space_(vaBase_, kDeviceWindowSize - kLinearGranule, n_.preset.gpuCount) {
     std::lock_guard<std::mutex> lock(n_.mu);
@@ -1400,7 +1399,6 @@ class ProcessNode final : public AttachedNode {
 
   std::shared_ptr<NodeHost::State> state_;
   NodeHost::State& n_;  // *state_
-  ProcessIdentity who_;
   uint64_t number_ = 0;  // the order in which it attached
   uint64_t vaBase_;
   AddressSpace space_;
@@ -1462,8 +1460,8 @@ NodeHost::~NodeHost() = default;
 
 const Preset& NodeHost::preset() const { return state_->preset; }
 
-std::unique_ptr<AttachedNode> NodeHost::attach(uint64_t vaBase, ProcessIdentity who) {
-  return std::make_unique<ProcessNode>(state_, vaBase, who);
+std::unique_ptr<AttachedNode> NodeHost::attach(uint64_t vaBase) {
+  return std::make_unique<ProcessNode>(state_, vaBase);
 }
 
 void NodeHost::setIdentity(const std::string& name) {
@@ -1511,7 +1509,7 @@ std::unique_ptr<Node> makeEmbeddedNode(Preset preset) {
   const uint64_t window = reserveDeviceWindow();
   if (window == 0) return nullptr;
   NodeHost host(std::move(preset), HangPolicy::fromEnvironment());
-  return host.attach(window, ProcessIdentity{static_cast<int>(getpid()), -1});
+  return host.attach(window);
 }
 
 }  // namespace mcsim::fabric

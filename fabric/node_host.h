@@ -34,12 +34,6 @@ constexpr uint64_t kDeviceWindowSize = 0x200000000000ull;  // 32 TiB
 // (then another, with a warning); 0 when no room is left.
 uint64_t reserveDeviceWindow();
 
-// Who an attached process is, for reports.
-struct ProcessIdentity {
-  int pid = 0;     // its process id
-  int rank = -1;   // its MCSIM_RANK (-1: unset)
-};
-
 // A Node that one attached process holds.
 class AttachedNode : public Node {
  public:
@@ -67,7 +61,7 @@ class NodeHost {
   void setIdentity(const std::string& name);
   // A Node for one more process, whose device window starts at `vaBase`. The host lives at least
   // as long as the Nodes it handed out.
-  std::unique_ptr<AttachedNode> attach(uint64_t vaBase, ProcessIdentity who);
+  std::unique_ptr<AttachedNode> attach(uint64_t vaBase);
 
   // Deadlock detection compares the calls blocked for teams with the application threads that
   // could still complete them: by default those of this process (applicationThreadCount); a

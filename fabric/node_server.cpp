@@ -281,7 +281,7 @@ class NodeServer {
       refuse(c->sock.get(), errnoText("pidfd_open"));
       return;
     }
-    c->node = host_->attach(vaBase, ProcessIdentity{pid, rank});
+    c->node = host_->attach(vaBase);
     {
       std::lock_guard<std::mutex> lock(mu_);
       c->number = ++nextClient_;
