@@ -102,12 +102,13 @@ struct SegmentHeader {
   std::atomic<uint32_t> stopping{0};  // the node is going away: calls fail
 };
 
+// Made by the segment's allocator, which aligns to 16 bytes: no member may ask for more.
 struct Channel {
   SharedSemaphore request, response;
   std::atomic<uint32_t> closing{0};  // the node thread is to leave (its process is gone)
   uint64_t requestBytes = 0, responseBytes = 0;
-  alignas(64) uint8_t requestData[kChannelBytes];
-  alignas(64) uint8_t responseData[kChannelBytes];
+  uint8_t requestData[kChannelBytes];
+  uint8_t responseData[kChannelBytes];
 };
 
 // The calls. Each request starts with the Op, the calling thread's id, the completions the
