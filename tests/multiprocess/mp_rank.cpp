@@ -516,6 +516,43 @@ int killedRank() {
   return 0;
 }
 
+// A team of 2 whose second process attaches and imports, then does nothing in the driver (it
+// waits for the test): rank 0's bind can only be given up as a suspected hang. Rank 0 notes the
+// bind's result; rank 1 leaves when released, without adding its device.
+int hangAcross() {
+  enter(gRank);
+  CUmulticastObjectProp mp;
+  std::memset(&mp, 0, sizeof mp);
+  mp.numDevices = 2;
+  mp.size = 2 * kMiB;
+  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle mc = 0, mem = 0;
+  if (gRank == 0) {
+    CU(cuMulticastCreate(&mc, &mp));
+    int fd = -1;
+    CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    share(fd);
+    close(fd);
+    CU(cuMulticastAddDevice(mc, 0));
+    const CUmemAllocationProp prop = cutest::devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CU(cuMemCreate(&mem, mp.size, &prop, 0));
+    hold("bind");  // until rank 1 has imported
+    const uint64_t start = nowNs();
+    const CUresult r = cuMulticastBindMem(mc, 0, mem, 0, mp.size, 0);
+    note("bind", std::string(name(r)) + " " + std::to_string((nowNs() - start) / 1000000));
+    CU(cuMemRelease(mem));
+  } else {
+    const int fd = fetch();
+    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    close(fd);
+    note("imported", "1");
+    hold("leave");  // busy elsewhere: not in the driver
+  }
+  CU(cuMemRelease(mc));
+  return 0;
+}
+
 // A process of its own on a node that lost others: one GPU, a team of one, data through it.
 int solo() {
   enter(0);
@@ -672,6 +709,7 @@ int main(int argc, char** argv) {
   if (gScenario == "block") return blockingBind();
   if (gScenario == "killed") return killedRank();
   if (gScenario == "solo") return solo();
+  if (gScenario == "hang") return hangAcross();
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();
   if (gScenario == "cycles") return cycles();

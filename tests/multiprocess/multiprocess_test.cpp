@@ -271,6 +271,29 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
+// A process blocked in a bind while the process that should complete its team is alive but busy
+// outside the driver: no deadlock (a thread could still add the device), a suspected hang once the
+// node's grace period passes without progress.
+TEST_F(SharedNode, SuspectedHangAcrossProcessesAfterTheGracePeriod) {
+  startNode({}, {{"MCSIM_HANG_GRACE_S", "1"}});
+  Broker b(MCSIM_MP_RANK, dir_);
+  for (int r = 0; r < 2; ++r) b.spawn("hang", r, 2, rankEnv());
+  b.start();
+  ASSERT_FALSE(b.noted(1, "imported").empty());
+  b.release("bind");
+  const std::string bind = b.noted(0, "bind");
+  EXPECT_EQ(0u, bind.rfind("CUDA_ERROR_ILLEGAL_STATE ", 0)) << bind;
+  const int waitedMs = std::atoi(bind.substr(bind.find(' ') + 1).c_str());
+  EXPECT_GE(waitedMs, 900) << "given up before the grace period";
+  b.release("leave");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(0, b.wait(r)) << b.output(r);
+  b.finish();
+  EXPECT_TRUE(contains(b.output(0), "suspected hang")) << b.output(0);
+  EXPECT_TRUE(contains(b.output(0), "(rank 0)")) << b.output(0);
+  EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"), "suspected hang"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
 TEST_F(SharedNode, CreatorReleasesBeforeTheOtherImports) {
   startNode();
   Broker b(MCSIM_MP_RANK, dir_);
