@@ -472,23 +472,26 @@ class ClientNode final : public Node {
     if (ch == nullptr) return Status::kNodeLost;
     wire::Writer w(ch->requestData, channel::kChannelBytes);
     w.put(op).put(static_cast<int64_t>(syscall(SYS_gettid)));
-    {
-      std::lock_guard<std::mutex> lock(ledger_->mu);
-      const size_t n = std::min(ledger_->released.size(), kMaxPiggyback);
-      w.put<uint64_t>(n);
-      for (size_t i = 0; i < n; ++i) w.put(ledger_->released[i]);
-      ledger_->released.erase(ledger_->released.begin(), ledger_->released.begin() + static_cast<long>(n));
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const size_t n = std::min(freedBlocks_.size(), kMaxPiggyback);
-      w.put<uint64_t>(n);
-      for (size_t i = 0; i < n; ++i) w.put(freedBlocks_[i]);
-      freedBlocks_.erase(freedBlocks_.begin(), freedBlocks_.begin() + static_cast<long>(n));
-    }
+    // What rides along is taken out of its list, and put back if the request cannot go.
+    auto takeSome = [](std::mutex& mu, std::vector<uint64_t>& from) {
+      std::lock_guard<std::mutex> lock(mu);
+      const auto n = static_cast<long>(std::min(from.size(), kMaxPiggyback));
+      std::vector<uint64_t> taken(from.begin(), from.begin() + n);
+      from.erase(from.begin(), from.begin() + n);
+      return taken;
+    };
+    const std::vector<uint64_t> released = takeSome(ledger_->mu, ledger_->released);
+    const std::vector<uint64_t> freed = takeSome(mu_, freedBlocks_);
+    w.put(released).put(freed);
     args(w);
     if (!w.fits()) {
-      giveChannel(ch);
+      {
+        std::lock_guard<std::mutex> lock(ledger_->mu);
+        ledger_->released.insert(ledger_->released.end(), released.begin(), released.end());
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      freedBlocks_.insert(freedBlocks_.end(), freed.begin(), freed.end());
+      idle_.push_back(ch);
       return Status::kInvalidValue;  // a request larger than a channel: nothing this driver sends
     }
     ch->requestBytes = w.size();
