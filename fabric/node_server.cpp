@@ -1,6 +1,5 @@
 #include "fabric/node_server.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -68,17 +67,6 @@ void writeAll(int fd, const std::string& s) {
 }
 
 int pidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
-
-// Threads of process `pid` (0 when it is gone).
-int threadsOf(int pid) {
-  int n = 0;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) n += (e->d_name[0] != '.');
-    closedir(d);
-  }
-  return n;
-}
 
 class NodeServer {
  public:
@@ -423,7 +411,7 @@ class NodeServer {
     const auto now = Clock::now();
     if (threadCache_ && now - threadCacheAt_ < std::chrono::milliseconds(20)) return *threadCache_;
     int n = 0;
-    for (const auto& [pid, count] : livePids_) n += threadsOf(pid);
+    for (const auto& [pid, count] : livePids_) n += threadsOfProcess(pid);
     threadCache_ = n;
     threadCacheAt_ = now;
     return n;

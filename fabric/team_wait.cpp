@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "model/engine.h"
@@ -39,14 +40,17 @@ CallerScope::~CallerScope() { tCaller = saved_; }
 
 TeamWaiter::TeamWaiter(HangPolicy policy) : policy_(policy), threadCount_(applicationThreadCount) {}
 
-int applicationThreadCount() {
+int threadsOfProcess(int pid) {
   int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) n += (e->d_name[0] != '.');
     closedir(d);
   }
-  return n - model::Engine::internalThreads();
+  return n;
 }
+
+int applicationThreadCount() { return threadsOfProcess(static_cast<int>(getpid())) - model::Engine::internalThreads(); }
 
 Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
                         const std::function<bool()>& ready,

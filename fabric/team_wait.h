@@ -121,5 +121,7 @@ class TeamWaiter {
 
 // Threads of this process that belong to the application, not to mcsim (the engine thread).
 int applicationThreadCount();
+// Threads of process `pid` (0 when it is gone), from /proc.
+int threadsOfProcess(int pid);
 
 }  // namespace mcsim::fabric

@@ -184,6 +184,35 @@ void expectWords(const Mapped& m, size_t offset, const std::vector<uint32_t>& wa
   if (got != want) fail(std::string(what) + ": the bytes read are not the bytes written");
 }
 
+// The properties of a multicast object of `devices` that may be exported as a POSIX descriptor.
+CUmulticastObjectProp posixTeam(unsigned devices, size_t size) {
+  CUmulticastObjectProp mp;
+  std::memset(&mp, 0, sizeof mp);
+  mp.numDevices = devices;
+  mp.size = size;
+  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return mp;
+}
+
+// The multicast object of a team: rank 0 creates it and shares a POSIX descriptor through the
+// broker (the `nth` share of the run); every other rank imports that descriptor.
+CUmemGenericAllocationHandle createOrImport(const CUmulticastObjectProp& mp, uint64_t nth = 1) {
+  CUmemGenericAllocationHandle mc = 0;
+  if (gRank == 0) {
+    CU(cuMulticastCreate(&mc, &mp));
+    int fd = -1;
+    CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    share(fd);
+    close(fd);
+  } else {
+    const int fd = fetch(nth);
+    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    close(fd);
+  }
+  return mc;
+}
+
 // ---- Scenarios ----
 
 // cuInit alone (another user's attempt): exit 0 if it succeeds, 3 if it fails.
@@ -367,24 +396,9 @@ int ncclTeam() {
   const size_t size = 4 * kMiB, words = 64 * 1024;
   const size_t outOffset = kMiB, signalOffset = 2 * kMiB;
   enter(gRank);
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = static_cast<unsigned>(gRanks);
-  mp.size = size;
-  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  CUmemGenericAllocationHandle mc = 0, mem = 0;
-  if (gRank == 0) {
-    CU(cuMulticastCreate(&mc, &mp));
-    int fd = -1;
-    CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    share(fd);
-    close(fd);
-  } else {
-    const int fd = fetch();
-    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-    close(fd);
-  }
+  const CUmulticastObjectProp mp = posixTeam(static_cast<unsigned>(gRanks), size);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  CUmemGenericAllocationHandle mem = 0;
   CU(cuMulticastAddDevice(mc, gRank));
   const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   CU(cuMemCreate(&mem, size, &prop, 0));
@@ -437,24 +451,9 @@ int ncclTeam() {
 // only when the test says so. Each notes when it bound / added (steady clock, ns).
 int blockingBind() {
   enter(gRank);
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = 3;
-  mp.size = 2 * kMiB;
-  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  CUmemGenericAllocationHandle mc = 0, mem = 0;
-  if (gRank == 0) {
-    CU(cuMulticastCreate(&mc, &mp));
-    int fd = -1;
-    CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    share(fd);
-    close(fd);
-  } else {
-    const int fd = fetch();
-    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-    close(fd);
-  }
+  const CUmulticastObjectProp mp = posixTeam(3, 2 * kMiB);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  CUmemGenericAllocationHandle mem = 0;
   const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   CU(cuMemCreate(&mem, mp.size, &prop, 0));
   if (gRank == 2) {
@@ -481,24 +480,9 @@ int blockingBind() {
 // result (MCSIM_HANG_RESULT), and they clean up and leave.
 int killedRank() {
   enter(gRank);
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = static_cast<unsigned>(gRanks);
-  mp.size = 2 * kMiB;
-  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  CUmemGenericAllocationHandle mc = 0, mem = 0;
-  if (gRank == 0) {
-    CU(cuMulticastCreate(&mc, &mp));
-    int fd = -1;
-    CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    share(fd);
-    close(fd);
-  } else {
-    const int fd = fetch();
-    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-    close(fd);
-  }
+  const CUmulticastObjectProp mp = posixTeam(static_cast<unsigned>(gRanks), 2 * kMiB);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  CUmemGenericAllocationHandle mem = 0;
   const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   CU(cuMemCreate(&mem, mp.size, &prop, 0));
   if (gRank == gRanks - 1) {
@@ -521,18 +505,10 @@ int killedRank() {
 // bind's result; rank 1 leaves when released, without adding its device.
 int hangAcross() {
   enter(gRank);
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = 2;
-  mp.size = 2 * kMiB;
-  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  CUmemGenericAllocationHandle mc = 0, mem = 0;
+  const CUmulticastObjectProp mp = posixTeam(2, 2 * kMiB);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
   if (gRank == 0) {
-    CU(cuMulticastCreate(&mc, &mp));
-    int fd = -1;
-    CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    share(fd);
-    close(fd);
+    CUmemGenericAllocationHandle mem = 0;
     CU(cuMulticastAddDevice(mc, 0));
     const CUmemAllocationProp prop = cutest::devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     CU(cuMemCreate(&mem, mp.size, &prop, 0));
@@ -542,10 +518,6 @@ int hangAcross() {
     note("bind", std::string(name(r)) + " " + std::to_string((nowNs() - start) / 1000000));
     CU(cuMemRelease(mem));
   } else {
-    const int fd = fetch();
-    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-    close(fd);
     note("imported", "1");
     hold("leave");  // busy elsewhere: not in the driver
   }
@@ -583,11 +555,7 @@ int solo() {
 // passing through the broker). Both then join, bind and map.
 int creatorReleasesEarly() {
   enter(gRank);
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = 2;
-  mp.size = 2 * kMiB;
-  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  const CUmulticastObjectProp mp = posixTeam(2, 2 * kMiB);
   CUmemGenericAllocationHandle mc = 0, mem = 0;
   auto importFd = [&](int fd) {
     CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
@@ -641,28 +609,13 @@ int cycles() {
   const size_t size = 2 * kMiB;
   enter(gRank);
   const int fdsBefore = openDescriptors();
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = static_cast<unsigned>(gRanks);
-  mp.size = size;
-  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  const CUmulticastObjectProp mp = posixTeam(static_cast<unsigned>(gRanks), size);
   const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   barrier();
   const uint64_t start = nowNs();
   for (int c = 0; c < n; ++c) {
-    CUmemGenericAllocationHandle mc = 0, mem = 0;
-    if (gRank == 0) {
-      CU(cuMulticastCreate(&mc, &mp));
-      int fd = -1;
-      CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-      share(fd);
-      close(fd);
-    } else {
-      const int fd = fetch(static_cast<uint64_t>(c) + 1);
-      CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-      close(fd);
-    }
+    const CUmemGenericAllocationHandle mc = createOrImport(mp, static_cast<uint64_t>(c) + 1);
+    CUmemGenericAllocationHandle mem = 0;
     CU(cuMulticastAddDevice(mc, gRank));
     CU(cuMemCreate(&mem, size, &prop, 0));
     CU(cuMulticastBindMem(mc, 0, mem, 0, size, 0));
