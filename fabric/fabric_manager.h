@@ -1,7 +1,7 @@
 // The fabric manager: multicast objects, their teams and bindings, the NVSwitch multicast
 // resources they hold, and the manager's own state (not started, initialising, ready,
 // degraded). It is part of the node and runs under the node's lock; it never blocks. Waiting
-// for a team to complete is the node's business (embedded_node.cpp), since it must release the
+// for a team to complete is the node's business (node_host.cpp), since it must release the
 // lock while it waits.
 #pragma once
 
