@@ -162,6 +162,10 @@ class NodeServer {
     sigaction(SIGTERM, &sa, nullptr);
     sigaction(SIGINT, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
+    if (options_.exitWith > 0) {
+      exitWith_.reset(pidfdOpen(options_.exitWith));
+      if (!exitWith_) return errnoText("--exit-with " + std::to_string(options_.exitWith));
+    }
     started_ = Clock::now();
     return "";
   }
@@ -169,12 +173,17 @@ class NodeServer {
   // Accepts attachments until stopped; then removes the segment and the socket.
   void serve() {
     for (;;) {
-      pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {stopRead_.get(), POLLIN, 0}};
-      if (poll(fds, 2, -1) < 0) {
+      // The third: the process the node is to go with (--exit-with), when there is one.
+      pollfd fds[3] = {{listen_.get(), POLLIN, 0}, {stopRead_.get(), POLLIN, 0}, {exitWith_.get(), POLLIN, 0}};
+      if (poll(fds, exitWith_ ? 3 : 2, -1) < 0) {
         if (errno == EINTR) continue;
         break;
       }
       if (fds[1].revents != 0) break;
+      if (exitWith_ && fds[2].revents != 0) {
+        log("process " + std::to_string(options_.exitWith) + " exited (--exit-with)");
+        break;
+      }
       if ((fds[0].revents & POLLIN) == 0) continue;
       const int c = accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC);
       if (c < 0) continue;
@@ -890,7 +899,7 @@ class NodeServer {
 
   NodeServerOptions options_;
   ipc::NodePaths paths_;
-  UniqueFd lock_, listen_, stopRead_, stopWrite_;
+  UniqueFd lock_, listen_, stopRead_, stopWrite_, exitWith_;
   std::unique_ptr<NodeHost> host_;
   std::unique_ptr<bip::managed_shared_memory> segment_;
   channel::SegmentHeader* header_ = nullptr;

@@ -22,6 +22,7 @@ struct NodeServerOptions {
   std::vector<FaultRule> faults;   // the node's fault plan (names resolved)
   uint64_t seed = 0;
   uint64_t segmentBytes = 1ull << 30;
+  int exitWith = 0;  // stop when this process exits (0: never)
 };
 
 // Runs the node until it is stopped (SIGTERM, SIGINT, `mcsim node stop`). Once it accepts

@@ -74,7 +74,9 @@ int main(int argc, char** argv) {
   const mptest::Env nodeEnv = {{"MCSIM_NODE_DIR", dir}};
   auto status = [&] { return mptest::runProgram({mcsim, "node", "status", "--name", name}, nodeEnv).output; };
   const mptest::Ran started = mptest::runProgram(
-      {mcsim, "node", "start", "--name", name, "--topology", topology, "--segment-mib", std::to_string(segmentMiB)}, nodeEnv);
+      {mcsim, "node", "start", "--name", name, "--topology", topology, "--segment-mib", std::to_string(segmentMiB),
+       "--exit-with", std::to_string(getpid())},
+      nodeEnv);
   if (started.status != 0) {
     std::fprintf(stderr, "%s", started.output.c_str());
     return 1;

@@ -62,7 +62,9 @@ class SharedNode : public ::testing::Test {
   // Starts node `name` (default: this test's); `env` reaches the node process.
   void startNode(const std::vector<std::string>& options = {}, Env env = {}, std::string name = "") {
     if (name.empty()) name = name_;
-    std::vector<std::string> args = {"node", "start", "--name", name, "--segment-mib", "256"};
+    // The node goes with this test process, should it be killed (a timeout) before TearDown.
+    std::vector<std::string> args = {"node", "start", "--name", name, "--segment-mib", "256", "--exit-with",
+                                     std::to_string(getpid())};
     args.insert(args.end(), options.begin(), options.end());
     const Ran r = mcsim(args, env);
     ASSERT_EQ(0, r.status) << r.output;

@@ -39,6 +39,7 @@ struct NodeOptions {
   std::string faults;
   uint64_t seed = 0;
   uint64_t segmentMiB = 1024;
+  int exitWith = 0;
 };
 
 std::string defaultNodeName() {
@@ -98,6 +99,7 @@ int start(const NodeOptions& o) {
                                    "--segment", std::to_string(o.segmentMiB << 20)};
   if (!o.topology.empty()) args.insert(args.end(), {"--topology", absoluteIfFile(o.topology)});
   if (!o.faults.empty()) args.insert(args.end(), {"--faults", absoluteIfFile(o.faults)});
+  if (o.exitWith > 0) args.insert(args.end(), {"--exit-with", std::to_string(o.exitWith)});
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) {
     std::perror("mcsim node start: pipe");
@@ -219,6 +221,8 @@ Command addNodeCommand(CLI::App& parent) {
   startCmd->add_option("--faults", o->faults, "Fault plan file for the whole node (docs/faults.md)");
   startCmd->add_option("--segment-mib", o->segmentMiB, "Size of the shared segment in MiB (default 1024; sparse)")
       ->check(CLI::Range(16, 1 << 20));
+  startCmd->add_option("--exit-with", o->exitWith,
+                       "Stop the node when the process of this pid exits (for scripts and test harnesses)");
   CLI::App* stopCmd = cmd->add_subcommand("stop", "Stop a node; attached programs' calls then fail");
   nameOption(stopCmd);
   CLI::App* statusCmd = cmd->add_subcommand("status", "Show a node: its processes, segment and state");

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   app.add_option("--faults", faults, "Fault plan file (docs/faults.md)");
   app.add_option("--segment", o.segmentBytes, "Size of the shared segment in bytes");
   app.add_option("--ready-fd", readyFd, "Descriptor to report readiness on");
+  app.add_option("--exit-with", o.exitWith, "Stop when this process exits");
   CLI11_PARSE(app, argc, argv);
 
   auto fail = [&](const std::string& problem) {
