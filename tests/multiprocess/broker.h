@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/multiprocess/messages.h"
+
 namespace mptest {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
@@ -148,23 +150,7 @@ class Broker {
     bool open = true;
   };
 
-  void reply(int sock, const std::string& text, int fd = -1) {
-    iovec io{const_cast<char*>(text.data()), text.size()};
-    msghdr m{};
-    m.msg_iov = &io;
-    m.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    if (fd >= 0) {
-      m.msg_control = control;
-      m.msg_controllen = sizeof control;
-      cmsghdr* c = CMSG_FIRSTHDR(&m);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    sendmsg(sock, &m, MSG_NOSIGNAL);
-  }
+  void reply(int sock, const std::string& text, int fd = -1) { sendText(sock, text, fd); }
 
   // Under mu_: answers whatever waits and can now be answered.
   void answerHolds() {
@@ -216,33 +202,25 @@ class Broker {
       if (poll(fds.data(), fds.size(), 100) <= 0) continue;
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
-        char buf[4096];
-        iovec io{buf, sizeof buf};
-        msghdr m{};
-        m.msg_iov = &io;
-        m.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        m.msg_control = control;
-        m.msg_controllen = sizeof control;
-        const ssize_t n = recvmsg(fds[i].fd, &m, MSG_CMSG_CLOEXEC);
+        std::string msg;
+        int passed = -1;
+        const bool got = receiveText(fds[i].fd, &msg, &passed);
         std::lock_guard<std::mutex> lock(mu_);
         const int rank = ranks[i];
-        if (n <= 0) {
+        if (!got) {
           procs_.at(rank).open = false;  // it exited (or was killed): barriers no longer count it
           answerWaiters();
           cv_.notify_all();
           continue;
         }
-        const std::string msg(buf, static_cast<size_t>(n));
+        if (passed >= 0 && msg != "share") close(passed);
         if (msg == "barrier") {
           barrier_.push_back(rank);
         } else if (msg == "share") {
           // The broker keeps the latest descriptor only (a new one replaces and closes it), as a
           // bootstrap that forwards one handle per setup does.
-          int fd = -1;
-          if (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
           if (shared_ >= 0) close(shared_);
-          shared_ = fd;
+          shared_ = passed;
           ++sharedCount_;
           reply(fds[i].fd, "ok");
         } else if (msg.rfind("fetch", 0) == 0) {

@@ -25,6 +25,7 @@
 #include "mcsim/api.h"
 #include "mcsim/kernels.h"
 #include "tests/common/vmm_props.h"
+#include "tests/multiprocess/messages.h"
 
 namespace {
 
@@ -61,39 +62,13 @@ uint64_t nowNs() {
 // ---- The broker ----
 
 void send(const std::string& text, int fd = -1) {
-  iovec io{const_cast<char*>(text.data()), text.size()};
-  msghdr m{};
-  m.msg_iov = &io;
-  m.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    m.msg_control = control;
-    m.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  }
-  if (sendmsg(gSock, &m, MSG_NOSIGNAL) < 0) fail("the broker is gone");
+  if (!mptest::sendText(gSock, text, fd)) fail("the broker is gone");
 }
 
 std::string receive(int* fd = nullptr) {
-  char buf[4096];
-  iovec io{buf, sizeof buf};
-  msghdr m{};
-  m.msg_iov = &io;
-  m.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  const ssize_t n = recvmsg(gSock, &m, MSG_CMSG_CLOEXEC);
-  if (n <= 0) fail("the broker is gone");
-  if (fd != nullptr) {
-    *fd = -1;
-    if (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr && c->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(c), sizeof *fd);
-  }
-  return std::string(buf, static_cast<size_t>(n));
+  std::string text;
+  if (!mptest::receiveText(gSock, &text, fd)) fail("the broker is gone");
+  return text;
 }
 
 void barrier() {
