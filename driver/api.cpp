@@ -42,9 +42,13 @@ NodeStats nodeStats() {
 
 std::string presetName() { return driver::initialized() ? driver::node().preset().name : std::string(); }
 
-uint64_t simulatedTimePs() { return model::Engine::instance().nowPs(); }
+uint64_t simulatedTimePs() { return driver::state().node ? driver::node().nowPs() : 0; }
 
 SimulationStats simulationStats() {
+  // A process attached to a shared node runs no engine of its own (and must not start one: its
+  // thread would count as the program's in the node's deadlock detection); the node's clock is
+  // all it reports.
+  if (!model::Engine::exists()) return SimulationStats{0, 0, simulatedTimePs()};
   const model::EngineStats e = model::Engine::instance().stats();
   return SimulationStats{e.processes, e.activations, e.nowPs};
 }

@@ -46,6 +46,8 @@ CUresult toResult(Status s) {
     // What an NVLink failure under a copy shows a program.
     case Status::kLinkDown: return CUDA_ERROR_NVLINK_UNCORRECTABLE;
     case Status::kMisaligned: return CUDA_ERROR_MISALIGNED_ADDRESS;
+    // The shared node (`mcsim node`) went away under the process: its devices are no more.
+    case Status::kNodeLost: return CUDA_ERROR_DEVICE_UNAVAILABLE;
   }
   return CUDA_ERROR_UNKNOWN;
 }
@@ -122,8 +124,33 @@ std::vector<fabric::FaultRule> loadFaultPlan() {
   return rules;
 }
 
+// MCSIM_NODE=name: attach to the shared node `mcsim node start` runs, in a process of its own.
+// Its preset and its fault plan are the node's (given to `mcsim node start`); this process's
+// MCSIM_TOPOLOGY, MCSIM_FAULTS and MCSIM_FAULTS_FILE are not used.
+CUresult attachToSharedNode(const std::string& name) {
+  DriverState& s = state();
+  for (const char* v : {"MCSIM_TOPOLOGY", "MCSIM_FAULTS", "MCSIM_FAULTS_FILE"}) {
+    if (const char* e = std::getenv(v); e != nullptr && *e != '\0') {
+      std::fprintf(stderr, "mcsim: %s is not used with MCSIM_NODE: the node '%s' has its own (mcsim node start)\n", v,
+                   name.c_str());
+    }
+  }
+  std::string error;
+  s.node = fabric::attachSharedNode(name, processRank(), &error);
+  if (!s.node) {
+    std::fprintf(stderr, "mcsim: %s\n", error.c_str());
+    return CUDA_ERROR_NO_DEVICE;
+  }
+  s.attributes = resolveDeviceAttributes(s.node->preset());
+  s.deviceCount = s.node->preset().gpuCount;
+  return CUDA_SUCCESS;
+}
+
 CUresult bringUpNode() {
   DriverState& s = state();
+  if (const char* shared = std::getenv("MCSIM_NODE"); shared != nullptr && *shared != '\0') {
+    return attachToSharedNode(shared);
+  }
   const char* env = std::getenv("MCSIM_TOPOLOGY");
   const std::string which = (env != nullptr && *env != '\0') ? env : fabric::defaultPresetName();
   try {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/cuda_names.h"
 #include "fabric/node.h"
 #include "model/status.h"
 
@@ -68,11 +69,6 @@ constexpr int kCurrentDevice = -2;
 // printed on a failure path) do not shift the fabric's events.
 bool consultFaults(const char* symbol, int device, const fabric::FaultArgument* args, size_t argCount,
                    CUresult* result, bool fabricMoment = true);
-// The CUresult with this name (CUDA_ERROR_...), for fault plans; false when there is none.
-bool resultByName(const std::string& name, CUresult* out);
-// Resolves what a parsed plan names by cuda.h name (the CUresults of `return` rules, constants in
-// argument filters); throws fabric::InputError with the rule's file and line for an unknown name.
-void resolveFaultPlanNames(std::vector<fabric::FaultRule>* rules);
 // Whether the node is up and its plan loaded: from the first cuInit on, even when a fault plan
 // failed that cuInit. The calls that answer before cuInit consult the plan only from then on.
 inline bool planLoaded() { return state().nodeUp.load(std::memory_order_acquire); }

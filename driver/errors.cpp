@@ -5,67 +5,23 @@
 
 #include "driver/driver.h"
 
-namespace {
-
-struct ResultText {
-  CUresult code;
-  const char* name;
-  const char* description;
-};
-
-const ResultText kResults[] = {
-#define MCSIM_RESULT(name, text) {name, #name, text},
-#include "driver/results.def"
-#undef MCSIM_RESULT
-};
-
-const ResultText* find(CUresult code) {
-  for (const ResultText& r : kResults) {
-    if (r.code == code) return &r;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-namespace mcsim::driver {
-
-bool resultByName(const std::string& name, CUresult* out) {
-  for (const ResultText& r : kResults) {
-    if (name == r.name) {
-      *out = r.code;
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace mcsim::driver
+using mcsim::driver::resultDescription;
+using mcsim::driver::resultName;
 
 extern "C" {
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** pStr) {
   MCSIM_FAULT_POINT_ARGS({"error", error});
   if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const ResultText* r = find(error);
-  if (r == nullptr) {
-    *pStr = nullptr;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *pStr = r->name;
-  return CUDA_SUCCESS;
+  *pStr = resultName(error);
+  return *pStr != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char** pStr) {
   MCSIM_FAULT_POINT_ARGS({"error", error});
   if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const ResultText* r = find(error);
-  if (r == nullptr) {
-    *pStr = nullptr;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *pStr = r->description;
-  return CUDA_SUCCESS;
+  *pStr = resultDescription(error);
+  return *pStr != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 }  // extern "C"

@@ -8,7 +8,8 @@
 #include <map>
 #include <string>
 
-#include "driver/driver.h"
+#include "driver/cuda_names.h"
+#include "fabric/json_source.h"
 
 namespace mcsim::driver {
 

@@ -405,7 +405,7 @@ static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) 
   const mcsim::fabric::WorkDone ra = recordedWork(a), rb = recordedWork(b);
   if (((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
   if (!ra || !rb) return CUDA_ERROR_INVALID_HANDLE;
-  if (!ra->done() || !rb->done()) return CUDA_ERROR_NOT_READY;
+  if (!node().isDone(ra) || !node().isDone(rb)) return CUDA_ERROR_NOT_READY;
   // Simulated picoseconds to milliseconds: an application's own timing code measures the model.
   const double ps = static_cast<double>(rb->donePs()) - static_cast<double>(ra->donePs());
   *pMilliseconds = static_cast<float>(ps / 1e9);

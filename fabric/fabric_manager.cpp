@@ -114,7 +114,7 @@ Status FabricManager::bind(MulticastObject& mc, int device, uint64_t mcOffset, c
   }
   bound += size;
   mc.boundBytes += size;
-  mc.bindings[{device, mcOffset}] = MulticastBinding{device, mcOffset, size, src.alloc, src.offset};
+  mc.bindings[{device, mcOffset}] = MulticastBinding{device, mcOffset, size, src.alloc, src.offset, src.owner};
   return Status::kOk;
 }
 
@@ -136,6 +136,27 @@ Status FabricManager::unbind(MulticastObject& mc, int device, uint64_t mcOffset,
   mc.boundBytes -= size;
   mc.bindings.erase(it);
   return Status::kOk;
+}
+
+std::vector<MulticastBinding> FabricManager::unbindOwnedBy(uint64_t owner) {
+  std::vector<MulticastBinding> out;
+  std::vector<uint64_t> ids;
+  for (const auto& kv : objects_) ids.push_back(kv.first);
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) {
+    MulticastObject& mc = objects_.at(id);
+    for (auto it = mc.bindings.begin(); it != mc.bindings.end();) {
+      if (it->second.owner != owner) {
+        ++it;
+        continue;
+      }
+      boundPerDevice_[static_cast<size_t>(it->second.device)] -= it->second.size;
+      mc.boundBytes -= it->second.size;
+      out.push_back(it->second);
+      it = mc.bindings.erase(it);
+    }
+  }
+  return out;
 }
 
 std::vector<MulticastBinding> FabricManager::destroy(uint64_t id) {
@@ -165,7 +186,7 @@ void FabricManager::addToDigest(model::Digest& d) const {
   for (uint64_t id : ids) {
     const MulticastObject& mc = objects_.at(id);
     d.add(id).add(mc.props.numDevices).add(mc.props.size).add(mc.props.handleTypes);
-    d.add(mc.shared ? 1 : 0).add(mc.refs).add(mc.firstHandle).add(mc.holdsGroup ? 1 : 0).add(mc.stale ? 1 : 0);
+    d.add(mc.shared ? 1 : 0).add(mc.refs).add(mc.holdsGroup ? 1 : 0).add(mc.stale ? 1 : 0);
     d.add(mc.members.size());
     for (int m : mc.members) d.add(static_cast<uint64_t>(m));
     d.add(mc.bindings.size());

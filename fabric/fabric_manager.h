@@ -1,7 +1,7 @@
 // The fabric manager: multicast objects, their teams and bindings, the NVSwitch multicast
 // resources they hold, and the manager's own state (not started, initialising, ready,
 // degraded). It is part of the node and runs under the node's lock; it never blocks. Waiting
-// for a team to complete is the node's business (embedded_node.cpp), since it must release the
+// for a team to complete is the node's business (node_host.cpp), since it must release the
 // lock while it waits.
 #pragma once
 
@@ -44,6 +44,7 @@ struct MulticastBinding {
   uint64_t size = 0;
   AllocId alloc = 0;          // the bound memory (the binding holds a reference on it)
   uint64_t allocOffset = 0;
+  uint64_t owner = 0;         // the attached process that made it (node_host.h)
 };
 
 struct MulticastObject {
@@ -52,8 +53,7 @@ struct MulticastObject {
   bool shared = false;               // exported or imported: binds only shareable memory
   std::vector<int> members;          // devices added, in order
   std::map<std::pair<int, uint64_t>, MulticastBinding> bindings;  // keyed by (device, mcOffset)
-  uint64_t refs = 0;                 // handle values + mappings
-  uint64_t firstHandle = 0;
+  uint64_t refs = 0;                 // handle values + mappings, in every attached process
   bool heldByDescriptors = false;
   bool holdsGroup = false;           // holds a multicast group slot on every switch
   bool stale = false;                // made before a fabric manager restart: refused until released
@@ -70,6 +70,7 @@ struct BindSource {
   uint64_t allocSize = 0;
   uint32_t handleTypes = 0;
   uint64_t offset = 0;        // into the allocation
+  uint64_t owner = 0;         // the attached process that binds it
 };
 
 class FabricManager {
@@ -97,6 +98,9 @@ class FabricManager {
   Status bind(MulticastObject& mc, int device, uint64_t mcOffset, const BindSource& src, uint64_t size);
   // Removes exactly the binding made at (device, mcOffset) with `size`.
   Status unbind(MulticastObject& mc, int device, uint64_t mcOffset, uint64_t size, MulticastBinding* removed);
+  // Removes every binding that process `owner` made (it detached), returning them (whose
+  // references the caller drops).
+  std::vector<MulticastBinding> unbindOwnedBy(uint64_t owner);
   // Forgets the object, returning its bindings (whose references the caller drops).
   std::vector<MulticastBinding> destroy(uint64_t id);
 

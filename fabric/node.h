@@ -83,6 +83,9 @@ struct DeviceOp {
   // The caller waits for the operation before touching its host memory again, so pageable host
   // data need not be staged at submission.
   bool callerWaits = false;
+  // The host source is valid only during `submit` (a transport's buffer): it is staged at
+  // submission whatever kind of memory it stands for.
+  bool stageSource = false;
   // kMarker: it follows work of another GPU (a stream waiting for another GPU's event), which
   // costs the cross-GPU synchronisation time.
   bool crossGpu = false;
@@ -163,6 +166,8 @@ class Node {
   // Whether `w` is done; when it is not, lets simulated time run on for the host's polling
   // interval first (so that a program spinning on a query makes progress, deterministically).
   virtual bool poll(const WorkDone& w) = 0;
+  // Whether `w` is done, letting no time run (its donePs() is valid once it is).
+  virtual bool isDone(const WorkDone& w) { return w->done(); }
   virtual uint64_t nowPs() = 0;
 
   // Synchronous data movement (submit, then wait), for callers outside any stream. Device
@@ -211,6 +216,12 @@ class Node {
   // Whether `gpu`'s NVLinks are up (a fault plan can take them down).
   virtual bool nvlinkUp(int gpu) = 0;
 
+  // The admission numbers a shared node gave the requests this thread made since the last take
+  // (one driver call may make several): the order in which the node, serving every attached
+  // process, took the calls in, which a trace records. Empty for the embedded node, which
+  // numbers nothing (a process's own trace order is all there is).
+  virtual std::vector<uint64_t> takeAdmissions() { return {}; }
+
   // A digest of all state a call can change (for "a failure leaves no trace" checks).
   virtual uint64_t stateDigest() = 0;
   virtual NodeStats stats() = 0;
@@ -218,5 +229,9 @@ class Node {
 
 // A node hosted inside this process: the default.
 std::unique_ptr<Node> makeEmbeddedNode(Preset preset);
+// A node hosted by `mcsim node` in a process of its own (node_server.cpp), which this process
+// attaches to (MCSIM_NODE=name); `rank` (MCSIM_RANK, -1: unset) names it in reports. Detaches when
+// destroyed. nullptr with the problem in `error`.
+std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, std::string* error);
 
 }  // namespace mcsim::fabric

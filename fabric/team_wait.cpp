@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "model/engine.h"
@@ -29,6 +30,15 @@ HangPolicy HangPolicy::fromEnvironment() {
   return p;
 }
 
+namespace {
+thread_local Caller tCaller;
+}  // namespace
+
+CallerScope::CallerScope(const Caller& c) : saved_(tCaller) { tCaller = c; }
+CallerScope::~CallerScope() { tCaller = saved_; }
+
+TeamWaiter::TeamWaiter(HangPolicy policy) : policy_(policy), threadCount_(applicationThreadCount) {}
+
 int applicationThreadCount() { return model::Engine::applicationThreads(); }
 
 Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
@@ -36,10 +46,15 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
                         const std::function<std::string(uint64_t)>& describe, uint64_t wakeAtPs) {
   if (ready()) return Status::kOk;
   const uint64_t ticket = nextTicket_++;
-  waiters_[ticket] = Waiter{call, object, static_cast<long>(syscall(SYS_gettid)), false, &ready, wakeAtPs};
+  Caller caller = tCaller;
+  if (caller.pid == 0) caller.thread = static_cast<long>(syscall(SYS_gettid));
+  waiters_[ticket] = Waiter{call, object, caller, false, &ready, wakeAtPs};
   using Clock = std::chrono::steady_clock;
   uint64_t seenProgress = progress_;
   Clock::time_point quietSince = Clock::now();
+  // Since when every thread has been seen stuck, without progress in between (deadlockSettleSeconds).
+  bool allStuck = false;
+  Clock::time_point stuckSince;
   // Polling is what lets a waiter notice that the others are stuck too; the period only bounds
   // how soon a deadlock is reported.
   constexpr auto kPoll = std::chrono::milliseconds(20);
@@ -53,13 +68,22 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
     if (progress_ != seenProgress) {
       seenProgress = progress_;
       quietSince = Clock::now();
+      allStuck = false;
     }
     // Only waiters that cannot go on count: one whose team was just completed (by the thread that
     // now waits here, say) has not run yet but is no longer blocked, and counting it would report
     // a deadlock that is none and fail it too (multicast.Blocking.AWokenWaiterIsNotCountedAsStuck).
-    if (static_cast<int>(stuckWaiters()) >= applicationThreadCount()) {
+    if (static_cast<int>(stuckWaiters()) < threadCount_()) {
+      allStuck = false;
+    } else if (!allStuck) {
+      allStuck = true;
+      stuckSince = Clock::now();
+    }
+    if (allStuck && Clock::now() - stuckSince >= std::chrono::duration<double>(policy_.deadlockSettleSeconds)) {
       if (advanceToDeadline()) continue;  // a timed block ends: not a deadlock after all
-      giveUpAll("deadlock: every thread of this process is blocked in the driver, so nothing can add the missing devices", describe);
+      giveUpAll(caller.pid == 0 ? "deadlock: every thread of this process is blocked in the driver, so nothing can add the missing devices"
+                                : "deadlock: every thread of every attached process is blocked in the driver, so nothing can add the missing devices",
+                describe);
       continue;
     }
     if (Clock::now() - quietSince >= std::chrono::duration<double>(policy_.graceSeconds)) {
@@ -73,6 +97,13 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
   }
   waiters_.erase(ticket);
   return result;
+}
+
+void TeamWaiter::abandon(int pid) {
+  for (auto& [ticket, w] : waiters_) {
+    if (w.caller.pid == pid) w.givenUp = true;
+  }
+  cv_.notify_all();
 }
 
 void TeamWaiter::progress() {
@@ -114,10 +145,16 @@ void TeamWaiter::giveUpAll(const char* verdict, const std::function<std::string(
   for (uint64_t o : objects) report += "  " + describe(o) + "\n";
   for (uint64_t t : stuck) {
     const Waiter& w = waiters_.at(t);
-    report += "  waiting: thread " + std::to_string(w.thread) + " in " + w.call + "\n";
+    report += "  waiting: ";
+    if (w.caller.pid != 0) {
+      report += "process " + std::to_string(w.caller.pid) +
+                (w.caller.rank >= 0 ? " (rank " + std::to_string(w.caller.rank) + ")" : std::string()) + ", ";
+    }
+    report += "thread " + std::to_string(w.caller.thread) + " in " + w.call + "\n";
   }
   report += policy_.abortOnHang ? "mcsim: aborting (MCSIM_ON_HANG=abort)\n"
                                 : "mcsim: failing the waiting calls (MCSIM_HANG_RESULT; MCSIM_ON_HANG=abort aborts instead)\n";
+  lastReport_ = report;
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
   if (policy_.abortOnHang) std::abort();

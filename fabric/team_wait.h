@@ -11,6 +11,10 @@
 // Either way mcsim prints a report naming the objects, how many devices each still misses, and
 // who is waiting, then fails every waiter with Status::kHang (MCSIM_ON_HANG=fail, the default)
 // or aborts the process (MCSIM_ON_HANG=abort).
+//
+// A shared node (node_server.cpp) waits on behalf of threads of other processes: it counts the
+// threads of every attached process (setThreadCounter), names the waiting process and thread in
+// reports (CallerScope), and gives up the waits of a process that died (abandon).
 #pragma once
 
 #include <condition_variable>
@@ -19,7 +23,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <cstdint>
 
 #include "model/status.h"
 
@@ -27,13 +30,38 @@ namespace mcsim::fabric {
 
 struct HangPolicy {
   double graceSeconds = 10.0;  // MCSIM_HANG_GRACE_S
+  // How long every thread must stay stuck, with nothing happening, before that is called a
+  // deadlock: 0 within a process; a shared node waits a little, since a process that has not
+  // attached yet may still come and add the missing device.
+  double deadlockSettleSeconds = 0;
   bool abortOnHang = false;    // MCSIM_ON_HANG=abort
   static HangPolicy fromEnvironment();
 };
 
+// Who the calls of the current thread are made for, as reports name them: by default this thread
+// of this process; a shared node's server thread serves a thread of an attached process.
+struct Caller {
+  int pid = 0;        // 0: this process
+  long thread = 0;
+  int rank = -1;
+};
+class CallerScope {
+ public:
+  explicit CallerScope(const Caller& c);
+  ~CallerScope();
+  CallerScope(const CallerScope&) = delete;
+  CallerScope& operator=(const CallerScope&) = delete;
+
+ private:
+  Caller saved_;
+};
+
 class TeamWaiter {
  public:
-  explicit TeamWaiter(HangPolicy policy) : policy_(policy) {}
+  explicit TeamWaiter(HangPolicy policy);
+
+  // How many application threads could still complete a team (see applicationThreadCount).
+  void setThreadCounter(std::function<int()> count) { threadCount_ = std::move(count); }
 
   // Waits, with `lock` (the node's) held on entry and on return, until `ready()` is true.
   // `call` names the waiting call ("cuMulticastBindMem on device 3"); `object` names what it
@@ -57,11 +85,16 @@ class TeamWaiter {
   size_t waiting() const { return waiters_.size(); }
   const HangPolicy& policy() const { return policy_; }
 
+  // Gives up, without a report, the waits of calls made for process `pid`. Under the lock.
+  void abandon(int pid);
+  // The last report written (empty if none). Under the lock.
+  const std::string& lastReport() const { return lastReport_; }
+
  private:
   struct Waiter {
     std::string call;
     uint64_t object;
-    long thread;
+    Caller caller;
     bool givenUp = false;
     // The waiter's own condition (it lives in the waiting call's frame while the waiter is
     // listed). A waiter whose condition already holds is about to go on, so it is not stuck,
@@ -79,6 +112,8 @@ class TeamWaiter {
   void giveUpAll(const char* verdict, const std::function<std::string(uint64_t)>& describe);
 
   HangPolicy policy_;
+  std::function<int()> threadCount_;
+  std::string lastReport_;
   std::condition_variable cv_;
   std::map<uint64_t, Waiter> waiters_;  // by ticket, in arrival order
   uint64_t nextTicket_ = 0;

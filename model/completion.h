@@ -33,6 +33,13 @@ class Completion {
   // Simulation thread only: marks the work done at the current simulated time and wakes the
   // processes and host threads waiting for it.
   void complete();
+  // Marks the work done at simulated time `ps` without the simulation: for a completion that
+  // stands for work of another process's engine (a shared node's client learns there that it
+  // finished). Nothing may wait for it in this process's simulation.
+  void settle(uint64_t ps) {
+    donePs_.store(ps, std::memory_order_release);
+    done_.store(true, std::memory_order_release);
+  }
 
   // Host threads waiting for this completion (the engine pauses the simulation when an awaited
   // completion is reached, so that simulated time runs no further than a waiter needs).

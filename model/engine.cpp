@@ -1,6 +1,7 @@
 #include "model/engine.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -262,14 +263,17 @@ void Engine::setStallPolicy(StallPolicy policy) {
   stallPolicy_ = std::move(policy);
 }
 
-int Engine::applicationThreads() {
+int threadsOfProcess(int pid) {
   int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) n += (e->d_name[0] != '.');
     closedir(d);
   }
-  return n - internalThreads();
+  return n;
 }
+
+int Engine::applicationThreads() { return threadsOfProcess(static_cast<int>(getpid())) - internalThreads(); }
 
 bool Engine::giveUp(std::chrono::steady_clock::time_point stalledSince) {
   size_t stuck = 0;

@@ -142,4 +142,7 @@ class Engine {
   std::thread thread_;
 };
 
+// The threads process `pid` has now (0 if it is gone).
+int threadsOfProcess(int pid);
+
 }  // namespace mcsim::model

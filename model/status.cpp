@@ -21,6 +21,7 @@ const char* statusName(Status s) {
     case Status::kHang: return "deadlock or hang";
     case Status::kLinkDown: return "link down";
     case Status::kMisaligned: return "misaligned address";
+    case Status::kNodeLost: return "node lost";
   }
   return "unknown status";
 }

@@ -22,6 +22,7 @@ enum class Status {
   kHang,              // a blocked call was given up: it waited for what can never happen
   kLinkDown,          // the NVLink path the operation needs is down
   kMisaligned,        // a kernel's access is not aligned to its element size
+  kNodeLost,          // the shared node this process attached to is gone
 };
 
 const char* statusName(Status s);

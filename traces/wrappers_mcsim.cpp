@@ -7,6 +7,7 @@
 namespace mcsim::trace {
 uint64_t simulatedNowPs();  // traces/sim_clock.cpp
 bool describeSimFunction(uint64_t f, bool isKernel, const std::string& label, FunctionInfo* out);  // sim_functions.cpp
+void nodeAdmissions(std::vector<uint64_t>* out);
 }
 
 #define MCSIM_TRACE_DECLARE(sym, pfn) extern "C" std::remove_pointer_t<pfn> mcsim_impl_##sym;
@@ -21,6 +22,7 @@ namespace {
 // Before main (and before any call): MCSIM_RECORD decides, once, whether calls are recorded.
 __attribute__((constructor)) void startRecording() {
   mcsim::trace::startRecorder(mcsim::trace::Target{"mcsim", &mcsim::trace::simulatedNowPs, kWrapperTable, kImplTable,
-                                                      &mcsim::trace::describeSimFunction});
+                                                      &mcsim::trace::describeSimFunction,
+                                                      &mcsim::trace::nodeAdmissions});
 }
 }  // namespace

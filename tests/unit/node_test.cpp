@@ -427,7 +427,7 @@ TEST_F(NodeTest, OpenExportedDescriptorKeepsTheAllocationImportable) {
 }
 
 TEST_F(NodeTest, QueryingStatsDoesNotChangeTheStateDigest) {
-  // BUG (fabric/embedded_node.cpp, stats() -> sweepHeldAllocations()): stats() is a query, but
+  // BUG (fabric/node_host.cpp, stats() -> sweepHeldAllocations()): stats() is a query, but
   // it destroys allocations whose exported descriptors were closed, so stateDigest() differs
   // before and after it. The digest then depends on whether anyone looked, and replayed runs
   // that call stats() at different points disagree.
@@ -442,7 +442,7 @@ TEST_F(NodeTest, QueryingStatsDoesNotChangeTheStateDigest) {
 }
 
 TEST_F(NodeTest, FailingAllocationAfterADescriptorWasClosedChangesNothing) {
-  // BUG (fabric/embedded_node.cpp, createAllocation): the sweep of allocations held only by
+  // BUG (fabric/node_host.cpp, createAllocation): the sweep of allocations held only by
   // now-closed descriptors runs before the call is checked, so a createAllocation that fails
   // (here: out of memory) still changes stateDigest(), against the node's invariant that a
   // failing call leaves the node exactly as it was.

@@ -30,5 +30,6 @@ Command addReplayCommand(CLI::App& parent);
 Command addDiffCommand(CLI::App& parent);
 Command addMinimizeCommand(CLI::App& parent);
 Command addBenchCommand(CLI::App& parent);
+Command addNodeCommand(CLI::App& parent);
 
 }  // namespace mcsim::tools

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       addDiffCommand(app),
       addMinimizeCommand(app),
       addBenchCommand(app),
+      addNodeCommand(app),
   };
 
   try {

@@ -141,6 +141,8 @@ void startRecorder(const Target& t) {
   header["faults"] = faults;
   header["data_limit"] = r.options.dataLimit;
   if (r.options.imagesInFull) header["images"] = "full";
+  // A shared node's name (informational: a replay builds a node of its own).
+  if (const char* node = std::getenv("MCSIM_NODE"); node != nullptr && *node != '\0') header["node"] = node;
   writeLine(r, header);
   std::atexit(closeTrace);
   ::pthread_atfork(nullptr, nullptr, stopInChild);
@@ -165,12 +167,20 @@ CallScope::CallScope(int call, const uint64_t* slots) : call_(call), slots_(slot
   inputs_ = args;
   t0_ = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
   gAdmitted.store(r.admitted, std::memory_order_release);
+  // What the thread's node requests before this call were numbered (the clock's, just now) is
+  // not this call's.
+  if (r.target.nodeAdmissions != nullptr) {
+    std::vector<uint64_t> before;
+    r.target.nodeAdmissions(&before);
+  }
 }
 
 CUresult CallScope::finish(CUresult result) {
   --tDepth;
   if (!active_) return result;
   Recorder& r = recorder();
+  std::vector<uint64_t> admissions;
+  if (r.target.nodeAdmissions != nullptr) r.target.nodeAdmissions(&admissions);
   const uint64_t t1 = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
   std::unique_ptr<Json> args(static_cast<Json*>(inputs_));
   std::lock_guard<std::mutex> lock(r.mu);
@@ -183,6 +193,7 @@ CUresult CallScope::finish(CUresult result) {
     encodeOutputs(d, slots_, r.names, r.options, &out);
     if (!out.empty()) rec["out"] = std::move(out);
   }
+  if (!admissions.empty()) rec["node"] = admissions;
   if (r.target.simNowPs != nullptr) {
     rec["t0_ps"] = t0_;
     rec["t1_ps"] = t1;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "traces/lib/codec.h"
 
@@ -23,6 +24,9 @@ struct Target {
   void* const* forwards;            // what each one forwards to (nullptr: not available)
   // What a launched function is (name, parameter layout), asked without a state-changing call.
   bool (*describeFunction)(uint64_t f, bool isKernel, const std::string& label, FunctionInfo* out);
+  // The shared node's admission numbers of the node requests the calling thread made since the
+  // last time (Node::takeAdmissions); nullptr where there are none.
+  void (*nodeAdmissions)(std::vector<uint64_t>* out) = nullptr;
 };
 
 // Called once, before main, by the library that holds the wrappers: reads MCSIM_RECORD,

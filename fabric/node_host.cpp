@@ -1,10 +1,11 @@
-// The node hosted inside the application process (the default transport).
+// The node and its attached processes (node_host.h): the node-wide state (NodeHost::State) and
+// each process's view of it (ProcessNode). The embedded node is a host with this process alone.
+#include "fabric/node_host.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <dirent.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,10 +19,9 @@
 #include <mutex>
 #include <vector>
 
-#include "fabric/node.h"
 #include "fabric/node_model.h"
+#include "fabric/unique_fd.h"
 #include "model/reduction.h"
-#include "fabric/team_wait.h"
 #include "model/digest.h"
 #include "model/engine.h"
 #include "model/lazy_region.h"
@@ -34,12 +34,6 @@ using model::AddressSpace;
 using model::AllocId;
 using model::Segment;
 
-// The simulated device VA window. It is reserved in the host process (PROT_NONE), so no host
-// allocation can ever land inside it and a host dereference of a device pointer faults, as it
-// does on a real GPU. The address is fixed for reproducible runs and lies clear of the
-// sanitizers' shadow and allocator ranges.
-constexpr uint64_t kVaWindowBase = 0x200000000000ull;
-constexpr uint64_t kVaWindowSize = 0x200000000000ull;  // 32 TiB
 // cuMemAlloc hands out whole granules; its ranges and mappings are aligned to this.
 constexpr uint64_t kLinearGranule = 2ull << 20;
 // Handle values are small, distinct from any address, and never reused within a process.
@@ -61,20 +55,6 @@ uint64_t envUnsigned(const char* name, uint64_t dflt) {
   return end != nullptr && *end == '\0' ? x : dflt;
 }
 
-uint64_t reserveVaWindow() {
-  void* want = reinterpret_cast<void*>(kVaWindowBase);
-  void* p = mmap(want, kVaWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-                 MAP_FIXED_NOREPLACE, -1, 0);
-  if (p == want) return kVaWindowBase;
-  if (p != MAP_FAILED) munmap(p, kVaWindowSize);
-  p = mmap(nullptr, kVaWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return 0;
-  std::fprintf(stderr, "mcsim: the device address window at 0x%llx is taken; device addresses "
-                       "will differ from run to run\n", static_cast<unsigned long long>(kVaWindowBase));
-  // Keep the window aligned to 2 MiB so that granularity rules hold for every address in it.
-  return (reinterpret_cast<uint64_t>(p) + kLinearGranule - 1) & ~(kLinearGranule - 1);
-}
-
 // How an allocation was made: by cuMemCreate, by cuMemAlloc, or from a stream-ordered pool.
 enum class AllocKind { kVmm, kLinear, kPooled };
 
@@ -83,8 +63,7 @@ struct Allocation {
   AllocationProps props;
   AllocKind kind = AllocKind::kVmm;
   uint64_t requested = 0;  // what cuMemAlloc or the pool was asked for
-  uint64_t refs = 0;             // live handle values + mappings
-  uint64_t firstHandle = 0;      // the handle value this process first had for it
+  uint64_t refs = 0;             // live handle values + mappings + bindings, in every process
   bool heldByDescriptors = false;  // no refs left, but an exported descriptor is still open
   std::shared_ptr<model::LazyRegion> region;  // made on first write; device work in flight shares it
 };
@@ -101,6 +80,26 @@ struct FileKey {
   bool operator<(const FileKey& o) const { return dev != o.dev ? dev < o.dev : ino < o.ino; }
 };
 
+// An exported descriptor. The node cannot see every process's descriptor table (a descriptor
+// may be open in a process that never attached, or be in flight in a Unix socket), so the export
+// carries a lock that tells: an open-file-description lock taken on the exported descriptor is
+// held for as long as any copy of it (dup, fork, SCM_RIGHTS, pidfd_getfd) is open anywhere, and
+// `probe`, a second description of the same file that the node keeps, sees whether it is.
+struct ExportRecord {
+  uint64_t object = 0;
+  UniqueFd probe;
+};
+
+// Whether the lock of an export is still held, i.e. a copy of the exported descriptor is open.
+bool descriptorOpen(const ExportRecord& e) {
+  struct flock l {};
+  l.l_type = F_RDLCK;
+  l.l_whence = SEEK_SET;
+  l.l_len = 1;
+  if (fcntl(e.probe.get(), F_OFD_GETLK, &l) != 0) return true;  // cannot tell: keep the memory
+  return l.l_type != F_UNLCK;
+}
+
 template <typename Map>
 std::vector<typename Map::key_type> sortedKeys(const Map& m) {
   std::vector<typename Map::key_type> keys;
@@ -110,192 +109,378 @@ std::vector<typename Map::key_type> sortedKeys(const Map& m) {
   return keys;
 }
 
-class EmbeddedNode final : public Node {
- public:
-  explicit EmbeddedNode(Preset preset)
-      : preset_(std::move(preset)),
-        vaBase_(reserveVaWindow()),
-        space_(vaBase_, kVaWindowSize - kLinearGranule, preset_.gpuCount),
-        deviceUsed_(static_cast<size_t>(preset_.gpuCount), 0),
-        hostUsed_(static_cast<size_t>(preset_.hostNumaNodes), 0),
-        fabric_(preset_),
-        waiter_(HangPolicy::fromEnvironment()),
-        model_(std::make_shared<NodeModel>(preset_)),
-        functional_(!envFlag("MCSIM_TIMING_ONLY")),
-        pollIntervalPs_(envUnsigned("MCSIM_HOST_POLL_NS", 1000) * 1000) {
-    imexPresent_.store(preset_.imexChannel);
+class ProcessNode;
+
+}  // namespace
+
+// What is node-wide. Every field is guarded by `mu`, but the atomics.
+struct NodeHost::State {
+  State(Preset p, HangPolicy policy)
+      : preset(std::move(p)),
+        deviceUsed(static_cast<size_t>(preset.gpuCount), 0),
+        hostUsed(static_cast<size_t>(preset.hostNumaNodes), 0),
+        fabric(preset),
+        waiter(policy),
+        model(std::make_shared<NodeModel>(preset)),
+        functional(!envFlag("MCSIM_TIMING_ONLY")),
+        pollIntervalPs(envUnsigned("MCSIM_HOST_POLL_NS", 1000) * 1000) {
+    imexPresent.store(preset.imexChannel);
     // Fault plans may deny switch group slots (the multicast-slot point).
-    fabric_.setSlotVeto([this] {
+    fabric.setSlotVeto([this] {
       FaultEvent e;
       e.point = FaultPointKind::kMulticastSlot;
       // The rank of the bind that asks for the slot (it went through onEntry first), so that
       // rank= filters on multicast-slot rules match; they never did with the rank left unset.
-      e.rank = faultRank_;
-      if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
-      const auto fired = injector_.consult(e);
-      return fired && injector_.rule(*fired).action == FaultActionKind::kExhaust;
+      e.rank = faultRank;
+      if (injector.usesTime()) e.nowPs = model::Engine::instance().nowPs();
+      const auto fired = injector.consult(e);
+      return fired && injector.rule(*fired).action == FaultActionKind::kExhaust;
     });
   }
 
-  const Preset& preset() const override { return preset_; }
+  Preset preset;
+  std::mutex mu;
+  // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
+  // could show, except digests, which sort their keys (sortedKeys).
+  std::unordered_map<AllocId, Allocation> allocs;
+  std::set<uint64_t> held;  // objects that only exported descriptors keep
+  std::map<FileKey, ExportRecord> exports;   // exported memfds -> object
+  std::vector<uint64_t> deviceUsed;
+  std::vector<uint64_t> hostUsed;
+  AllocId nextAlloc = 0;
+  FabricManager fabric;
+  TeamWaiter waiter;
+  FaultInjector injector;
+  std::atomic<bool> faultsActive{false};
+  // Whether an IMEX channel exists: the preset's answer until a fault plan changes it. Atomic,
+  // since the driver asks without the node's lock.
+  std::atomic<bool> imexPresent{false};
+  int faultRank = -1;  // MCSIM_RANK as the driver last passed it to onEntry
+  std::set<int> linksDown;  // GPUs whose NVLinks a fault plan took down
+  bool switchDown = false;
+  std::shared_ptr<NodeModel> model;  // the timing model; work in flight shares it
+  std::once_flag stallPolicySet;     // the engine's stall report is this node's (waitFor)
+  uint64_t identity = 0;  // in FABRIC handles, so that another node's are refused (0: embedded)
+  bool functional;                   // false: timing only (MCSIM_TIMING_ONLY=1), no data moves
+  uint64_t pollIntervalPs;           // how far a query that finds work unfinished lets time run
+  // The attached processes, by the number each got when it attached (ordered: digests walk it).
+  std::map<uint64_t, ProcessNode*> processes;
+  uint64_t nextProcess = 0;
+
+  // Node-wide bookkeeping, under `mu`; any attached process's call may run it.
+  uint64_t* usedFor(const Location& loc, uint64_t* capacity) {
+    if (loc.kind == LocationKind::kDevice) {
+      *capacity = preset.gpu.memoryBytes;
+      return &deviceUsed[static_cast<size_t>(loc.id)];
+    }
+    *capacity = preset.hostMemoryBytesPerNumaNode;
+    // Plain host memory (no NUMA node named) is charged to node 0.
+    return &hostUsed[loc.kind == LocationKind::kHost ? 0 : static_cast<size_t>(loc.id)];
+  }
+
+  Status newAllocation(const AllocationProps& props, AllocKind kind, uint64_t requested, AllocId* id) {
+    const bool device = props.location.kind == LocationKind::kDevice;
+    const int limit = device ? preset.gpuCount : preset.hostNumaNodes;
+    if (props.location.kind != LocationKind::kHost && (props.location.id < 0 || props.location.id >= limit)) {
+      return device ? Status::kInvalidDevice : Status::kInvalidValue;
+    }
+    uint64_t capacity = 0;
+    uint64_t* used = usedFor(props.location, &capacity);
+    if (props.size > capacity - *used) return Status::kOutOfMemory;
+    *used += props.size;
+    Allocation a;
+    a.id = ++nextAlloc;
+    a.props = props;
+    a.kind = kind;
+    a.requested = requested;
+    a.refs = 1;
+    *id = a.id;
+    allocs.emplace(a.id, std::move(a));
+    return Status::kOk;
+  }
+
+  void dropRef(uint64_t id) {
+    if (!objectExists(id)) return;
+    const ObjectView o = objectOf(id);
+    if (--*o.refs != 0) return;
+    if (exportStillOpen(id)) {
+      *o.heldByDescriptors = true;
+      held.insert(id);
+    } else {
+      destroyObject(id);
+    }
+  }
+
+  // Whether a descriptor exported for `id` is still open somewhere.
+  bool exportStillOpen(uint64_t id) const {
+    for (const auto& [key, e] : exports) {
+      if (e.object == id && descriptorOpen(e)) return true;
+    }
+    return false;
+  }
+
+  // Frees allocations that only exported descriptors kept, once those are all closed.
+  // Costs nothing while no object is held that way, so calls can afford it.
+  void sweepHeldAllocations() {
+    std::vector<uint64_t> done;
+    for (uint64_t id : held) {
+      if (!exportStillOpen(id)) done.push_back(id);
+    }
+    for (uint64_t id : done) destroyObject(id);
+  }
+
+
+  // A view of the bookkeeping that allocations and multicast objects share.
+  struct ObjectView {
+    uint64_t* refs;
+    bool* heldByDescriptors;
+    uint32_t handleTypes;
+  };
+  bool objectExists(uint64_t id) const {
+    return isMulticastId(id) ? fabric.find(id) != nullptr : allocs.count(id) != 0;
+  }
+  ObjectView objectOf(uint64_t id) {
+    if (isMulticastId(id)) {
+      MulticastObject& mc = *fabric.find(id);
+      return {&mc.refs, &mc.heldByDescriptors, mc.props.handleTypes};
+    }
+    Allocation& a = allocs.at(id);
+    return {&a.refs, &a.heldByDescriptors, a.props.handleTypes};
+  }
+
+  // Forgets an object whose last reference is gone: its export records, every process's handle
+  // value for it, and (a multicast object) its bindings' references.
+  void destroyObject(uint64_t id);
+
+  void destroyAllocation(AllocId id) {
+    auto it = allocs.find(id);
+    uint64_t capacity = 0;
+    *usedFor(it->second.props.location, &capacity) -= it->second.props.size;
+    if (it->second.props.location.kind == LocationKind::kDevice) model->forget(it->second.props.location.id, id);
+    allocs.erase(it);  // unmaps the backing region, giving its pages back
+  }
+
+  void installPlan(std::vector<FaultRule> rules, uint64_t seed) {
+    injector = FaultInjector(std::move(rules), seed);
+    faultsActive.store(!injector.empty(), std::memory_order_release);
+  }
+  // Counts of the whole node: every process's handles, reservations and mappings together.
+  NodeStats collectStats() const;
+};
+
+namespace {
+
+class ProcessNode final : public AttachedNode {
+  friend struct NodeHost::State;
+
+ public:
+  ProcessNode(std::shared_ptr<NodeHost::State> state, uint64_t vaBase)
+      : state_(std::move(state)),
+        n_(*state_),
+        vaBase_(vaBase),
+        space_(vaBase_, kDeviceWindowSize - kLinearGranule, n_.preset.gpuCount) {
+    std::lock_guard<std::mutex> lock(n_.mu);
+    number_ = ++n_.nextProcess;
+    n_.processes[number_] = this;
+    n_.waiter.progress();  // one more process whose threads may add a device
+  }
+
+  // Detaching: the process gives back everything it held, as a real process does when it exits
+  // or dies. Calls it was waiting in are over (a dead process's were abandoned first).
+  ~ProcessNode() override {
+    std::lock_guard<std::mutex> lock(n_.mu);
+    // Its bindings first (each holds a reference on the bound memory) ...
+    for (const MulticastBinding& b : n_.fabric.unbindOwnedBy(number_)) n_.dropRef(b.alloc);
+    // ... then its mappings (cuMemAlloc and pool memory among them) ...
+    std::vector<AllocId> mapped;
+    space_.forEachMapping([&](const model::Mapping& m) { mapped.push_back(m.alloc); });
+    for (AllocId id : mapped) n_.dropRef(id);
+    // ... and its handle values.
+    for (uint64_t value : sortedKeys(handles_)) n_.dropRef(handles_.at(value).alloc);
+    handles_.clear();
+    n_.processes.erase(number_);
+    // Memory only descriptors kept may have lost its last descriptor with the process.
+    n_.sweepHeldAllocations();
+    n_.waiter.progress();  // teams it held may be gone; waiters look again
+  }
+
+  const Preset& preset() const override { return n_.preset; }
   uint64_t vaBase() const override { return vaBase_; }
   uint64_t vaLimit() const override { return space_.limit(); }
-  bool usable() const { return vaBase_ != 0; }
 
   Status createAllocation(const AllocationProps& props, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    sweepHeldAllocations();  // memory kept only by closed descriptors counts no more
+    std::lock_guard<std::mutex> lock(n_.mu);
+    n_.sweepHeldAllocations();  // memory kept only by closed descriptors counts no more
     AllocId id = 0;
-    Status s = newAllocation(props, AllocKind::kVmm, 0, &id);
+    Status s = n_.newAllocation(props, AllocKind::kVmm, 0, &id);
     if (s != Status::kOk) return s;
     *handle = newHandle(id, false);
     return Status::kOk;
   }
 
   Status releaseHandle(uint64_t handle) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     if (--it->second.refs == 0) {
       const AllocId alloc = it->second.alloc;
       handles_.erase(it);
-      dropRef(alloc);
+      n_.dropRef(alloc);
     }
-    waiter_.progress();
+    n_.waiter.progress();
     return Status::kOk;
   }
 
   Status handleProps(uint64_t handle, AllocationProps* props) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     auto it = handles_.find(handle);
     if (it == handles_.end()) {
       // The real driver's handle is its allocation object, so a value whose every reference was
       // released still answers while a mapping keeps the allocation
       // (vmm.retain.props_after_all_released_still_mapped, vmm.data.release_mapped.*).
-      for (const auto& [id, a] : allocs_) {
-        if (a.firstHandle == handle && a.refs > 0) {
-          *props = a.props;
-          return Status::kOk;
-        }
+      for (const auto& [id, first] : firstHandles_) {
+        if (first != handle || isMulticastId(id)) continue;
+        auto a = n_.allocs.find(id);
+        if (a == n_.allocs.end() || a->second.refs == 0) break;
+        *props = a->second.props;
+        return Status::kOk;
       }
       return Status::kInvalidValue;
     }
     if (isMulticastId(it->second.alloc)) return Status::kInvalidValue;  // no allocation properties
-    *props = allocs_.at(it->second.alloc).props;
+    *props = n_.allocs.at(it->second.alloc).props;
     if (it->second.imported) props->handleTypes = 0;
     return Status::kOk;
   }
 
   Status retainHandleAt(uint64_t va, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kInvalidValue;
     // Only cuMemCreate memory has a handle to retain.
-    if (!isMulticastId(m->alloc) && allocs_.at(m->alloc).kind != AllocKind::kVmm) return Status::kInvalidValue;
+    if (!isMulticastId(m->alloc) && n_.allocs.at(m->alloc).kind != AllocKind::kVmm) return Status::kInvalidValue;
     // The real driver answers with the handle value the allocation was first known by, even
     // after the program released it (the mapping kept the allocation alive).
-    const ObjectView o = objectOf(m->alloc);
-    auto h = handles_.find(*o.firstHandle);
+    // (The process had a handle for it, or it could not have mapped it.)
+    const uint64_t first = firstHandles_.at(m->alloc);
+    auto h = handles_.find(first);
     if (h != handles_.end()) {
       ++h->second.refs;
     } else {
-      handles_[*o.firstHandle] = HandleEntry{m->alloc, 1, false};
-      ++*o.refs;
+      handles_[first] = HandleEntry{m->alloc, 1, false};
+      ++*n_.objectOf(m->alloc).refs;
     }
-    *handle = *o.firstHandle;
+    *handle = first;
     return Status::kOk;
   }
 
   Status exportPosixFd(uint64_t handle, int* fd) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     const uint64_t id = it->second.alloc;
-    if ((objectOf(id).handleTypes & kHandlePosixFd) == 0) return Status::kInvalidValue;
+    if ((n_.objectOf(id).handleTypes & kHandlePosixFd) == 0) return Status::kInvalidValue;
     // A real descriptor: a sealed memfd whose content names the node's object.
     char name[64];
     std::snprintf(name, sizeof name, "mcsim-%s-%llu", isMulticastId(id) ? "multicast" : "allocation",
                   static_cast<unsigned long long>(id & ~kMulticastIdBit));
-    const int f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (f < 0) return Status::kOutOfMemory;
+    UniqueFd f(memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!f) return Status::kOutOfMemory;
     char body[96];
     const int n = std::snprintf(body, sizeof body, "mcsim shareable v1 object %llu\n",
                                 static_cast<unsigned long long>(id));
     struct stat st {};
-    if (::write(f, body, static_cast<size_t>(n)) != n || fstat(f, &st) != 0) {
-      ::close(f);
-      return Status::kOutOfMemory;
-    }
-    fcntl(f, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-    exports_[FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}] = id;
-    *fd = f;
+    if (::write(f.get(), body, static_cast<size_t>(n)) != n || fstat(f.get(), &st) != 0) return Status::kOutOfMemory;
+    fcntl(f.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    // The lock that says whether a copy of the descriptor is still open (ExportRecord), and the
+    // node's own description of the file to look at it through.
+    struct flock lk {};
+    lk.l_type = F_WRLCK;
+    lk.l_whence = SEEK_SET;
+    lk.l_len = 1;
+    const std::string self = "/proc/self/fd/" + std::to_string(f.get());
+    UniqueFd probe(open(self.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fcntl(f.get(), F_OFD_SETLK, &lk) != 0 || !probe) return Status::kOutOfMemory;
+    n_.exports[FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}] =
+        ExportRecord{id, std::move(probe)};
+    *fd = f.release();
     return Status::kOk;
   }
 
   Status importPosixFd(int fd, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(mu_);
     struct stat st {};
     if (fd < 0 || fstat(fd, &st) != 0) return Status::kNotShareable;
-    auto it = exports_.find(FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
-    if (it == exports_.end()) return Status::kNotShareable;
-    const ObjectView o = objectOf(it->second);
+    return importPosixFile(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), handle);
+  }
+
+  Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) override {
+    std::lock_guard<std::mutex> lock(n_.mu);
+    auto it = n_.exports.find(FileKey{dev, ino});
+    if (it == n_.exports.end()) return Status::kNotShareable;
+    const uint64_t id = it->second.object;
+    const auto o = n_.objectOf(id);
     *o.heldByDescriptors = false;
-    held_.erase(it->second);
+    n_.held.erase(id);
     ++*o.refs;
-    *handle = newHandle(it->second, true);
+    *handle = newHandle(id, true);
     return Status::kOk;
   }
 
   Status exportFabric(uint64_t handle, uint8_t out[64]) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     const uint64_t id = it->second.alloc;
-    if ((objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
-    if (!imexPresent_.load()) return Status::kNotPermitted;
+    if ((n_.objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
+    if (!n_.imexPresent.load()) return Status::kNotPermitted;
     std::memset(out, 0, 64);
     std::memcpy(out, kFabricMagic, 8);
     std::memcpy(out + 8, &id, 8);
     const uint64_t check = fabricCheck(id);
     std::memcpy(out + 16, &check, 8);
+    std::memcpy(out + 24, &n_.identity, 8);
     return Status::kOk;
   }
 
   Status importFabric(const uint8_t in[64], uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!imexPresent_.load()) return Status::kNotPermitted;
+    std::lock_guard<std::mutex> lock(n_.mu);
+    if (!n_.imexPresent.load()) return Status::kNotPermitted;
     AllocId id = 0;
-    uint64_t check = 0;
+    uint64_t check = 0, identity = 0;
     std::memcpy(&id, in + 8, 8);
     std::memcpy(&check, in + 16, 8);
-    if (std::memcmp(in, kFabricMagic, 8) != 0 || check != fabricCheck(id)) return Status::kInvalidValue;
-    if (!objectExists(id) || (objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
-    const ObjectView o = objectOf(id);
+    std::memcpy(&identity, in + 24, 8);
+    // Bytes that this node never exported (forged, or another node's) name nothing.
+    if (std::memcmp(in, kFabricMagic, 8) != 0 || check != fabricCheck(id) || identity != n_.identity) {
+      return Status::kInvalidValue;
+    }
+    if (!n_.objectExists(id) || (n_.objectOf(id).handleTypes & kHandleFabric) == 0) return Status::kInvalidValue;
+    const auto o = n_.objectOf(id);
     *o.heldByDescriptors = false;
-    held_.erase(id);
+    n_.held.erase(id);
     ++*o.refs;
     *handle = newHandle(id, true);
     return Status::kOk;
   }
 
   Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     return space_.reserve(size, alignment, hint, false, va);
   }
 
   Status freeReservation(uint64_t va, uint64_t size) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     const model::Reservation* r = space_.reservationContaining(va);
     if (r == nullptr || r->internal) return Status::kInvalidValue;
     return space_.free(va, size);
   }
 
   Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(n_.mu);
     auto h = handles_.find(handle);
     if (h == handles_.end()) return Status::kInvalidValue;
     if (isMulticastId(h->second.alloc)) return mapMulticast(lock, va, size, offset, h->second.alloc);
-    Allocation& a = allocs_.at(h->second.alloc);
+    Allocation& a = n_.allocs.at(h->second.alloc);
     // The real driver maps only a whole allocation, from its start.
     if (offset != 0 || size != a.props.size) return Status::kNotSupported;
     const model::Reservation* r = space_.reservationContaining(va);
@@ -307,73 +492,73 @@ class EmbeddedNode final : public Node {
   }
 
   Status unmap(uint64_t va, uint64_t size) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     const model::Reservation* r = space_.reservationContaining(va);
     if (r == nullptr || r->internal) return Status::kInvalidValue;
     std::vector<model::Mapping> removed;
     Status s = space_.unmap(va, size, &removed);
     if (s != Status::kOk) return s;
-    for (const auto& m : removed) dropRef(m.alloc);
+    for (const auto& m : removed) n_.dropRef(m.alloc);
     return Status::kOk;
   }
 
   Status setAccess(uint64_t va, uint64_t size, int device, Access access) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     const model::Reservation* r = space_.reservationContaining(va);
     if (r != nullptr && r->internal) return Status::kInvalidValue;
     return space_.setAccess(va, size, device, access);
   }
 
   Status getAccess(uint64_t va, int device, Access* access) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     const model::Mapping* m = space_.mappingContaining(va);
-    if (m == nullptr || device < 0 || device >= preset_.gpuCount) return Status::kInvalidValue;
+    if (m == nullptr || device < 0 || device >= n_.preset.gpuCount) return Status::kInvalidValue;
     *access = m->access[static_cast<size_t>(device)];
     return Status::kOk;
   }
 
   Status allocLinear(int device, uint64_t size, uint64_t* va) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (device < 0 || device >= preset_.gpuCount) return Status::kInvalidDevice;
+    std::lock_guard<std::mutex> lock(n_.mu);
+    if (device < 0 || device >= n_.preset.gpuCount) return Status::kInvalidDevice;
     AllocationProps props;
     props.location = Location{LocationKind::kDevice, device};
     // Every device's copy engines reach cuMemAlloc memory.
     std::vector<int> everyDevice;
-    for (int d = 0; d < preset_.gpuCount; ++d) everyDevice.push_back(d);
+    for (int d = 0; d < n_.preset.gpuCount; ++d) everyDevice.push_back(d);
     return allocInternal(props, size, AllocKind::kLinear, everyDevice, va);
   }
 
   Status freeLinear(uint64_t va) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     return freeInternal(va, AllocKind::kLinear);
   }
 
   Status allocPooled(const AllocationProps& props, uint64_t size, const std::vector<int>& accessors,
                      uint64_t* va) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     return allocInternal(props, size, AllocKind::kPooled, accessors, va);
   }
 
   Status freePooled(uint64_t va) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     return freeInternal(va, AllocKind::kPooled);
   }
 
   Status setPooledAccess(uint64_t va, int device, Access access) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     auto it = internal_.find(va);
-    if (it == internal_.end() || allocs_.at(it->second).kind != AllocKind::kPooled) return Status::kInvalidValue;
-    return space_.setAccess(va, allocs_.at(it->second).props.size, device, access);
+    if (it == internal_.end() || n_.allocs.at(it->second).kind != AllocKind::kPooled) return Status::kInvalidValue;
+    return space_.setAccess(va, n_.allocs.at(it->second).props.size, device, access);
   }
 
   Status pointerInfo(uint64_t va, int device, PointerInfo* info) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     *info = PointerInfo{};
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kOk;
     const model::Reservation* r = space_.reservationContaining(va);
     if (isMulticastId(m->alloc)) {
-      const MulticastObject& mc = *fabric_.find(m->alloc);
+      const MulticastObject& mc = *n_.fabric.find(m->alloc);
       info->mapped = true;
       info->location = Location{LocationKind::kDevice, -1};  // every member's memory at once
       info->allocationId = mc.id;
@@ -382,10 +567,10 @@ class EmbeddedNode final : public Node {
       info->mappingSize = m->size;
       info->reservationBase = r != nullptr ? r->va : 0;
       info->reservationSize = r != nullptr ? r->size : 0;
-      if (device >= 0 && device < preset_.gpuCount) info->access = m->access[static_cast<size_t>(device)];
+      if (device >= 0 && device < n_.preset.gpuCount) info->access = m->access[static_cast<size_t>(device)];
       return Status::kOk;
     }
-    const Allocation& a = allocs_.at(m->alloc);
+    const Allocation& a = n_.allocs.at(m->alloc);
     info->mapped = true;
     info->linear = a.kind == AllocKind::kLinear;
     info->pooled = a.kind == AllocKind::kPooled;
@@ -400,25 +585,25 @@ class EmbeddedNode final : public Node {
     info->reservationBase = r != nullptr ? r->va : 0;
     info->reservationSize = r != nullptr ? r->size : 0;
     info->requestedSize = a.requested;
-    if (device >= 0 && device < preset_.gpuCount) info->access = m->access[static_cast<size_t>(device)];
+    if (device >= 0 && device < n_.preset.gpuCount) info->access = m->access[static_cast<size_t>(device)];
     return Status::kOk;
   }
 
   Status memoryInfo(int device, uint64_t* free, uint64_t* total) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (device < 0 || device >= preset_.gpuCount) return Status::kInvalidDevice;
-    *total = preset_.gpu.memoryBytes;
-    *free = *total - deviceUsed_[static_cast<size_t>(device)];
+    std::lock_guard<std::mutex> lock(n_.mu);
+    if (device < 0 || device >= n_.preset.gpuCount) return Status::kInvalidDevice;
+    *total = n_.preset.gpu.memoryBytes;
+    *free = *total - n_.deviceUsed[static_cast<size_t>(device)];
     return Status::kOk;
   }
 
   Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) override {
     auto work = std::make_shared<DeviceWork>();
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     const Status s = planWork(op, work.get());
     if (s != Status::kOk) return s;
     // Submitted under the lock: the engine admits work in the order the node accepted it.
-    *done = model_->submit(std::move(work), after);
+    *done = n_.model->submit(std::move(work), after);
     return Status::kOk;
   }
 
@@ -426,11 +611,11 @@ class EmbeddedNode final : public Node {
     model::Engine& engine = model::Engine::instance();
     // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
     // with the hang policy of team waits and the kernels this node has waiting.
-    std::call_once(stallPolicySet_, [&] {
+    std::call_once(n_.stallPolicySet, [&] {
       model::Engine::StallPolicy p;
-      p.graceSeconds = waiter_.policy().graceSeconds;
-      p.abortOnHang = waiter_.policy().abortOnHang;
-      p.describe = [m = std::weak_ptr<NodeModel>(model_)] {
+      p.graceSeconds = n_.waiter.policy().graceSeconds;
+      p.abortOnHang = n_.waiter.policy().abortOnHang;
+      p.describe = [m = std::weak_ptr<NodeModel>(n_.model)] {
         const auto model = m.lock();
         return model ? model->describeWaitingKernels() : std::string();
       };
@@ -441,33 +626,33 @@ class EmbeddedNode final : public Node {
 
   bool poll(const WorkDone& w) override {
     if (w->done()) return true;
-    model::Engine::instance().advance(pollIntervalPs_, w);
+    model::Engine::instance().advance(n_.pollIntervalPs, w);
     return false;
   }
 
   uint64_t nowPs() override { return model::Engine::instance().nowPs(); }
 
   Status multicastCreate(const MulticastProps& props, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     uint64_t id = 0;
-    Status s = fabric_.create(props, &id);
+    Status s = n_.fabric.create(props, &id);
     if (s != Status::kOk) return s;
     *handle = newHandle(id, false);
     return Status::kOk;
   }
 
   Status multicastAddDevice(uint64_t handle, int device) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     MulticastObject* mc = multicastOf(handle);
     if (mc == nullptr) return Status::kInvalidValue;
-    Status s = fabric_.addDevice(*mc, device);
-    if (s == Status::kOk) waiter_.progress();  // a bind or map may be waiting for this device
+    Status s = n_.fabric.addDevice(*mc, device);
+    if (s == Status::kOk) n_.waiter.progress();  // a bind or map may be waiting for this device
     return s;
   }
 
   Status multicastBindMem(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t memHandle,
                           uint64_t memOffset, uint64_t size) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(n_.mu);
     // The memory is named by handle; it is looked up again after any wait, since another
     // thread may release it meanwhile.
     auto source = [&](BindSource* src) {
@@ -480,68 +665,68 @@ class EmbeddedNode final : public Node {
 
   Status multicastBindAddr(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t va,
                            uint64_t size) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(n_.mu);
     auto source = [&](BindSource* src) {
       // The range must lie in one mapping of memory from cuMemCreate or a pool; cuMemAlloc
       // memory is refused (the reference names cuMemCreate and cudaMallocAsync only).
       const model::Mapping* m = space_.mappingContaining(va);
       if (m == nullptr || isMulticastId(m->alloc) || size > m->va + m->size - va) return Status::kInvalidValue;
-      if (allocs_.at(m->alloc).kind == AllocKind::kLinear) return Status::kInvalidValue;
+      if (n_.allocs.at(m->alloc).kind == AllocKind::kLinear) return Status::kInvalidValue;
       return bindSourceOf(m->alloc, m->allocOffset + (va - m->va), size, src);
     };
     return bind(lock, "cuMulticastBindAddr", mcHandle, device, mcOffset, size, source);
   }
 
   Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     MulticastObject* mc = multicastOf(mcHandle);
     if (mc == nullptr) return Status::kInvalidValue;
     if (mcOffset > mc->props.size || size > mc->props.size - mcOffset) return Status::kInvalidValue;
     MulticastBinding removed;
-    Status s = fabric_.unbind(*mc, device, mcOffset, size, &removed);
+    Status s = n_.fabric.unbind(*mc, device, mcOffset, size, &removed);
     if (s != Status::kOk) return s;
-    dropRef(removed.alloc);
+    n_.dropRef(removed.alloc);
     return Status::kOk;
   }
 
   FabricManagerState fabricManagerState() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return fabric_.state();
+    std::lock_guard<std::mutex> lock(n_.mu);
+    return n_.fabric.state();
   }
 
   void setFabricManagerState(FabricManagerState state) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    fabric_.setState(state);
-    waiter_.progress();
+    std::lock_guard<std::mutex> lock(n_.mu);
+    n_.fabric.setState(state);
+    n_.waiter.progress();
   }
 
-  bool faultsActive() const override { return faultsActive_.load(std::memory_order_acquire); }
+  bool faultsActive() const override { return n_.faultsActive.load(std::memory_order_acquire); }
 
   FaultOutcome onEntry(const char* symbol, int device, int rank, const FaultArgument* args,
                        size_t argCount, bool fabricMoment) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(n_.mu);
     FaultOutcome out;
-    if (injector_.empty()) return out;
-    faultRank_ = rank;
+    if (n_.injector.empty()) return out;
+    n_.faultRank = rank;
     FaultEvent e;
     e.rank = rank;
-    if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
+    if (n_.injector.usesTime()) e.nowPs = model::Engine::instance().nowPs();
     // Fabric-level rules see every driver call that acts on the node as a moment at which they
     // may fire.
     for (FaultPointKind p : {FaultPointKind::kFabricManager, FaultPointKind::kImex, FaultPointKind::kLink,
                              FaultPointKind::kSwitch}) {
       if (!fabricMoment) break;
       e.point = p;
-      if (auto i = injector_.consult(e)) applyFabricRule(injector_.rule(*i));
+      if (auto i = n_.injector.consult(e)) applyFabricRule(n_.injector.rule(*i));
     }
     e.point = FaultPointKind::kEntryPoint;
     e.entry = FaultInjector::baseName(symbol);
     e.device = device;
     e.args = args;
     e.argCount = argCount;
-    const auto fired = injector_.consult(e);
+    const auto fired = n_.injector.consult(e);
     if (!fired) return out;
-    const FaultRule& r = injector_.rule(*fired);
+    const FaultRule& r = n_.injector.rule(*fired);
     switch (r.action) {
       case FaultActionKind::kReturn:
         // "delay 7s return ...": the call takes its time before it fails (a stalled manager).
@@ -550,8 +735,8 @@ class EmbeddedNode final : public Node {
         out.result = r.result;
         return out;
       case FaultActionKind::kRelease:
-        injector_.release(r.label);
-        waiter_.progress();
+        n_.injector.release(r.label);
+        n_.waiter.progress();
         return out;
       case FaultActionKind::kDelay:
         delay(r.timePs);
@@ -564,75 +749,62 @@ class EmbeddedNode final : public Node {
   }
 
   void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    injector_ = FaultInjector(std::move(rules), seed);
-    faultsActive_.store(!injector_.empty(), std::memory_order_release);
+    std::lock_guard<std::mutex> lock(n_.mu);
+    n_.installPlan(std::move(rules), seed);
   }
 
   void releaseFault(const std::string& label) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    injector_.release(label);
-    waiter_.progress();
+    std::lock_guard<std::mutex> lock(n_.mu);
+    n_.injector.release(label);
+    n_.waiter.progress();
   }
 
   std::vector<FaultRuleCounts> faultCounts() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return injector_.counts();
+    std::lock_guard<std::mutex> lock(n_.mu);
+    return n_.injector.counts();
   }
 
   std::vector<FaultRule> faultRules() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return injector_.rules();
+    std::lock_guard<std::mutex> lock(n_.mu);
+    return n_.injector.rules();
   }
 
-  bool imexChannelPresent() const override { return imexPresent_.load(); }
+  bool imexChannelPresent() const override { return n_.imexPresent.load(); }
 
   bool nvlinkUp(int gpu) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return linksDown_.count(gpu) == 0;
+    std::lock_guard<std::mutex> lock(n_.mu);
+    return n_.linksDown.count(gpu) == 0;
   }
 
   uint64_t stateDigest() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(n_.mu);
     // An allocation that only a since-closed descriptor kept is already gone in fact (the close
     // happened outside mcsim); sweep it first, so that no later call appears to change state.
-    sweepHeldAllocations();
+    n_.sweepHeldAllocations();
     model::Digest d;
-    d.add(nextAlloc_).add(nextHandle_);
-    d.add(allocs_.size());
-    for (AllocId id : sortedKeys(allocs_)) {
-      const Allocation& a = allocs_.at(id);
+    d.add(n_.nextAlloc);
+    d.add(n_.allocs.size());
+    for (AllocId id : sortedKeys(n_.allocs)) {
+      const Allocation& a = n_.allocs.at(id);
       d.add(id).add(a.refs).add(static_cast<uint64_t>(a.kind)).add(a.props.size).add(a.props.handleTypes);
-      d.add(a.firstHandle).add(a.heldByDescriptors ? 1 : 0);
+      d.add(a.heldByDescriptors ? 1 : 0);
       d.add(static_cast<uint64_t>(a.props.location.kind)).add(static_cast<uint64_t>(a.props.location.id));
     }
-    d.add(handles_.size());
-    for (uint64_t value : sortedKeys(handles_)) {
-      const HandleEntry& h = handles_.at(value);
-      d.add(value).add(h.alloc).add(h.refs).add(h.imported ? 1 : 0);
-    }
-    d.add(exports_.size());
-    for (const auto& [key, id] : exports_) d.add(id);
-    for (uint64_t u : deviceUsed_) d.add(u);
-    for (uint64_t u : hostUsed_) d.add(u);
-    space_.addToDigest(d);
-    fabric_.addToDigest(d);
+    d.add(n_.exports.size());
+    for (const auto& [key, e] : n_.exports) d.add(e.object);
+    for (uint64_t u : n_.deviceUsed) d.add(u);
+    for (uint64_t u : n_.hostUsed) d.add(u);
+    n_.fabric.addToDigest(d);
+    // Every attached process's part, in the order they attached.
+    d.add(n_.processes.size());
+    for (const auto& [number, p] : n_.processes) p->addProcessDigest(d);
     return d.value();
   }
 
   NodeStats stats() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    sweepHeldAllocations();
-    NodeStats s;
-    s.allocations = allocs_.size();
-    s.handles = handles_.size();
-    s.reservations = space_.reservationCount();
-    s.mappings = space_.mappingCount();
-    s.exportedFds = exports_.size();
-    for (const auto& [id, a] : allocs_) s.residentBytes += a.region ? a.region->residentBytes() : 0;
-    s.multicastObjects = fabric_.objectCount();
-    s.freeMulticastSlots = fabric_.freeSlots();
-    return s;
+    std::lock_guard<std::mutex> lock(n_.mu);
+    n_.sweepHeldAllocations();
+    return n_.collectStats();
   }
 
  private:
@@ -640,7 +812,7 @@ class EmbeddedNode final : public Node {
   // blocks may end meanwhile, so waiters look again.
   void delay(uint64_t ps) {
     model::Engine::instance().run([ps] { return ps; });
-    waiter_.progress();
+    n_.waiter.progress();
   }
 
   // A call held by a `block` rule: until its label is released (a release rule, the API), or
@@ -666,10 +838,10 @@ class EmbeddedNode final : public Node {
     // writes the report for all (with a describer of its own, a team waiter's report called
     // the fault hold "a released multicast object", a fault waiter's called every team a
     // fault hold).
-    const Status s = waiter_.wait(
+    const Status s = n_.waiter.wait(
         lock, who, kFaultHold,
         [&] {
-          return (!label.empty() && injector_.isReleased(label)) ||
+          return (!label.empty() && n_.injector.isReleased(label)) ||
                  (wakeAt != TeamWaiter::kNoDeadline && model::Engine::instance().nowPs() >= wakeAt);
         },
         [&](uint64_t object) { return describeWait(object); }, wakeAt);
@@ -684,53 +856,53 @@ class EmbeddedNode final : public Node {
   void applyFabricRule(const FaultRule& r) {
     switch (r.action) {
       case FaultActionKind::kState:
-        if (r.state == "restarted") fabric_.restart();
-        else if (r.state == "not-started") fabric_.setState(FabricManagerState::kNotStarted);
-        else if (r.state == "initialising") fabric_.setState(FabricManagerState::kInitialising);
-        else if (r.state == "ready") fabric_.setState(FabricManagerState::kReady);
-        else fabric_.setState(FabricManagerState::kDegraded);
+        if (r.state == "restarted") n_.fabric.restart();
+        else if (r.state == "not-started") n_.fabric.setState(FabricManagerState::kNotStarted);
+        else if (r.state == "initialising") n_.fabric.setState(FabricManagerState::kInitialising);
+        else if (r.state == "ready") n_.fabric.setState(FabricManagerState::kReady);
+        else n_.fabric.setState(FabricManagerState::kDegraded);
         break;
-      case FaultActionKind::kRelease: injector_.release(r.label); break;
-      case FaultActionKind::kAbsent: imexPresent_.store(false); break;
-      case FaultActionKind::kPresent: imexPresent_.store(true); break;
+      case FaultActionKind::kRelease: n_.injector.release(r.label); break;
+      case FaultActionKind::kAbsent: n_.imexPresent.store(false); break;
+      case FaultActionKind::kPresent: n_.imexPresent.store(true); break;
       case FaultActionKind::kDown:
       case FaultActionKind::kUp: {
         const bool down = r.action == FaultActionKind::kDown;
         if (r.point == FaultPointKind::kSwitch) {
-          switchDown_ = down;
+          n_.switchDown = down;
           break;
         }
-        for (int g = 0; g < preset_.gpuCount; ++g) {
+        for (int g = 0; g < n_.preset.gpuCount; ++g) {
           if (r.gpu >= 0 && g != r.gpu) continue;
-          if (down) linksDown_.insert(g);
-          else linksDown_.erase(g);
+          if (down) n_.linksDown.insert(g);
+          else n_.linksDown.erase(g);
         }
         break;
       }
       default: break;
     }
-    waiter_.progress();
+    n_.waiter.progress();
   }
 
   // The device whose memory a segment list starts in (-1: host memory).
   int deviceOf(const std::vector<Segment>& segs) const {
     if (segs.empty() || isMulticastId(segs[0].alloc)) return -1;
-    const Location& l = allocs_.at(segs[0].alloc).props.location;
+    const Location& l = n_.allocs.at(segs[0].alloc).props.location;
     return l.kind == LocationKind::kDevice ? l.id : -1;
   }
 
   // A copy between two GPUs needs both GPUs' NVLinks.
   bool linkPathUp(const std::vector<Segment>& from, const std::vector<Segment>& to) const {
-    if (linksDown_.empty()) return true;
+    if (n_.linksDown.empty()) return true;
     const int a = deviceOf(from), b = deviceOf(to);
     if (a < 0 || b < 0 || a == b) return true;
-    return linksDown_.count(a) == 0 && linksDown_.count(b) == 0;
+    return n_.linksDown.count(a) == 0 && n_.linksDown.count(b) == 0;
   }
 
   // The switches' and the manager's word on a multicast bind or map.
   Status multicastGate() const {
-    if (switchDown_) return Status::kIllegalState;
-    return fabric_.gate();
+    if (n_.switchDown) return Status::kIllegalState;
+    return n_.fabric.gate();
   }
 
   // Memory the driver reserves, backs and maps in one step (cuMemAlloc, pools): rounded to whole
@@ -741,12 +913,12 @@ class EmbeddedNode final : public Node {
     if (requested == 0 || rounded < requested) return Status::kInvalidValue;
     props.size = rounded;
     AllocId id = 0;
-    Status s = newAllocation(props, kind, requested, &id);
+    Status s = n_.newAllocation(props, kind, requested, &id);
     if (s != Status::kOk) return s;
     uint64_t at = 0;
     s = space_.reserve(rounded, kLinearGranule, 0, true, &at);
     if (s != Status::kOk) {
-      destroyAllocation(id);
+      n_.destroyAllocation(id);
       return s;
     }
     space_.map(at, rounded, id, 0);
@@ -758,27 +930,27 @@ class EmbeddedNode final : public Node {
 
   Status freeInternal(uint64_t va, AllocKind kind) {
     auto it = internal_.find(va);
-    if (it == internal_.end() || allocs_.at(it->second).kind != kind) return Status::kInvalidValue;
-    const uint64_t size = allocs_.at(it->second).props.size;
+    if (it == internal_.end() || n_.allocs.at(it->second).kind != kind) return Status::kInvalidValue;
+    const uint64_t size = n_.allocs.at(it->second).props.size;
     std::vector<model::Mapping> removed;
     space_.unmap(va, size, &removed);
     space_.free(va, size);
     internal_.erase(it);
-    for (const auto& m : removed) dropRef(m.alloc);
+    for (const auto& m : removed) n_.dropRef(m.alloc);
     return Status::kOk;
   }
 
   MulticastObject* multicastOf(uint64_t handle) {
     auto h = handles_.find(handle);
     if (h == handles_.end() || !isMulticastId(h->second.alloc)) return nullptr;
-    MulticastObject* mc = fabric_.find(h->second.alloc);
+    MulticastObject* mc = n_.fabric.find(h->second.alloc);
     // Objects from before a fabric manager restart answer as unknown until released.
     return mc != nullptr && mc->stale ? nullptr : mc;
   }
 
   // What a bind of `size` bytes at `offset` of allocation `id` binds, if they fit.
   Status bindSourceOf(AllocId id, uint64_t offset, uint64_t size, BindSource* src) const {
-    const Allocation& a = allocs_.at(id);
+    const Allocation& a = n_.allocs.at(id);
     if (offset > a.props.size || size > a.props.size - offset) return Status::kInvalidValue;
     *src = BindSource{id, a.props.location, a.props.size, a.props.handleTypes, offset};
     return Status::kOk;
@@ -798,7 +970,7 @@ class EmbeddedNode final : public Node {
       if (loc.id != requested) return Status::kInvalidDevice;
     } else {
       const int numa = loc.kind == LocationKind::kHost ? 0 : loc.id;
-      if (numa != preset_.gpuNumaNode[static_cast<size_t>(requested)]) return Status::kInvalidValue;
+      if (numa != n_.preset.gpuNumaNode[static_cast<size_t>(requested)]) return Status::kInvalidValue;
     }
     *device = requested;
     return Status::kOk;
@@ -839,10 +1011,11 @@ class EmbeddedNode final : public Node {
     // slots: sweep them before the slot check, or a loop of create / export / bind / release /
     // close runs out of slots at its 129th bind (multicast.Slots.ClosingTheLastDescriptorFreesTheSlot).
     // Neither `mc` nor the bound memory can be swept: a handle or a mapping holds each.
-    sweepHeldAllocations();
-    s = fabric_.bind(*mc, dev, mcOffset, src, size);
+    n_.sweepHeldAllocations();
+    src.owner = number_;
+    s = n_.fabric.bind(*mc, dev, mcOffset, src, size);
     if (s != Status::kOk) return s;
-    ++allocs_.at(src.alloc).refs;  // the binding keeps the bound memory alive
+    ++n_.allocs.at(src.alloc).refs;  // the binding keeps the bound memory alive
     return Status::kOk;
   }
 
@@ -850,8 +1023,8 @@ class EmbeddedNode final : public Node {
   // granularity; the map blocks until the team is complete.
   Status mapMulticast(std::unique_lock<std::mutex>& lock, uint64_t va, uint64_t size, uint64_t offset,
                       uint64_t id) {
-    const uint64_t gran = preset_.multicast.granularityMinimum;
-    MulticastObject* mc = fabric_.find(id);
+    const uint64_t gran = n_.preset.multicast.granularityMinimum;
+    MulticastObject* mc = n_.fabric.find(id);
     // An object from before a fabric manager restart is refused here as by every other multicast
     // call (multicastOf); the map used to go through and map an object the manager forgot.
     if (mc->stale) return Status::kInvalidValue;
@@ -861,7 +1034,7 @@ class EmbeddedNode final : public Node {
     if (r == nullptr || r->internal) return Status::kInvalidValue;
     Status s = waitForTeam(lock, id, "cuMemMap", -1);
     if (s != Status::kOk) return s;
-    mc = fabric_.find(id);
+    mc = n_.fabric.find(id);
     if (mc == nullptr || mc->stale) return Status::kInvalidValue;
     s = multicastGate();
     if (s != Status::kOk) return s;
@@ -875,13 +1048,13 @@ class EmbeddedNode final : public Node {
   // in reports, so nothing is formatted unless the call really has to wait.
   Status waitForTeam(std::unique_lock<std::mutex>& lock, uint64_t id, const char* call, int device) {
     auto ready = [&] {
-      const MulticastObject* mc = fabric_.find(id);
+      const MulticastObject* mc = n_.fabric.find(id);
       return mc == nullptr || mc->complete();  // a released object wakes its waiters too
     };
     if (ready()) return Status::kOk;
     const std::string who = std::string(call) + (device >= 0 ? " on device " + std::to_string(device) : "") +
                             " (multicast object " + std::to_string(id & ~kMulticastIdBit) + ")";
-    return waiter_.wait(lock, who, id, ready, [&](uint64_t object) { return describeWait(object); });
+    return n_.waiter.wait(lock, who, id, ready, [&](uint64_t object) { return describeWait(object); });
   }
 
   // The wait object of calls held by fault plan block rules (team waits use multicast ids, which
@@ -891,7 +1064,7 @@ class EmbeddedNode final : public Node {
   // What a wait object still lacks, for hang and deadlock reports. Under the lock.
   std::string describeWait(uint64_t object) const {
     if (object == kFaultHold) return "calls held by fault plan block rules (each waiting call below names its rule)";
-    const MulticastObject* mc = fabric_.find(object);
+    const MulticastObject* mc = n_.fabric.find(object);
     if (mc == nullptr) return std::string("a released multicast object");
     std::string added;
     for (int d : mc->members) added += (added.empty() ? "" : " ") + std::to_string(d);
@@ -900,11 +1073,13 @@ class EmbeddedNode final : public Node {
            std::to_string(mc->props.numDevices - mc->members.size()) + " still to be added";
   }
 
-  static uint64_t fabricCheck(AllocId id) { return (id * 0x9e3779b97f4a7c15ull) ^ 0x6d6373696d464142ull; }
+  uint64_t fabricCheck(AllocId id) const {
+    return (id * 0x9e3779b97f4a7c15ull) ^ 0x6d6373696d464142ull ^ (n_.identity * 0xff51afd7ed558ccdull);
+  }
 
   // Where a resolved segment's memory is, for the timing model.
   MemoryRef memoryRefOf(const Segment& sg) const {
-    const Allocation& a = allocs_.at(sg.alloc);
+    const Allocation& a = n_.allocs.at(sg.alloc);
     MemoryRef m;
     m.device = a.props.location.kind == LocationKind::kDevice;
     m.gpu = m.device ? a.props.location.id : -1;
@@ -942,7 +1117,7 @@ class EmbeddedNode final : public Node {
     }
     // The work in flight keeps the backing memory alive, whatever the program frees meanwhile.
     for (const Segment& sg : side->segs) {
-      const Allocation& a = allocs_.at(sg.alloc);
+      const Allocation& a = n_.allocs.at(sg.alloc);
       if (a.region) work->keepAlive.push_back(a.region);
     }
     return Status::kOk;
@@ -983,7 +1158,7 @@ class EmbeddedNode final : public Node {
     if (!backSegments(segs, &data)) return Status::kOutOfMemory;
     for (size_t i = 0; i < segs.size(); ++i) {
       span->push_back(MemoryRun{memoryRefOf(segs[i]), data[i], segs[i].len});
-      work->keepAlive.push_back(allocs_.at(segs[i].alloc).region);
+      work->keepAlive.push_back(n_.allocs.at(segs[i].alloc).region);
     }
     return Status::kOk;
   }
@@ -999,7 +1174,7 @@ class EmbeddedNode final : public Node {
     const MulticastObject* mc = nullptr;
     for (const Segment& sg : segs) {
       if (!isMulticastId(sg.alloc)) return Status::kIllegalAddress;
-      const MulticastObject* o = fabric_.find(sg.alloc);
+      const MulticastObject* o = n_.fabric.find(sg.alloc);
       if (o == nullptr || (mc != nullptr && o != mc)) return Status::kIllegalAddress;
       mc = o;
     }
@@ -1024,7 +1199,7 @@ class EmbeddedNode final : public Node {
           std::vector<uint8_t*> data;
           if (!backSegments({bound}, &data)) return Status::kOutOfMemory;
           span.push_back(MemoryRun{memoryRefOf(bound), data[0], n});
-          work->keepAlive.push_back(allocs_.at(b->alloc).region);
+          work->keepAlive.push_back(n_.allocs.at(b->alloc).region);
           off += n;
           left -= n;
         }
@@ -1098,7 +1273,7 @@ class EmbeddedNode final : public Node {
           break;
       }
       if (s != Status::kOk) return s;
-      if (!r.memberGpus.empty() && switchDown_) return Status::kLinkDown;
+      if (!r.memberGpus.empty() && n_.switchDown) return Status::kLinkDown;
       work->steps.push_back(std::move(r));
     }
     return Status::kOk;
@@ -1107,9 +1282,9 @@ class EmbeddedNode final : public Node {
   // Checks a device operation and turns it into work for the timing model. Changes nothing but
   // first-touch backing of memory about to be written (which no digest sees).
   Status planWork(const DeviceOp& op, DeviceWork* work) {
-    if (op.engineDevice < 0 || op.engineDevice >= preset_.gpuCount) return Status::kInvalidDevice;
+    if (op.engineDevice < 0 || op.engineDevice >= n_.preset.gpuCount) return Status::kInvalidDevice;
     work->engineGpu = op.engineDevice;
-    work->functional = functional_;
+    work->functional = n_.functional;
     work->stream = op.stream;
     if (op.kind == DeviceOp::Kind::kKernel) return planKernel(op, work);
     if (op.kind == DeviceOp::Kind::kMarker) {
@@ -1143,7 +1318,7 @@ class EmbeddedNode final : public Node {
     if (s != Status::kOk) return s;
     work->kind = DeviceWork::Kind::kCopy;
     // Pageable host data is staged now, as the real driver does, unless the caller waits anyway.
-    if (!op.srcDevice && !op.srcPinned && !op.callerWaits && functional_) {
+    if (!op.srcDevice && (op.stageSource || (!op.srcPinned && !op.callerWaits)) && n_.functional) {
       work->staging.assign(src.host, src.host + op.bytes);
       src.host = work->staging.data();
     }
@@ -1171,130 +1346,11 @@ class EmbeddedNode final : public Node {
     return Status::kOk;
   }
 
-  uint64_t* usedFor(const Location& loc, uint64_t* capacity) {
-    if (loc.kind == LocationKind::kDevice) {
-      *capacity = preset_.gpu.memoryBytes;
-      return &deviceUsed_[static_cast<size_t>(loc.id)];
-    }
-    *capacity = preset_.hostMemoryBytesPerNumaNode;
-    // Plain host memory (no NUMA node named) is charged to node 0.
-    return &hostUsed_[loc.kind == LocationKind::kHost ? 0 : static_cast<size_t>(loc.id)];
-  }
-
-  Status newAllocation(const AllocationProps& props, AllocKind kind, uint64_t requested, AllocId* id) {
-    const bool device = props.location.kind == LocationKind::kDevice;
-    const int limit = device ? preset_.gpuCount : preset_.hostNumaNodes;
-    if (props.location.kind != LocationKind::kHost && (props.location.id < 0 || props.location.id >= limit)) {
-      return device ? Status::kInvalidDevice : Status::kInvalidValue;
-    }
-    uint64_t capacity = 0;
-    uint64_t* used = usedFor(props.location, &capacity);
-    if (props.size > capacity - *used) return Status::kOutOfMemory;
-    *used += props.size;
-    Allocation a;
-    a.id = ++nextAlloc_;
-    a.props = props;
-    a.kind = kind;
-    a.requested = requested;
-    a.refs = 1;
-    *id = a.id;
-    allocs_.emplace(a.id, std::move(a));
-    return Status::kOk;
-  }
-
   uint64_t newHandle(AllocId alloc, bool imported) {
     const uint64_t value = kHandleBase + kHandleStride * nextHandle_++;
     handles_[value] = HandleEntry{alloc, 1, imported};
-    uint64_t* first = objectOf(alloc).firstHandle;
-    if (*first == 0) *first = value;
+    firstHandles_.emplace(alloc, value);  // kept if the process had one before
     return value;
-  }
-
-  void dropRef(uint64_t id) {
-    if (!objectExists(id)) return;
-    const ObjectView o = objectOf(id);
-    if (--*o.refs != 0) return;
-    if (openExportOf(id)) {
-      *o.heldByDescriptors = true;
-      held_.insert(id);
-    } else {
-      destroyObject(id);
-    }
-  }
-
-  // Whether a descriptor exported for `id` is still open in this process.
-  bool openExportOf(AllocId id) const {
-    std::set<FileKey> keys;
-    for (const auto& [key, alloc] : exports_) {
-      if (alloc == id) keys.insert(key);
-    }
-    if (keys.empty()) return false;
-    DIR* dir = opendir("/proc/self/fd");
-    if (dir == nullptr) return true;  // cannot tell: keep the memory rather than lose it
-    bool open = false;
-    while (dirent* e = readdir(dir)) {
-      struct stat st {};
-      const std::string path = std::string("/proc/self/fd/") + e->d_name;
-      if (e->d_name[0] == '.' || stat(path.c_str(), &st) != 0) continue;
-      if (keys.count(FileKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}) != 0) {
-        open = true;
-        break;
-      }
-    }
-    closedir(dir);
-    return open;
-  }
-
-  // Frees allocations that only exported descriptors kept, once those are all closed.
-  // Costs nothing while no object is held that way, so calls can afford it.
-  void sweepHeldAllocations() {
-    std::vector<uint64_t> done;
-    for (uint64_t id : held_) {
-      if (!openExportOf(id)) done.push_back(id);
-    }
-    for (uint64_t id : done) destroyObject(id);
-  }
-
-
-  // A view of the bookkeeping that allocations and multicast objects share.
-  struct ObjectView {
-    uint64_t* refs;
-    uint64_t* firstHandle;
-    bool* heldByDescriptors;
-    uint32_t handleTypes;
-  };
-  bool objectExists(uint64_t id) const {
-    return isMulticastId(id) ? fabric_.find(id) != nullptr : allocs_.count(id) != 0;
-  }
-  ObjectView objectOf(uint64_t id) {
-    if (isMulticastId(id)) {
-      MulticastObject& mc = *fabric_.find(id);
-      return {&mc.refs, &mc.firstHandle, &mc.heldByDescriptors, mc.props.handleTypes};
-    }
-    Allocation& a = allocs_.at(id);
-    return {&a.refs, &a.firstHandle, &a.heldByDescriptors, a.props.handleTypes};
-  }
-
-  void destroyObject(uint64_t id) {
-    held_.erase(id);
-    for (auto e = exports_.begin(); e != exports_.end();) {
-      e = (e->second == id) ? exports_.erase(e) : std::next(e);
-    }
-    if (!isMulticastId(id)) {
-      destroyAllocation(id);
-      return;
-    }
-    // The object's bindings held references on the bound memory.
-    for (const MulticastBinding& b : fabric_.destroy(id)) dropRef(b.alloc);
-    waiter_.progress();  // waiters on this object can now only fail
-  }
-
-  void destroyAllocation(AllocId id) {
-    auto it = allocs_.find(id);
-    uint64_t capacity = 0;
-    *usedFor(it->second.props.location, &capacity) -= it->second.props.size;
-    if (it->second.props.location.kind == LocationKind::kDevice) model_->forget(it->second.props.location.id, id);
-    allocs_.erase(it);  // unmaps the backing region, giving its pages back
   }
 
   // cuMemAlloc memory is used within what was asked for, one allocation at a time: the real driver
@@ -1305,7 +1361,7 @@ class EmbeddedNode final : public Node {
     for (const Segment& sg : segs) {
       // A multicast mapping is reached by multimem instructions, not by copies or memsets.
       if (isMulticastId(sg.alloc)) return false;
-      const Allocation& a = allocs_.at(sg.alloc);
+      const Allocation& a = n_.allocs.at(sg.alloc);
       if (a.kind != AllocKind::kVmm && (segs.size() > 1 || sg.allocOffset + sg.len > a.requested)) return false;
     }
     return true;
@@ -1314,7 +1370,7 @@ class EmbeddedNode final : public Node {
   // Host pointers for segments about to be written, backing allocations on first touch.
   bool backSegments(const std::vector<Segment>& segs, std::vector<uint8_t*>* out) {
     for (const Segment& sg : segs) {
-      Allocation& a = allocs_.at(sg.alloc);
+      Allocation& a = n_.allocs.at(sg.alloc);
       if (!a.region) {
         a.region = model::LazyRegion::create(a.props.size);
         if (!a.region) return false;
@@ -1328,49 +1384,151 @@ class EmbeddedNode final : public Node {
   std::vector<const uint8_t*> peekSegments(const std::vector<Segment>& segs) {
     std::vector<const uint8_t*> out;
     for (const Segment& sg : segs) {
-      const Allocation& a = allocs_.at(sg.alloc);
+      const Allocation& a = n_.allocs.at(sg.alloc);
       out.push_back(a.region ? a.region->data() + sg.allocOffset : nullptr);
     }
     return out;
   }
 
-  Preset preset_;
+  NodeStats held() override {
+    std::lock_guard<std::mutex> lock(n_.mu);
+    NodeStats s;
+    addToStats(&s);
+    return s;
+  }
+
+  void addToStats(NodeStats* s) const {
+    s->handles += handles_.size();
+    s->reservations += space_.reservationCount();
+    s->mappings += space_.mappingCount();
+  }
+
+  // Adds what is this process's to a digest of the node.
+  void addProcessDigest(model::Digest& d) const {
+    d.add(number_).add(nextHandle_);
+    d.add(handles_.size());
+    for (uint64_t value : sortedKeys(handles_)) {
+      const HandleEntry& h = handles_.at(value);
+      d.add(value).add(h.alloc).add(h.refs).add(h.imported ? 1 : 0);
+    }
+    d.add(firstHandles_.size());
+    for (const auto& [id, value] : firstHandles_) d.add(id).add(value);
+    space_.addToDigest(d);
+  }
+
+  std::shared_ptr<NodeHost::State> state_;
+  NodeHost::State& n_;  // *state_
+  uint64_t number_ = 0;  // the order in which it attached
   uint64_t vaBase_;
-  std::mutex mu_;
   AddressSpace space_;
-  // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
-  // could show, except digests, which sort their keys (sortedKeys).
-  std::unordered_map<AllocId, Allocation> allocs_;
   std::unordered_map<uint64_t, HandleEntry> handles_;
-  std::set<uint64_t> held_;  // objects that only exported descriptors keep
+  // The handle value this process first had for each object it knew (the real driver's answer
+  // to cuMemRetainAllocationHandle, and to property queries of a released value still mapped).
+  std::map<uint64_t, uint64_t> firstHandles_;
   std::map<uint64_t, AllocId> internal_;  // cuMemAlloc and pool allocations by base address
-  std::map<FileKey, AllocId> exports_;   // exported memfds -> allocation
-  std::vector<uint64_t> deviceUsed_;
-  std::vector<uint64_t> hostUsed_;
-  AllocId nextAlloc_ = 0;
   uint64_t nextHandle_ = 0;
-  FabricManager fabric_;
-  TeamWaiter waiter_;
-  FaultInjector injector_;
-  std::atomic<bool> faultsActive_{false};
-  // Whether an IMEX channel exists: the preset's answer until a fault plan changes it. Atomic,
-  // since the driver asks without the node's lock.
-  std::atomic<bool> imexPresent_{false};
-  int faultRank_ = -1;  // MCSIM_RANK as the driver last passed it to onEntry
-  std::set<int> linksDown_;  // GPUs whose NVLinks a fault plan took down
-  bool switchDown_ = false;
-  std::shared_ptr<NodeModel> model_;  // the timing model; work in flight shares it
-  std::once_flag stallPolicySet_;
-  bool functional_;                   // false: timing only (MCSIM_TIMING_ONLY=1), no data moves
-  uint64_t pollIntervalPs_;           // how far a query that finds work unfinished lets time run
 };
 
 }  // namespace
 
+NodeStats NodeHost::State::collectStats() const {
+  NodeStats s;
+  s.allocations = allocs.size();
+  for (const auto& [number, p] : processes) p->addToStats(&s);
+  s.exportedFds = exports.size();
+  for (const auto& [id, a] : allocs) s.residentBytes += a.region ? a.region->residentBytes() : 0;
+  s.multicastObjects = fabric.objectCount();
+  s.freeMulticastSlots = fabric.freeSlots();
+  return s;
+}
+
+void NodeHost::State::destroyObject(uint64_t id) {
+  held.erase(id);
+  for (auto e = exports.begin(); e != exports.end();) {
+    e = (e->second.object == id) ? exports.erase(e) : std::next(e);
+  }
+  // No process knows a handle value for it any more.
+  for (const auto& [number, p] : processes) p->firstHandles_.erase(id);
+  if (!isMulticastId(id)) {
+    destroyAllocation(id);
+    return;
+  }
+  // The object's bindings held references on the bound memory.
+  for (const MulticastBinding& b : fabric.destroy(id)) dropRef(b.alloc);
+  waiter.progress();  // waiters on this object can now only fail
+}
+
+uint64_t reserveDeviceWindow() {
+  void* want = reinterpret_cast<void*>(kDeviceWindowBase);
+  void* p = mmap(want, kDeviceWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                 MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == want) return kDeviceWindowBase;
+  if (p != MAP_FAILED) munmap(p, kDeviceWindowSize);
+  p = mmap(nullptr, kDeviceWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return 0;
+  std::fprintf(stderr, "mcsim: the device address window at 0x%llx is taken; device addresses "
+                       "will differ from run to run\n", static_cast<unsigned long long>(kDeviceWindowBase));
+  // Keep the window aligned to 2 MiB so that granularity rules hold for every address in it.
+  return (reinterpret_cast<uint64_t>(p) + kLinearGranule - 1) & ~(kLinearGranule - 1);
+}
+
+NodeHost::NodeHost(Preset preset, HangPolicy policy)
+    : state_(std::make_shared<State>(std::move(preset), policy)) {}
+
+NodeHost::~NodeHost() = default;
+
+const Preset& NodeHost::preset() const { return state_->preset; }
+
+std::unique_ptr<AttachedNode> NodeHost::attach(uint64_t vaBase) {
+  return std::make_unique<ProcessNode>(state_, vaBase);
+}
+
+void NodeHost::setIdentity(const std::string& name) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  // FNV-1a of the name: the same node name gives the same FABRIC handle bytes on every run.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  state_->identity = h;
+}
+
+void NodeHost::setThreadCounter(std::function<int()> count) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->waiter.setThreadCounter(std::move(count));
+}
+
+void NodeHost::abandonWaits(int pid) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->waiter.abandon(pid);
+}
+
+std::string NodeHost::lastHangReport() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->waiter.lastReport();
+}
+
+void NodeHost::installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->installPlan(std::move(rules), seed);
+}
+
+NodeStats NodeHost::stats() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->sweepHeldAllocations();
+  return state_->collectStats();
+}
+
+bool NodeHost::movesData() const { return state_->functional; }
+
+size_t NodeHost::processCount() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->processes.size();
+}
+
 std::unique_ptr<Node> makeEmbeddedNode(Preset preset) {
-  auto node = std::make_unique<EmbeddedNode>(std::move(preset));
-  if (!node->usable()) return nullptr;
-  return node;
+  const uint64_t window = reserveDeviceWindow();
+  if (window == 0) return nullptr;
+  NodeHost host(std::move(preset), HangPolicy::fromEnvironment());
+  return host.attach(window);
 }
 
 }  // namespace mcsim::fabric

@@ -1,0 +1,88 @@
+// One simulated node and the processes attached to it.
+//
+// A NodeHost holds what is node-wide: physical allocations and their backing memory, the fabric
+// manager (multicast objects, teams, bindings, switch slots), the records of exported handles,
+// the fault plan, the timing model, and the waits for teams. Each attached process sees the node
+// through a Node of its own (attach), which holds what belongs to the process: its handle values,
+// its device virtual address space (reservations, mappings, access rights), and its cuMemAlloc
+// and pool memory. Destroying that Node detaches the process: everything it held (handles,
+// mappings, reservations, bindings, memory) is given back, as when a real process exits or dies,
+// and calls waiting for teams look again at what they wait for.
+//
+// The embedded node (makeEmbeddedNode) is a host with one process, this one. A shared node
+// (`mcsim node`, node_server.cpp) is a host in a process of its own, whose attached processes
+// reach it through the transport in node_transport.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "fabric/node.h"
+#include "fabric/team_wait.h"
+
+namespace mcsim::fabric {
+
+// The simulated device VA window. Every process that uses a node reserves it in its own address
+// space (PROT_NONE), so that no host allocation can land inside it and a host dereference of a
+// device pointer faults, as on a real GPU. The address is fixed for reproducible runs and lies
+// clear of the sanitizers' shadow and allocator ranges.
+constexpr uint64_t kDeviceWindowBase = 0x200000000000ull;
+constexpr uint64_t kDeviceWindowSize = 0x200000000000ull;  // 32 TiB
+// Reserves the window in this process: its base, kDeviceWindowBase unless that range is taken
+// (then another, with a warning); 0 when no room is left.
+uint64_t reserveDeviceWindow();
+
+// A Node that one attached process holds.
+class AttachedNode : public Node {
+ public:
+  // cuMemImportFromShareableHandle of a descriptor known by the file it refers to (fstat's device
+  // and inode numbers): how a process imports a descriptor that lives in another process.
+  virtual Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) = 0;
+  // What this process holds now: its handles, reservations and mappings (the other counts 0).
+  virtual NodeStats held() = 0;
+};
+
+class NodeHost {
+ public:
+  struct State;
+
+  // A host for the node `preset` describes; `policy` is what its team waits do on a deadlock or
+  // suspected hang.
+  NodeHost(Preset preset, HangPolicy policy);
+  ~NodeHost();
+  NodeHost(const NodeHost&) = delete;
+  NodeHost& operator=(const NodeHost&) = delete;
+
+  const Preset& preset() const;
+  // Names the node (a shared node's name): FABRIC handles carry it, so that another node refuses
+  // them. An embedded node has none.
+  void setIdentity(const std::string& name);
+  // A Node for one more process, whose device window starts at `vaBase`. The host lives at least
+  // as long as the Nodes it handed out.
+  std::unique_ptr<AttachedNode> attach(uint64_t vaBase);
+
+  // Deadlock detection compares the calls blocked for teams with the application threads that
+  // could still complete them: by default those of this process (applicationThreadCount); a
+  // shared node counts those of every attached process.
+  void setThreadCounter(std::function<int()> count);
+  // Gives up the waits of the calls process `pid` made (it died): they return kHang at once,
+  // without a report, so that the process can be detached.
+  void abandonWaits(int pid);
+  // The last deadlock or suspected-hang report, for the processes whose calls it failed.
+  std::string lastHangReport();
+  // Attached processes right now.
+  size_t processCount();
+  // The fault plan of the whole node (as Node::installFaultPlan).
+  void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed);
+  // Counts of the whole node, every process's handles, reservations and mappings together.
+  NodeStats stats();
+  // Whether copies move data (false: MCSIM_TIMING_ONLY=1).
+  bool movesData() const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace mcsim::fabric

@@ -1,0 +1,945 @@
+#include "fabric/node_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/interprocess/managed_shared_memory.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabric/node_channel.h"
+#include "fabric/node_host.h"
+#include "fabric/node_ipc.h"
+#include "fabric/unique_fd.h"
+#include "model/engine.h"
+
+namespace mcsim::fabric {
+
+namespace {
+
+namespace bip = boost::interprocess;
+using channel::Channel;
+using channel::HostData;
+using channel::Op;
+using Clock = std::chrono::steady_clock;
+
+// The write end of the stop pipe, for the signal handler.
+std::atomic<int> gStopFd{-1};
+
+void onStopSignal(int) {
+  const int fd = gStopFd.load();
+  if (fd >= 0) {
+    const char c = 's';
+    [[maybe_unused]] ssize_t n = write(fd, &c, 1);
+  }
+}
+
+std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+void writeAll(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+int pidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+class NodeServer {
+ public:
+  explicit NodeServer(const NodeServerOptions& o) : options_(o), paths_(ipc::nodePaths(o.name)) {}
+
+  // Takes the node's place: its lock, a fresh segment and socket (cleaning up what a node that
+  // died left behind), the host. "" or the problem.
+  std::string start() {
+    if (!ipc::validNodeName(options_.name)) return "'" + options_.name + "' is no node name ([A-Za-z0-9._-], at most 64)";
+    std::string problem = ipc::prepareDirectory(paths_.dir);
+    if (!problem.empty()) return problem;
+    lock_.reset(open(paths_.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!lock_) return errnoText("cannot open " + paths_.lock);
+    if (flock(lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+      int pid = 0;
+      char buf[32] = {};
+      if (pread(lock_.get(), buf, sizeof buf - 1, 0) > 0) pid = std::atoi(buf);
+      return "node '" + options_.name + "' is already running (pid " + std::to_string(pid) + ")";
+    }
+    // Holding the lock, this is the only node of that name: a segment or socket still there was
+    // left by a node that died without cleaning up.
+    {
+      bip::shared_memory_object probe;
+      bool stale = false;
+      try {
+        bip::shared_memory_object old(bip::open_only, paths_.segment.c_str(), bip::read_only);
+        stale = true;
+      } catch (const bip::interprocess_exception&) {
+      }
+      if (stale) {
+        bip::shared_memory_object::remove(paths_.segment.c_str());
+        std::fprintf(stderr, "mcsim node: removed the stale segment /dev/shm/%s of a node '%s' that died\n",
+                     paths_.segment.c_str(), options_.name.c_str());
+      }
+    }
+    unlink(paths_.socket.c_str());
+    const std::string pid = std::to_string(getpid()) + "\n";
+    if (ftruncate(lock_.get(), 0) != 0 || pwrite(lock_.get(), pid.data(), pid.size(), 0) < 0) {
+      return errnoText("cannot write " + paths_.lock);
+    }
+
+    Preset preset;
+    try {
+      preset = loadPreset(options_.topology);
+    } catch (const std::exception& e) {
+      return std::string("cannot load topology preset: ") + e.what();
+    }
+    HangPolicy policy = HangPolicy::fromEnvironment();
+    // Whether a process aborts on a hang is its own choice (MCSIM_ON_HANG in its environment); the
+    // node itself never aborts for one.
+    policy.abortOnHang = false;
+    // A process still starting is not counted yet: a deadlock across processes must last a
+    // moment (a new process attaching is progress) before it is reported.
+    policy.deadlockSettleSeconds = std::min(1.0, policy.graceSeconds / 2);
+    host_ = std::make_unique<NodeHost>(preset, policy);
+    host_->setIdentity(options_.name);
+    host_->setThreadCounter([this] { return attachedThreads(); });
+    host_->installFaultPlan(options_.faults, options_.seed);
+
+    try {
+      segment_ = std::make_unique<bip::managed_shared_memory>(bip::create_only, paths_.segment.c_str(),
+                                                              options_.segmentBytes, nullptr, bip::permissions(0600));
+      header_ = segment_->construct<channel::SegmentHeader>(channel::kHeaderName)();
+    } catch (const bip::interprocess_exception& e) {
+      return "cannot make the segment /dev/shm/" + paths_.segment + ": " + e.what();
+    }
+    header_->nodePid = getpid();
+    header_->uid = getuid();
+    header_->faultsActive.store(options_.faults.empty() ? 0 : 1);
+    header_->imexPresent.store(preset.imexChannel ? 1 : 0);
+
+    listen_.reset(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (!listen_) return errnoText("socket");
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (paths_.socket.size() >= sizeof addr.sun_path) {
+      return "the socket path " + paths_.socket + " is too long (set MCSIM_NODE_DIR to a shorter directory)";
+    }
+    std::memcpy(addr.sun_path, paths_.socket.c_str(), paths_.socket.size() + 1);
+    if (bind(listen_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+      return errnoText("cannot bind " + paths_.socket);
+    }
+    if (chmod(paths_.socket.c_str(), 0600) != 0) return errnoText("chmod " + paths_.socket);
+    if (listen(listen_.get(), 256) != 0) return errnoText("listen");
+
+    int pipeFds[2];
+    if (pipe2(pipeFds, O_CLOEXEC) != 0) return errnoText("pipe");
+    stopRead_.reset(pipeFds[0]);
+    stopWrite_.reset(pipeFds[1]);
+    gStopFd.store(stopWrite_.get());
+    struct sigaction sa {};
+    sa.sa_handler = onStopSignal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    if (options_.exitWith > 0) {
+      exitWith_.reset(pidfdOpen(options_.exitWith));
+      if (!exitWith_) return errnoText("--exit-with " + std::to_string(options_.exitWith));
+    }
+    started_ = Clock::now();
+    return "";
+  }
+
+  // Accepts attachments until stopped; then removes the segment and the socket.
+  void serve() {
+    for (;;) {
+      // The third: the process the node is to go with (--exit-with), when there is one.
+      pollfd fds[3] = {{listen_.get(), POLLIN, 0}, {stopRead_.get(), POLLIN, 0}, {exitWith_.get(), POLLIN, 0}};
+      if (poll(fds, exitWith_ ? 3 : 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents != 0) break;
+      if (exitWith_ && fds[2].revents != 0) {
+        log("process " + std::to_string(options_.exitWith) + " exited (--exit-with)");
+        break;
+      }
+      if ((fds[0].revents & POLLIN) == 0) continue;
+      const int c = accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::thread([this, c] { connection(UniqueFd(c)); }).detach();
+    }
+    shutdown();
+  }
+
+ private:
+  struct Block {
+    uint64_t bytes = 0;
+    WorkDone user;  // device work that reads or writes it, if any: the block outlives it
+  };
+
+  struct Worker {
+    Channel* channel = nullptr;
+    std::thread thread;
+  };
+
+  struct Client {
+    uint64_t number = 0;
+    int pid = 0;
+    int rank = -1;
+    UniqueFd sock;
+    UniqueFd pidfd;
+    std::unique_ptr<AttachedNode> node;
+    std::atomic<bool> gone{false};
+    std::mutex mu;  // guards what follows
+    std::vector<std::unique_ptr<Worker>> workers;
+    std::map<uint64_t, WorkDone> work;   // the node's ids of its device work -> completion
+    uint64_t nextWork = 0;
+    std::map<uint64_t, Block> blocks;    // segment blocks it holds, by offset
+  };
+
+  // ---- Connections ----
+
+  void connection(UniqueFd sock) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return;
+    // Only the user who started the node may use it (the directory and the socket's mode keep
+    // others out already; this holds even if they are loosened).
+    if (cred.uid != getuid()) {
+      refuse(sock.get(), "node '" + options_.name + "' belongs to another user");
+      return;
+    }
+    pollfd p{sock.get(), POLLIN, 0};
+    if (poll(&p, 1, 5000) <= 0) return;
+    ipc::Msg type{};
+    std::vector<uint8_t> msg;
+    if (!ipc::receiveMessage(sock.get(), &type, &msg) || type != ipc::Msg::kHello) return;
+    wire::Reader r(msg.data(), msg.size());
+    const auto kind = r.get<ipc::HelloKind>();
+    const auto version = r.get<uint32_t>();
+    if (version != ipc::kProtocolVersion) {
+      refuse(sock.get(), "protocol version " + std::to_string(version) + " is not the node's (" +
+                             std::to_string(ipc::kProtocolVersion) + "): a driver and a node from different builds");
+      return;
+    }
+    if (kind == ipc::HelloKind::kStatus) {
+      std::vector<uint8_t> out;
+      wire::Writer(&out).put(statusText());
+      ipc::sendMessage(sock.get(), ipc::Msg::kStatusText, out);
+      return;
+    }
+    if (kind == ipc::HelloKind::kStop) {
+      ipc::sendMessage(sock.get(), ipc::Msg::kStopping, {});
+      onStopSignal(0);
+      return;
+    }
+    if (kind != ipc::HelloKind::kAttach) return;
+    const int rank = r.get<int>();
+    const uint64_t vaBase = r.get<uint64_t>();
+    if (!r.ok() || vaBase == 0) return;
+    attached(std::move(sock), cred.pid, rank, vaBase);
+  }
+
+  void refuse(int sock, const std::string& why) {
+    std::vector<uint8_t> out;
+    wire::Writer(&out).put(why);
+    ipc::sendMessage(sock, ipc::Msg::kRefused, out);
+  }
+
+  // A process attached: its Node, its first channel, then its socket until it goes away.
+  void attached(UniqueFd sock, int pid, int rank, uint64_t vaBase) {
+    auto c = std::make_shared<Client>();
+    c->pid = pid;
+    c->rank = rank;
+    c->sock = std::move(sock);
+    c->pidfd.reset(pidfdOpen(pid));
+    if (!c->pidfd) {
+      refuse(c->sock.get(), errnoText("pidfd_open"));
+      return;
+    }
+    c->node = host_->attach(vaBase);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      c->number = ++nextClient_;
+      clients_[c->number] = c;
+      livePids_[pid] += 1;
+      threadCache_.reset();
+    }
+    const uint64_t first = newChannel(c);
+    std::vector<uint8_t> welcome;
+    wire::Writer w(&welcome);
+    w.put(static_cast<int>(getpid())).put(paths_.segment).put(options_.topology).put(c->node->vaLimit()).put(first);
+    if (first == 0 || !ipc::sendMessage(c->sock.get(), ipc::Msg::kWelcome, welcome)) {
+      detach(c);
+      return;
+    }
+    log("process " + who(*c) + " attached");
+    // Its socket: requests for channels and exports, until it closes or the process exits.
+    for (;;) {
+      pollfd fds[2] = {{c->sock.get(), POLLIN, 0}, {c->pidfd.get(), POLLIN, 0}};
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents != 0) {
+        detach(c);
+        return;
+      }
+      ipc::Msg type{};
+      std::vector<uint8_t> msg;
+      if (!ipc::receiveMessage(c->sock.get(), &type, &msg)) {
+        // The end of the socket: the process is exiting (or was killed), or closed it.
+        detach(c);
+        return;
+      }
+      if (type == ipc::Msg::kNewChannel) {
+        std::vector<uint8_t> out;
+        wire::Writer(&out).put(newChannel(c));
+        ipc::sendMessage(c->sock.get(), ipc::Msg::kChannel, out);
+      } else if (type == ipc::Msg::kExport) {
+        exportDescriptor(*c, msg);
+      }
+    }
+    detach(c);
+  }
+
+  void exportDescriptor(Client& c, const std::vector<uint8_t>& msg) {
+    wire::Reader r(msg.data(), msg.size());
+    const uint64_t handle = r.get<uint64_t>();
+    int fd = -1;
+    const Status s = r.ok() ? c.node->exportPosixFd(handle, &fd) : Status::kInvalidValue;  // (no CallerScope: it never waits)
+    UniqueFd owned(fd);
+    std::vector<uint8_t> out;
+    wire::Writer(&out).put(admitted_.fetch_add(1) + 1).put(s);
+    // Sent, the descriptor lives in the process; the node's copy closes here.
+    ipc::sendMessage(c.sock.get(), ipc::Msg::kDescriptor, out, s == Status::kOk ? owned.get() : -1);
+  }
+
+  // A new request channel for `c` and the thread that serves it; its offset (0: none).
+  uint64_t newChannel(const std::shared_ptr<Client>& c) {
+    Channel* ch = nullptr;
+    try {
+      ch = segment_->construct<Channel>(bip::anonymous_instance)();
+    } catch (const bip::interprocess_exception&) {
+      ch = nullptr;
+    }
+    if (ch == nullptr) {
+      log("the segment is full: no channel for process " + who(*c) + " (start the node with a larger --segment)");
+      return 0;
+    }
+    auto worker = std::make_unique<Worker>();
+    worker->channel = ch;
+    Worker* wp = worker.get();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->workers.push_back(std::move(worker));
+    }
+    wp->thread = std::thread([this, c, ch] { serveChannel(c, ch); });
+    return offsetOf(ch);
+  }
+
+  // The process is gone (it exited, was killed, or closed its socket; the node cannot tell which)
+  // or never got going: its waits are given up, its channels' threads leave, and its Node is
+  // detached, which gives back everything it held.
+  void detach(const std::shared_ptr<Client>& c) {
+    if (c->gone.exchange(true)) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--livePids_[c->pid] == 0) livePids_.erase(c->pid);
+      threadCache_.reset();
+    }
+    host_->abandonWaits(c->pid);
+    std::vector<std::unique_ptr<Worker>> workers;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      workers.swap(c->workers);
+    }
+    for (auto& w : workers) {
+      w->channel->closing.store(1);
+      w->channel->request.post();
+    }
+    for (auto& w : workers) {
+      if (w->thread.joinable()) w->thread.join();
+      segment_->destroy_ptr(w->channel);
+    }
+    const NodeStats held = c->node->held();
+    c->node.reset();
+    std::map<uint64_t, Block> blocks;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      blocks.swap(c->blocks);
+      c->work.clear();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [offset, b] : blocks) graveyard_.push_back({offset, std::move(b)});
+      sweepGraveyard();
+      clients_.erase(c->number);
+    }
+    log("process " + who(*c) + " left; reclaimed " + std::to_string(held.handles) + " handles, " +
+        std::to_string(held.mappings) + " mappings, " + std::to_string(held.reservations) + " reservations");
+  }
+
+  // Blocks whose work is done (or that never had any) go back to the segment. Under mu_.
+  void sweepGraveyard() {
+    for (auto it = graveyard_.begin(); it != graveyard_.end();) {
+      if (!it->second.user || it->second.user->done()) {
+        segment_->deallocate(segment_->get_address_from_handle(static_cast<bip::managed_shared_memory::handle_t>(it->first)));
+        it = graveyard_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Application threads of the attached processes, for deadlock detection. Asked by every
+  // waiting call every 20 ms, so the count is kept for that long.
+  int attachedThreads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = Clock::now();
+    if (threadCache_ && now - threadCacheAt_ < std::chrono::milliseconds(20)) return *threadCache_;
+    int n = 0;
+    for (const auto& [pid, count] : livePids_) n += model::threadsOfProcess(pid);
+    threadCache_ = n;
+    threadCacheAt_ = now;
+    return n;
+  }
+
+  // ---- Calls ----
+
+  void serveChannel(std::shared_ptr<Client> c, Channel* ch) {
+    for (;;) {
+      ch->request.wait();
+      if (ch->closing.load() != 0) return;
+      wire::Reader r(ch->requestData, std::min<uint64_t>(ch->requestBytes, channel::kChannelBytes));
+      wire::Writer w(ch->responseData, channel::kChannelBytes);
+      handle(*c, r, w);
+      ch->responseBytes = w.size();
+      header_->faultsActive.store(c->node->faultsActive() ? 1 : 0, std::memory_order_release);
+      header_->imexPresent.store(c->node->imexChannelPresent() ? 1 : 0, std::memory_order_release);
+      ch->response.post();
+    }
+  }
+
+  WorkDone workOf(Client& c, uint64_t id) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.work.find(id);
+    return it == c.work.end() ? nullptr : it->second;
+  }
+
+  uint8_t* blockAt(uint64_t offset) {
+    return static_cast<uint8_t*>(segment_->get_address_from_handle(static_cast<bip::managed_shared_memory::handle_t>(offset)));
+  }
+
+  // A block of the segment for `c`; 0 when the segment is full.
+  uint64_t newBlock(Client& c, uint64_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!graveyard_.empty()) sweepGraveyard();
+    }
+    void* p = segment_->allocate(bytes == 0 ? 1 : bytes, std::nothrow);
+    if (p == nullptr) return 0;
+    const uint64_t offset = offsetOf(p);
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.blocks[offset] = Block{bytes, nullptr};
+    return offset;
+  }
+
+  void freeBlock(Client& c, uint64_t offset) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.blocks.find(offset);
+    if (it == c.blocks.end()) return;
+    c.blocks.erase(it);
+    segment_->deallocate(blockAt(offset));
+  }
+
+  // The staged block of `c` at `offset`, if it holds at least `bytes`.
+  uint8_t* ownBlock(Client& c, uint64_t offset, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.blocks.find(offset);
+    if (it == c.blocks.end() || it->second.bytes < bytes) return nullptr;
+    return blockAt(offset);
+  }
+
+  uint64_t offsetOf(const void* p) const { return static_cast<uint64_t>(segment_->get_handle_from_address(p)); }
+
+  // One request: what rides along, then the call. The answer starts with the request's admission
+  // number (Node::takeAdmissions).
+  void handle(Client& c, wire::Reader& r, wire::Writer& w) {
+    w.put(admitted_.fetch_add(1) + 1);
+    const Op op = r.get<Op>();
+    const long tid = r.get<int64_t>();
+    {
+      const uint64_t n = r.getCount();
+      std::lock_guard<std::mutex> lock(c.mu);
+      for (uint64_t i = 0; i < n; ++i) c.work.erase(r.get<uint64_t>());
+    }
+    const uint64_t freed = r.getCount();
+    for (uint64_t i = 0; i < freed; ++i) freeBlock(c, r.get<uint64_t>());
+    CallerScope caller(Caller{c.pid, tid, c.rank});
+    AttachedNode& n = *c.node;
+    auto reply = [&](Status s) -> wire::Writer& {
+      w.put(s);
+      if (s == Status::kHang) w.put(host_->lastHangReport());
+      return w;
+    };
+    if (!r.ok()) {
+      reply(Status::kInvalidValue);
+      return;
+    }
+    switch (op) {
+      case Op::kCreateAllocation: {
+        AllocationProps p;
+        channel::get(r, &p);
+        uint64_t h = 0;
+        const Status s = n.createAllocation(p, &h);
+        reply(s).put(h);
+        return;
+      }
+      case Op::kReleaseHandle: reply(n.releaseHandle(r.get<uint64_t>())); return;
+      case Op::kHandleProps: {
+        AllocationProps p;
+        const Status s = n.handleProps(r.get<uint64_t>(), &p);
+        reply(s);
+        channel::put(w, p);
+        return;
+      }
+      case Op::kRetainHandleAt: {
+        uint64_t h = 0;
+        const Status s = n.retainHandleAt(r.get<uint64_t>(), &h);
+        reply(s).put(h);
+        return;
+      }
+      case Op::kImportPosixFile: {
+        const uint64_t dev = r.get<uint64_t>(), ino = r.get<uint64_t>();
+        uint64_t h = 0;
+        const Status s = n.importPosixFile(dev, ino, &h);
+        reply(s).put(h);
+        return;
+      }
+      case Op::kExportFabric: {
+        uint8_t out[64] = {};
+        const Status s = n.exportFabric(r.get<uint64_t>(), out);
+        reply(s).bytes(out, 64);
+        return;
+      }
+      case Op::kImportFabric: {
+        uint8_t in[64] = {};
+        r.bytes(in, 64);
+        uint64_t h = 0;
+        const Status s = n.importFabric(in, &h);
+        reply(s).put(h);
+        return;
+      }
+      case Op::kReserve: {
+        const uint64_t size = r.get<uint64_t>(), align = r.get<uint64_t>(), hint = r.get<uint64_t>();
+        uint64_t va = 0;
+        const Status s = n.reserve(size, align, hint, &va);
+        reply(s).put(va);
+        return;
+      }
+      case Op::kFreeReservation: {
+        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>();
+        reply(n.freeReservation(va, size));
+        return;
+      }
+      case Op::kMap: {
+        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>(), off = r.get<uint64_t>(), h = r.get<uint64_t>();
+        reply(n.map(va, size, off, h));
+        return;
+      }
+      case Op::kUnmap: {
+        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>();
+        reply(n.unmap(va, size));
+        return;
+      }
+      case Op::kSetAccess: {
+        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>();
+        const int dev = r.get<int>();
+        reply(n.setAccess(va, size, dev, r.get<Access>()));
+        return;
+      }
+      case Op::kGetAccess: {
+        const uint64_t va = r.get<uint64_t>();
+        Access a = Access::kNone;
+        const Status s = n.getAccess(va, r.get<int>(), &a);
+        reply(s).put(a);
+        return;
+      }
+      case Op::kAllocLinear: {
+        const int dev = r.get<int>();
+        uint64_t va = 0;
+        const Status s = n.allocLinear(dev, r.get<uint64_t>(), &va);
+        reply(s).put(va);
+        return;
+      }
+      case Op::kFreeLinear: reply(n.freeLinear(r.get<uint64_t>())); return;
+      case Op::kAllocPooled: {
+        AllocationProps p;
+        channel::get(r, &p);
+        const uint64_t size = r.get<uint64_t>();
+        const std::vector<int> accessors = r.getVector<int>();
+        uint64_t va = 0;
+        const Status s = n.allocPooled(p, size, accessors, &va);
+        reply(s).put(va);
+        return;
+      }
+      case Op::kFreePooled: reply(n.freePooled(r.get<uint64_t>())); return;
+      case Op::kSetPooledAccess: {
+        const uint64_t va = r.get<uint64_t>();
+        const int dev = r.get<int>();
+        reply(n.setPooledAccess(va, dev, r.get<Access>()));
+        return;
+      }
+      case Op::kPointerInfo: {
+        const uint64_t va = r.get<uint64_t>();
+        PointerInfo info;
+        const Status s = n.pointerInfo(va, r.get<int>(), &info);
+        reply(s);
+        channel::put(w, info);
+        return;
+      }
+      case Op::kMemoryInfo: {
+        uint64_t free = 0, total = 0;
+        const Status s = n.memoryInfo(r.get<int>(), &free, &total);
+        reply(s).put(free).put(total);
+        return;
+      }
+      case Op::kStage: {
+        const uint64_t bytes = r.get<uint64_t>();
+        const uint64_t offset = newBlock(c, bytes);
+        if (offset == 0) {
+          reply(Status::kOutOfMemory);
+          return;
+        }
+        reply(Status::kOk).put(offset);
+        return;
+      }
+      case Op::kSubmit: submit(c, r, w); return;
+      case Op::kWaitFor:
+      case Op::kPoll:
+      case Op::kIsDone: {
+        const WorkDone work = workOf(c, r.get<uint64_t>());
+        const std::vector<uint64_t> others = r.getVector<uint64_t>();
+        bool done = true;
+        uint64_t ps = 0;
+        if (work) {
+          if (op == Op::kWaitFor) {
+            ps = n.waitFor(work);
+          } else {
+            done = op == Op::kPoll ? n.poll(work) : n.isDone(work);
+            ps = done ? work->donePs() : 0;
+          }
+        } else {
+          ps = n.nowPs();
+        }
+        std::vector<uint64_t> doneAt;
+        for (uint64_t id : others) {
+          const WorkDone o = workOf(c, id);
+          doneAt.push_back(!o ? 1 : o->done() ? o->donePs() + 1 : 0);
+        }
+        reply(Status::kOk).put(done).put(ps).put(doneAt);
+        return;
+      }
+      case Op::kNowPs: reply(Status::kOk).put(n.nowPs()); return;
+      case Op::kMulticastCreate: {
+        MulticastProps p;
+        channel::get(r, &p);
+        uint64_t h = 0;
+        const Status s = n.multicastCreate(p, &h);
+        reply(s).put(h);
+        return;
+      }
+      case Op::kMulticastAddDevice: {
+        const uint64_t h = r.get<uint64_t>();
+        reply(n.multicastAddDevice(h, r.get<int>()));
+        return;
+      }
+      case Op::kMulticastBindMem: {
+        const uint64_t mc = r.get<uint64_t>();
+        const int dev = r.get<int>();
+        const uint64_t mcOff = r.get<uint64_t>(), mem = r.get<uint64_t>(), memOff = r.get<uint64_t>(),
+                       size = r.get<uint64_t>();
+        reply(n.multicastBindMem(mc, dev, mcOff, mem, memOff, size));
+        return;
+      }
+      case Op::kMulticastBindAddr: {
+        const uint64_t mc = r.get<uint64_t>();
+        const int dev = r.get<int>();
+        const uint64_t mcOff = r.get<uint64_t>(), va = r.get<uint64_t>(), size = r.get<uint64_t>();
+        reply(n.multicastBindAddr(mc, dev, mcOff, va, size));
+        return;
+      }
+      case Op::kMulticastUnbind: {
+        const uint64_t mc = r.get<uint64_t>();
+        const int dev = r.get<int>();
+        const uint64_t mcOff = r.get<uint64_t>(), size = r.get<uint64_t>();
+        reply(n.multicastUnbind(mc, dev, mcOff, size));
+        return;
+      }
+      case Op::kFabricManagerState: reply(Status::kOk).put(n.fabricManagerState()); return;
+      case Op::kSetFabricManagerState: {
+        n.setFabricManagerState(r.get<FabricManagerState>());
+        reply(Status::kOk);
+        return;
+      }
+      case Op::kOnEntry: onEntry(n, r, w, reply); return;
+      case Op::kInstallFaultPlan: {
+        std::vector<FaultRule> rules;
+        channel::get(r, &rules);
+        const uint64_t seed = r.get<uint64_t>();
+        if (!r.ok()) {
+          reply(Status::kInvalidValue);
+          return;
+        }
+        n.installFaultPlan(std::move(rules), seed);
+        reply(Status::kOk);
+        return;
+      }
+      case Op::kReleaseFault: n.releaseFault(r.getString()); reply(Status::kOk); return;
+      case Op::kFaultCounts: reply(Status::kOk); channel::put(w, n.faultCounts()); return;
+      case Op::kFaultRules: reply(Status::kOk); channel::put(w, n.faultRules()); return;
+      case Op::kNvlinkUp: reply(Status::kOk).put(n.nvlinkUp(r.get<int>())); return;
+      case Op::kStateDigest: reply(Status::kOk).put(n.stateDigest()); return;
+      case Op::kStats: reply(Status::kOk); channel::put(w, n.stats()); return;
+      case Op::kCount: break;
+    }
+    reply(Status::kInvalidValue);
+  }
+
+  // Submit: a host source arrives in the request, and is staged by the node at once, or in a
+  // block (kStage), which the node frees once the copy is done; a host destination is a block
+  // the node writes and the process copies out.
+  void submit(Client& c, wire::Reader& r, wire::Writer& w) {
+    DeviceOp op;
+    channel::get(r, &op);
+    const auto src = r.get<HostData>();
+    uint64_t srcBlock = 0;
+    if (src == HostData::kInline) {
+      op.src = reinterpret_cast<uint64_t>(r.view(op.bytes));
+      op.stageSource = true;
+    } else if (src == HostData::kBlock) {
+      srcBlock = r.get<uint64_t>();
+      op.src = reinterpret_cast<uint64_t>(ownBlock(c, srcBlock, op.bytes));
+    }
+    const auto dst = r.get<HostData>();
+    const std::vector<uint64_t> afterIds = r.getVector<uint64_t>();
+    if (!r.ok() || (src != HostData::kNone && op.src == 0)) {
+      if (srcBlock != 0) freeBlock(c, srcBlock);
+      w.put(Status::kInvalidValue);
+      return;
+    }
+    uint64_t dstBlock = 0;
+    if (dst == HostData::kReturn && host_->movesData()) {
+      dstBlock = newBlock(c, op.bytes);
+      if (dstBlock == 0) {
+        if (srcBlock != 0) freeBlock(c, srcBlock);
+        w.put(Status::kOutOfMemory);
+        return;
+      }
+      op.dst = reinterpret_cast<uint64_t>(blockAt(dstBlock));
+    } else if (dst == HostData::kReturn) {
+      op.dst = reinterpret_cast<uint64_t>(&scratch_);  // timing only: nothing is written
+    }
+    std::vector<WorkDone> after;
+    for (uint64_t id : afterIds) {
+      if (WorkDone a = workOf(c, id)) after.push_back(std::move(a));
+    }
+    WorkDone done;
+    const Status s = c.node->submit(op, after, &done);
+    if (s != Status::kOk) {
+      if (srcBlock != 0) freeBlock(c, srcBlock);
+      if (dstBlock != 0) freeBlock(c, dstBlock);
+      w.put(s);
+      if (s == Status::kHang) w.put(host_->lastHangReport());
+      return;
+    }
+    if (srcBlock != 0) {
+      // The copy reads the block when it runs; it goes back to the segment after that.
+      Block b;
+      {
+        std::lock_guard<std::mutex> lock(c.mu);
+        b = std::move(c.blocks.at(srcBlock));
+        c.blocks.erase(srcBlock);
+      }
+      b.user = done;
+      std::lock_guard<std::mutex> lock(mu_);
+      graveyard_.push_back({srcBlock, std::move(b)});
+    }
+    std::lock_guard<std::mutex> lock(c.mu);
+    const uint64_t id = ++c.nextWork;
+    c.work[id] = done;
+    if (dstBlock != 0) c.blocks[dstBlock].user = done;
+    w.put(Status::kOk).put(id);
+    if (dst == HostData::kReturn) w.put(dstBlock);
+  }
+
+  template <typename Reply>
+  void onEntry(AttachedNode& n, wire::Reader& r, wire::Writer& w, Reply reply) {
+    const std::string symbol = r.getString();
+    const int device = r.get<int>();
+    const int rank = r.get<int>();
+    const bool fabricMoment = r.getBool();
+    const uint64_t count = r.getCount(40);
+    std::vector<std::string> names(count), texts(count);
+    std::vector<FaultArgument> args;
+    for (uint64_t i = 0; i < count; ++i) {
+      names[i] = r.getString();
+      const uint64_t value = r.get<uint64_t>();
+      texts[i] = r.getString();
+      FaultArgument a("", value);
+      a.isText = r.getBool();
+      a.present = r.getBool();
+      args.push_back(a);
+    }
+    if (!r.ok()) {
+      reply(Status::kInvalidValue);
+      return;
+    }
+    for (uint64_t i = 0; i < count; ++i) {
+      args[i].name = names[i].c_str();
+      args[i].text = args[i].isText && args[i].present ? texts[i].c_str() : nullptr;
+    }
+    const Node::FaultOutcome o = n.onEntry(symbol.c_str(), device, rank, args.data(), args.size(), fabricMoment);
+    if (o.status == Status::kHang) {
+      reply(Status::kHang);  // a block given up: the process shows the report
+      return;
+    }
+    reply(Status::kOk).put(o.fail).put(o.result).put(o.status);
+    (void)w;
+  }
+
+  // ---- Status and stop ----
+
+  std::string who(const Client& c) const {
+    return std::to_string(c.pid) + (c.rank >= 0 ? " (rank " + std::to_string(c.rank) + ")" : "");
+  }
+
+  void log(const std::string& line) {
+    const double t = std::chrono::duration<double>(Clock::now() - started_).count();
+    std::fprintf(stderr, "mcsim node %s [%.3f s]: %s\n", options_.name.c_str(), t, line.c_str());
+    std::fflush(stderr);
+  }
+
+  std::string statusText() {
+    const NodeStats s = host_->stats();
+    const Preset& p = host_->preset();
+    char buf[512];
+    std::string out;
+    std::snprintf(buf, sizeof buf, "node '%s': running, pid %d, up %.1f s\n", options_.name.c_str(),
+                  static_cast<int>(getpid()), std::chrono::duration<double>(Clock::now() - started_).count());
+    out += buf;
+    std::snprintf(buf, sizeof buf, "  preset:    %s (%d GPUs)\n", p.name.c_str(), p.gpuCount);
+    out += buf;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sweepGraveyard();
+    }
+    const uint64_t size = segment_->get_size(), free = segment_->get_free_memory();
+    std::snprintf(buf, sizeof buf, "  segment:   /dev/shm/%s, %llu bytes, %llu in use\n", paths_.segment.c_str(),
+                  static_cast<unsigned long long>(size), static_cast<unsigned long long>(size - free));
+    out += buf;
+    out += "  socket:    " + paths_.socket + "\n";
+    out += "  log:       " + paths_.log + "\n";
+    std::snprintf(buf, sizeof buf, "  simulated: %llu ps\n",
+                  static_cast<unsigned long long>(model::Engine::exists() ? model::Engine::instance().nowPs() : 0));
+    out += buf;
+    std::snprintf(buf, sizeof buf,
+                  "  node:      %llu allocations, %llu handles, %llu reservations, %llu mappings, %llu multicast "
+                  "objects, %llu exported descriptors, %llu resident bytes\n",
+                  static_cast<unsigned long long>(s.allocations), static_cast<unsigned long long>(s.handles),
+                  static_cast<unsigned long long>(s.reservations), static_cast<unsigned long long>(s.mappings),
+                  static_cast<unsigned long long>(s.multicastObjects), static_cast<unsigned long long>(s.exportedFds),
+                  static_cast<unsigned long long>(s.residentBytes));
+    out += buf;
+    std::lock_guard<std::mutex> lock(mu_);
+    out += "  processes: " + std::to_string(clients_.size()) + " attached\n";
+    for (const auto& [number, c] : clients_) {
+      size_t channels = 0, blocks = 0;
+      {
+        std::lock_guard<std::mutex> l(c->mu);
+        channels = c->workers.size();
+        blocks = c->blocks.size();
+      }
+      out += "    #" + std::to_string(number) + " pid " + who(*c) + ", " + std::to_string(channels) + " channel(s), " +
+             std::to_string(blocks) + " data block(s)\n";
+    }
+    return out;
+  }
+
+  void shutdown() {
+    log("stopping (" + std::to_string(host_->processCount()) + " processes attached)");
+    header_->stopping.store(1);
+    listen_.reset();
+    unlink(paths_.socket.c_str());
+    bip::shared_memory_object::remove(paths_.segment.c_str());
+    // The lock file stays (a starting node takes it over); its lock goes with the process.
+  }
+
+  NodeServerOptions options_;
+  ipc::NodePaths paths_;
+  UniqueFd lock_, listen_, stopRead_, stopWrite_, exitWith_;
+  std::unique_ptr<NodeHost> host_;
+  std::unique_ptr<bip::managed_shared_memory> segment_;
+  channel::SegmentHeader* header_ = nullptr;
+  Clock::time_point started_;
+  uint64_t scratch_ = 0;
+  // Requests taken in, from every process: each one's number is the order in which the node began
+  // to serve it.
+  std::atomic<uint64_t> admitted_{0};
+
+  // Guards what follows. Taken before a client's own mutex where both are held (statusText), never
+  // while calling into the host (whose lock the thread counter takes mu_ under).
+  std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<Client>> clients_;
+  uint64_t nextClient_ = 0;
+  std::map<int, int> livePids_;
+  std::optional<int> threadCache_;
+  Clock::time_point threadCacheAt_;
+  // Blocks no process holds any more, waiting for the device work that uses them (a copy from a
+  // staged block, or to a block whose process died).
+  std::vector<std::pair<uint64_t, Block>> graveyard_;
+};
+
+}  // namespace
+
+int runNodeServer(const NodeServerOptions& options, int readyFd) {
+  NodeServer server(options);
+  const std::string problem = server.start();
+  if (readyFd >= 0) {
+    writeAll(readyFd, problem.empty() ? std::string("ready\n") : "error: " + problem + "\n");
+    close(readyFd);
+  }
+  if (!problem.empty()) {
+    std::fprintf(stderr, "mcsim node: %s\n", problem.c_str());
+    return 1;
+  }
+  server.serve();
+  // Threads of attached processes may still be inside calls; the process ends without waiting
+  // for them (its clients see the node gone).
+  std::fflush(stderr);
+  _exit(0);
+}
+
+}  // namespace mcsim::fabric

@@ -1,0 +1,646 @@
+// mp_rank: one process of the multi-process tests (multiprocess_test.cpp), attached to a shared
+// node through MCSIM_NODE. Usage: mp_rank SCENARIO RANK RANKS SOCKET_FD
+//
+// It talks to the test (the broker, as NCCL's bootstrap and proxy would) over SOCKET_FD, a
+// SOCK_SEQPACKET socket: "barrier" (answered "go" once every rank asked), "share" with a
+// descriptor or "put TEXT" (kept by the broker), "fetch" / "get" (answered once something was
+// shared), "hold NAME" (answered when the test releases NAME), and "note KEY VALUE" (facts for
+// the test to check). A call that fails where it must not prints what and exits 1.
+#include <cuda.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mcsim/api.h"
+#include "mcsim/kernels.h"
+#include "tests/common/vmm_props.h"
+#include "tests/multiprocess/messages.h"
+
+namespace {
+
+int gRank = 0, gRanks = 0, gSock = -1;
+std::string gScenario;
+
+const char* name(CUresult r) {
+  const char* n = nullptr;
+  cuGetErrorName(r, &n);
+  return n != nullptr ? n : "?";
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "mp_rank %s rank %d: %s\n", gScenario.c_str(), gRank, what.c_str());
+  std::exit(1);
+}
+
+#define CU(call)                                                                          \
+  do {                                                                                    \
+    const CUresult r_ = (call);                                                           \
+    if (r_ != CUDA_SUCCESS) fail(std::string(#call) + " returned " + name(r_));           \
+  } while (0)
+#define EXPECT_RESULT(want, call)                                                                  \
+  do {                                                                                             \
+    const CUresult r_ = (call);                                                                    \
+    if (r_ != (want)) fail(std::string(#call) + " returned " + name(r_) + ", not " + name(want)); \
+  } while (0)
+
+uint64_t nowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// ---- The broker ----
+
+void send(const std::string& text, int fd = -1) {
+  if (!mptest::sendText(gSock, text, fd)) fail("the broker is gone");
+}
+
+std::string receive(int* fd = nullptr) {
+  std::string text;
+  if (!mptest::receiveText(gSock, &text, fd)) fail("the broker is gone");
+  return text;
+}
+
+void barrier() {
+  send("barrier");
+  if (receive() != "go") fail("barrier");
+}
+void note(const std::string& key, const std::string& value) { send("note " + key + " " + value); }
+void hold(const std::string& what) {
+  send("hold " + what);
+  receive();
+}
+void share(int fd) {
+  send("share", fd);
+  receive();
+}
+// The `nth` descriptor shared (1: the first).
+int fetch(uint64_t nth = 1) {
+  send("fetch " + std::to_string(nth));
+  int fd = -1;
+  receive(&fd);
+  if (fd < 0) fail("no descriptor came");
+  return fd;
+}
+void put(const std::string& text) {
+  send("put " + text);
+  receive();
+}
+std::string get() {
+  send("get");
+  return receive();
+}
+
+std::string hex(const uint8_t* p, size_t n) {
+  std::string s;
+  char b[3];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02x", p[i]);
+    s += b;
+  }
+  return s;
+}
+void unhex(const std::string& s, uint8_t* out, size_t n) {
+  for (size_t i = 0; i < n && 2 * i + 1 < s.size(); ++i) out[i] = static_cast<uint8_t>(std::stoul(s.substr(2 * i, 2), nullptr, 16));
+}
+
+// ---- Common steps ----
+
+constexpr size_t kMiB = 1 << 20;
+
+CUcontext enter(int dev) {
+  CU(cuInit(0));
+  CUcontext ctx = nullptr;
+  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(cuCtxSetCurrent(ctx));
+  return ctx;
+}
+
+// Memory mapped in this process: a reservation with one allocation, read-write for `devs`.
+struct Mapped {
+  CUdeviceptr va = 0;
+  size_t size = 0;
+};
+Mapped mapHere(CUmemGenericAllocationHandle h, size_t size, std::initializer_list<int> devs) {
+  Mapped m;
+  m.size = size;
+  CU(cuMemAddressReserve(&m.va, size, 0, 0, 0));
+  CU(cuMemMap(m.va, size, 0, h, 0));
+  for (int d : devs) {
+    const CUmemAccessDesc rw = cutest::readWrite(d);
+    CU(cuMemSetAccess(m.va, size, &rw, 1));
+  }
+  return m;
+}
+void unmapHere(const Mapped& m) {
+  CU(cuMemUnmap(m.va, m.size));
+  CU(cuMemAddressFree(m.va, m.size));
+}
+
+std::vector<uint32_t> pattern(uint32_t seed, size_t words) {
+  std::vector<uint32_t> v(words);
+  for (size_t i = 0; i < words; ++i) v[i] = seed * 0x9e3779b1u + static_cast<uint32_t>(i) * 2654435761u;
+  return v;
+}
+
+void expectWords(const Mapped& m, size_t offset, const std::vector<uint32_t>& want, const char* what) {
+  std::vector<uint32_t> got(want.size());
+  CU(cuMemcpyDtoH(got.data(), m.va + offset, got.size() * 4));
+  if (got != want) fail(std::string(what) + ": the bytes read are not the bytes written");
+}
+
+// The properties of a multicast object of `devices` that may be exported as a POSIX descriptor.
+CUmulticastObjectProp posixTeam(unsigned devices, size_t size) {
+  CUmulticastObjectProp mp;
+  std::memset(&mp, 0, sizeof mp);
+  mp.numDevices = devices;
+  mp.size = size;
+  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return mp;
+}
+
+// The multicast object of a team: rank 0 creates it and shares a POSIX descriptor through the
+// broker (the `nth` share of the run); every other rank imports that descriptor.
+CUmemGenericAllocationHandle createOrImport(const CUmulticastObjectProp& mp, uint64_t nth = 1) {
+  CUmemGenericAllocationHandle mc = 0;
+  if (gRank == 0) {
+    CU(cuMulticastCreate(&mc, &mp));
+    int fd = -1;
+    CU(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    share(fd);
+    close(fd);
+  } else {
+    const int fd = fetch(nth);
+    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    close(fd);
+  }
+  return mc;
+}
+
+// ---- Scenarios ----
+
+// cuInit alone (another user's attempt): exit 0 if it succeeds, 3 if it fails.
+int attachOnly() {
+  const CUresult r = cuInit(0);
+  std::printf("cuInit: %s\n", name(r));
+  return r == CUDA_SUCCESS ? 0 : 3;
+}
+
+// Rank 0 makes memory on GPU 0 and writes it, rank 1 imports it (how the descriptor travels
+// depends on `how`), reads it and writes the second half, which rank 0 then reads.
+int dataAcross(const std::string& how) {
+  const size_t size = 2 * kMiB, half = kMiB, words = 64 * 1024;
+  const bool fabric = how == "fabric";
+  const unsigned type = fabric ? CU_MEM_HANDLE_TYPE_FABRIC : CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  enter(gRank);
+  CUmemGenericAllocationHandle h = 0;
+  Mapped m;
+  if (gRank == 0) {
+    const CUmemAllocationProp prop = cutest::devicePinned(0, type);
+    CU(cuMemCreate(&h, size, &prop, 0));
+    m = mapHere(h, size, {0});
+    const std::vector<uint32_t> a = pattern(1, words);
+    CU(cuMemcpyHtoD(m.va, a.data(), a.size() * 4));
+    if (fabric) {
+      CUmemFabricHandle fh;
+      CU(cuMemExportToShareableHandle(&fh, h, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+      put(hex(fh.data, sizeof fh.data));
+    } else {
+      int fd = -1;
+      CU(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+      if (how == "pidfd") {
+        put(std::to_string(getpid()) + " " + std::to_string(fd));
+        barrier();  // rank 1 took its copy with pidfd_getfd
+      } else {
+        share(fd);
+      }
+      close(fd);
+    }
+    barrier();  // rank 1 read A and wrote B
+    barrier();
+    expectWords(m, half, pattern(2, words), "rank 0 reading what rank 1 wrote");
+    note("data", "ok");
+  } else {
+    if (fabric) {
+      CUmemFabricHandle fh;
+      unhex(get(), fh.data, sizeof fh.data);
+      CU(cuMemImportFromShareableHandle(&h, &fh, CU_MEM_HANDLE_TYPE_FABRIC));
+    } else {
+      int fd = -1;
+      if (how == "pidfd") {
+        int pid = 0, remote = -1;
+        if (std::sscanf(get().c_str(), "%d %d", &pid, &remote) != 2) fail("no pid and descriptor");
+        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+        fd = pidfd < 0 ? -1 : static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, remote, 0));
+        if (fd < 0) fail(std::string("pidfd_getfd: ") + std::strerror(errno));
+        close(pidfd);
+        barrier();
+      } else {
+        fd = fetch();
+      }
+      CU(cuMemImportFromShareableHandle(&h, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+      close(fd);
+    }
+    m = mapHere(h, size, {gRank});
+    barrier();
+    expectWords(m, 0, pattern(1, words), "rank 1 reading what rank 0 wrote");
+    const std::vector<uint32_t> b = pattern(2, words);
+    CU(cuMemcpyHtoD(m.va + half, b.data(), b.size() * 4));
+    barrier();
+    note("data", "ok");
+  }
+  unmapHere(m);
+  CU(cuMemRelease(h));
+  barrier();
+  return 0;
+}
+
+// Rank 1 (on another node) exports a descriptor, FABRIC bytes and a handle value for rank 0 to
+// try; rank 0 tries those and forged ones, and checks that every refusal changed nothing.
+int forged() {
+  enter(0);
+  if (gRank == 1) {
+    CUmemGenericAllocationHandle a = 0, b = 0;
+    const CUmemAllocationProp prop =
+        cutest::devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC);
+    CU(cuMemCreate(&a, 2 * kMiB, &prop, 0));
+    CU(cuMemCreate(&b, 2 * kMiB, &prop, 0));
+    int fd = -1;
+    CU(cuMemExportToShareableHandle(&fd, b, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CUmemFabricHandle fh;
+    CU(cuMemExportToShareableHandle(&fh, b, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+    share(fd);
+    put(hex(fh.data, sizeof fh.data) + " " + std::to_string(b));
+    barrier();  // rank 0 is done
+    close(fd);
+    CU(cuMemRelease(a));
+    CU(cuMemRelease(b));
+    return 0;
+  }
+  const int foreignFd = fetch();
+  std::string text = get();
+  CUmemFabricHandle foreignFabric;
+  unhex(text.substr(0, text.find(' ')), foreignFabric.data, sizeof foreignFabric.data);
+  const CUmemGenericAllocationHandle foreignHandle = std::stoull(text.substr(text.find(' ') + 1));
+
+  // A legitimate allocation of this process, exported both ways, for the forged handles to be
+  // near-misses of.
+  CUmemGenericAllocationHandle mine = 0;
+  const CUmemAllocationProp prop =
+      cutest::devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC);
+  CU(cuMemCreate(&mine, 2 * kMiB, &prop, 0));
+  CUmemFabricHandle myFabric;
+  CU(cuMemExportToShareableHandle(&myFabric, mine, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+  const uint64_t before = mcsim::api::stateDigest();
+  const mcsim::api::NodeStats statsBefore = mcsim::api::nodeStats();
+  auto unchanged = [&](const char* what) {
+    if (mcsim::api::stateDigest() != before) fail(std::string(what) + " was refused but changed the node's state");
+  };
+  auto importFd = [](int fd, CUmemGenericAllocationHandle* h) {
+    return cuMemImportFromShareableHandle(h, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  };
+  CUmemGenericAllocationHandle h = 0;
+  // Descriptors that are no exports of this node: /dev/null, a pipe, a memfd of our own, a
+  // closed one, and one that another node exported.
+  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  EXPECT_RESULT(CUDA_ERROR_UNKNOWN, importFd(devnull, &h));
+  unchanged("/dev/null");
+  int pipes[2];
+  if (pipe2(pipes, O_CLOEXEC) != 0) fail("pipe");
+  EXPECT_RESULT(CUDA_ERROR_UNKNOWN, importFd(pipes[0], &h));
+  unchanged("a pipe");
+  const int memfd = memfd_create("forged", MFD_CLOEXEC);
+  const char body[] = "mcsim shareable v1 object 1\n";
+  if (write(memfd, body, sizeof body - 1) < 0) fail("write");
+  EXPECT_RESULT(CUDA_ERROR_UNKNOWN, importFd(memfd, &h));
+  unchanged("a forged memfd");
+  const int closed = dup(devnull);
+  close(closed);
+  EXPECT_RESULT(CUDA_ERROR_UNKNOWN, importFd(closed, &h));
+  unchanged("a closed descriptor");
+  EXPECT_RESULT(CUDA_ERROR_UNKNOWN, importFd(foreignFd, &h));
+  unchanged("another node's descriptor");
+  // FABRIC bytes: one bit off ours, and another node's.
+  CUmemFabricHandle bent = myFabric;
+  bent.data[8] ^= 1;
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemImportFromShareableHandle(&h, &bent, CU_MEM_HANDLE_TYPE_FABRIC));
+  unchanged("forged FABRIC bytes");
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemImportFromShareableHandle(&h, &foreignFabric, CU_MEM_HANDLE_TYPE_FABRIC));
+  unchanged("another node's FABRIC bytes");
+  // A handle value of another process means nothing here.
+  if (foreignHandle != mine) {
+    CUdeviceptr va = 0;
+    CU(cuMemAddressReserve(&va, 2 * kMiB, 0, 0, 0));
+    const uint64_t reserved = mcsim::api::stateDigest();
+    EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuMemMap(va, 2 * kMiB, 0, foreignHandle, 0));
+    if (mcsim::api::stateDigest() != reserved) fail("another process's handle value was refused but changed the state");
+    CU(cuMemAddressFree(va, 2 * kMiB));
+  }
+  const mcsim::api::NodeStats statsAfter = mcsim::api::nodeStats();
+  if (statsAfter.allocations != statsBefore.allocations || statsAfter.handles != statsBefore.handles) {
+    fail("the refusals changed the node's counts");
+  }
+  // Our own export still imports.
+  CU(cuMemImportFromShareableHandle(&h, &myFabric, CU_MEM_HANDLE_TYPE_FABRIC));
+  CU(cuMemRelease(h));
+  CU(cuMemRelease(mine));
+  note("forged", "ok");
+  barrier();
+  close(foreignFd);
+  return 0;
+}
+
+// The team setup of NCCL's NVLS transport, one process per GPU: rank 0 creates the multicast
+// object and shares a POSIX descriptor; every rank imports it, adds its device, makes, maps and
+// binds its memory, maps the multicast range; then a one-shot multimem all-reduce across the
+// processes; then everything is torn down.
+int ncclTeam() {
+  const size_t size = 4 * kMiB, words = 64 * 1024;
+  const size_t outOffset = kMiB, signalOffset = 2 * kMiB;
+  enter(gRank);
+  const CUmulticastObjectProp mp = posixTeam(static_cast<unsigned>(gRanks), size);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  CUmemGenericAllocationHandle mem = 0;
+  CU(cuMulticastAddDevice(mc, gRank));
+  const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CU(cuMemCreate(&mem, size, &prop, 0));
+  const Mapped local = mapHere(mem, size, {gRank});
+  std::vector<uint32_t> mine(words);
+  for (size_t i = 0; i < words; ++i) mine[i] = static_cast<uint32_t>(gRank) * 1000u + static_cast<uint32_t>(i);
+  CU(cuMemcpyHtoD(local.va, mine.data(), mine.size() * 4));
+  CU(cuMemsetD32(local.va + signalOffset, 0, 1024));
+  barrier();  // NCCL's barrier before the bind
+  CU(cuMulticastBindMem(mc, 0, mem, 0, size, 0));
+  const Mapped mcRange = mapHere(mc, size, {gRank});
+  barrier();
+
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  CU(cuModuleLoadData(&module, mcsim_kernel_image));
+  CU(cuModuleGetFunction(&fn, module, MCSIM_KERNEL_ALLREDUCE_ONESHOT));
+  CUstream stream = nullptr;
+  CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr mcBuf = mcRange.va, out = local.va + outOffset, mcSignal = mcRange.va + signalOffset,
+              signal = local.va + signalOffset;
+  uint64_t count = words;
+  uint32_t dtype = MCSIM_DTYPE_U32, world = static_cast<uint32_t>(gRanks), epoch = 1;
+  void* args[] = {&mcBuf, &out, &count, &dtype, &mcSignal, &signal, &world, &epoch};
+  CU(cuLaunchKernel(fn, 2, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
+  CU(cuStreamSynchronize(stream));
+  std::vector<uint32_t> got(words);
+  CU(cuMemcpyDtoH(got.data(), out, got.size() * 4));
+  const uint32_t base = 1000u * static_cast<uint32_t>(gRanks * (gRanks - 1) / 2);
+  for (size_t i = 0; i < words; ++i) {
+    if (got[i] != base + static_cast<uint32_t>(gRanks) * static_cast<uint32_t>(i)) {
+      fail("all-reduce: word " + std::to_string(i) + " is " + std::to_string(got[i]));
+    }
+  }
+  note("allreduce", "ok");
+  barrier();
+
+  CU(cuStreamDestroy(stream));
+  CU(cuModuleUnload(module));
+  unmapHere(mcRange);
+  CU(cuMulticastUnbind(mc, gRank, 0, size));
+  CU(cuMemRelease(mc));
+  unmapHere(local);
+  CU(cuMemRelease(mem));
+  barrier();
+  return 0;
+}
+
+// A bind of a team of 3 blocks in two processes until the third adds its device, which it does
+// only when the test says so. Each notes when it bound / added (steady clock, ns).
+int blockingBind() {
+  enter(gRank);
+  const CUmulticastObjectProp mp = posixTeam(3, 2 * kMiB);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  CUmemGenericAllocationHandle mem = 0;
+  const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CU(cuMemCreate(&mem, mp.size, &prop, 0));
+  if (gRank == 2) {
+    note("imported", "1");
+    hold("add");  // until the other two are blocked
+    note("adding", std::to_string(nowNs()));
+  }
+  CU(cuMulticastAddDevice(mc, gRank));
+  if (gRank != 2) {
+    hold("bind");  // until rank 2 is attached (it could not add its device before)
+    note("binding", std::to_string(nowNs()));
+  }
+  CU(cuMulticastBindMem(mc, 0, mem, 0, mp.size, 0));
+  note("bound", std::to_string(nowNs()));
+  barrier();
+  CU(cuMulticastUnbind(mc, gRank, 0, mp.size));
+  CU(cuMemRelease(mc));
+  CU(cuMemRelease(mem));
+  return 0;
+}
+
+// A team of RANKS in which the last rank imports the object, then is killed (by the test) before
+// it adds its device. The others add theirs and bind: the bind must fail with the configured
+// result (MCSIM_HANG_RESULT), and they clean up and leave.
+int killedRank() {
+  enter(gRank);
+  const CUmulticastObjectProp mp = posixTeam(static_cast<unsigned>(gRanks), 2 * kMiB);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  CUmemGenericAllocationHandle mem = 0;
+  const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CU(cuMemCreate(&mem, mp.size, &prop, 0));
+  if (gRank == gRanks - 1) {
+    note("imported", "1");
+    hold("forever");  // killed here
+    return 0;
+  }
+  CU(cuMulticastAddDevice(mc, gRank));
+  note("binding", std::to_string(nowNs()));
+  const CUresult r = cuMulticastBindMem(mc, 0, mem, 0, mp.size, 0);
+  note("bind", std::string(name(r)) + " " + std::to_string(nowNs()));
+  if (r == CUDA_SUCCESS) CU(cuMulticastUnbind(mc, gRank, 0, mp.size));
+  CU(cuMemRelease(mc));
+  CU(cuMemRelease(mem));
+  return 0;
+}
+
+// A team of 2 whose second process attaches and imports, then does nothing in the driver (it
+// waits for the test): rank 0's bind can only be given up as a suspected hang. Rank 0 notes the
+// bind's result; rank 1 leaves when released, without adding its device.
+int hangAcross() {
+  enter(gRank);
+  const CUmulticastObjectProp mp = posixTeam(2, 2 * kMiB);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  if (gRank == 0) {
+    CUmemGenericAllocationHandle mem = 0;
+    CU(cuMulticastAddDevice(mc, 0));
+    const CUmemAllocationProp prop = cutest::devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CU(cuMemCreate(&mem, mp.size, &prop, 0));
+    hold("bind");  // until rank 1 has imported
+    const uint64_t start = nowNs();
+    const CUresult r = cuMulticastBindMem(mc, 0, mem, 0, mp.size, 0);
+    note("bind", std::string(name(r)) + " " + std::to_string((nowNs() - start) / 1000000));
+    CU(cuMemRelease(mem));
+  } else {
+    note("imported", "1");
+    hold("leave");  // busy elsewhere: not in the driver
+  }
+  CU(cuMemRelease(mc));
+  return 0;
+}
+
+// A process of its own on a node that lost others: one GPU, a team of one, data through it.
+int solo() {
+  enter(0);
+  CUmulticastObjectProp mp;
+  std::memset(&mp, 0, sizeof mp);
+  mp.numDevices = 1;
+  mp.size = 2 * kMiB;
+  CUmemGenericAllocationHandle mc = 0, mem = 0;
+  CU(cuMulticastCreate(&mc, &mp));
+  CU(cuMulticastAddDevice(mc, 0));
+  const CUmemAllocationProp prop = cutest::devicePinned(0);
+  CU(cuMemCreate(&mem, mp.size, &prop, 0));
+  CU(cuMulticastBindMem(mc, 0, mem, 0, mp.size, 0));
+  const Mapped m = mapHere(mem, mp.size, {0});
+  const std::vector<uint32_t> a = pattern(7, 4096);
+  CU(cuMemcpyHtoD(m.va, a.data(), a.size() * 4));
+  expectWords(m, 0, a, "solo");
+  unmapHere(m);
+  CU(cuMulticastUnbind(mc, 0, 0, mp.size));
+  CU(cuMemRelease(mc));
+  CU(cuMemRelease(mem));
+  note("solo", "ok");
+  return 0;
+}
+
+// PyTorch's order: rank 0 creates and exports, imports its own descriptor, releases its creation
+// reference and closes its descriptor before rank 1 has imported (the only copy left is the one
+// passing through the broker). Both then join, bind and map.
+int creatorReleasesEarly() {
+  enter(gRank);
+  const CUmulticastObjectProp mp = posixTeam(2, 2 * kMiB);
+  CUmemGenericAllocationHandle mc = 0, mem = 0;
+  auto importFd = [&](int fd) {
+    CU(cuMemImportFromShareableHandle(&mc, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  };
+  if (gRank == 0) {
+    CUmemGenericAllocationHandle created = 0;
+    CU(cuMulticastCreate(&created, &mp));
+    int fd = -1;
+    CU(cuMemExportToShareableHandle(&fd, created, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    importFd(fd);
+    CU(cuMemRelease(created));
+    share(fd);
+    close(fd);
+    barrier();  // released and closed before rank 1 imports
+  } else {
+    barrier();
+    const int fd = fetch();
+    importFd(fd);
+    close(fd);
+  }
+  CU(cuMulticastAddDevice(mc, gRank));
+  const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CU(cuMemCreate(&mem, mp.size, &prop, 0));
+  CU(cuMulticastBindMem(mc, 0, mem, 0, mp.size, 0));
+  const Mapped m = mapHere(mc, mp.size, {gRank});
+  note("early", "ok");
+  barrier();
+  unmapHere(m);
+  CU(cuMulticastUnbind(mc, gRank, 0, mp.size));
+  CU(cuMemRelease(mc));
+  CU(cuMemRelease(mem));
+  return 0;
+}
+
+int openDescriptors() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+// The load benchmark (mp_load): MCSIM_CYCLES times the NCCL-style team setup and teardown (rank 0
+// creates and shares, every rank imports, adds, binds and maps, then everything is released).
+// Notes the wall time of the cycles and this process's open descriptors before and after.
+int cycles() {
+  const char* env = std::getenv("MCSIM_CYCLES");
+  const int n = env != nullptr ? std::atoi(env) : 1;
+  const size_t size = 2 * kMiB;
+  enter(gRank);
+  const int fdsBefore = openDescriptors();
+  const CUmulticastObjectProp mp = posixTeam(static_cast<unsigned>(gRanks), size);
+  const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  barrier();
+  const uint64_t start = nowNs();
+  for (int c = 0; c < n; ++c) {
+    const CUmemGenericAllocationHandle mc = createOrImport(mp, static_cast<uint64_t>(c) + 1);
+    CUmemGenericAllocationHandle mem = 0;
+    CU(cuMulticastAddDevice(mc, gRank));
+    CU(cuMemCreate(&mem, size, &prop, 0));
+    CU(cuMulticastBindMem(mc, 0, mem, 0, size, 0));
+    const Mapped m = mapHere(mc, size, {gRank});
+    barrier();
+    unmapHere(m);
+    CU(cuMulticastUnbind(mc, gRank, 0, size));
+    CU(cuMemRelease(mem));
+    CU(cuMemRelease(mc));
+    barrier();
+  }
+  note("seconds", std::to_string(static_cast<double>(nowNs() - start) / 1e9));
+  note("fds", std::to_string(fdsBefore) + " " + std::to_string(openDescriptors()));
+  return 0;
+}
+
+// The node's counts, for the test to check that nothing leaked.
+int counts() {
+  CU(cuInit(0));
+  const mcsim::api::NodeStats s = mcsim::api::nodeStats();
+  note("counts", std::to_string(s.allocations) + " " + std::to_string(s.handles) + " " +
+                     std::to_string(s.reservations) + " " + std::to_string(s.mappings) + " " +
+                     std::to_string(s.multicastObjects) + " " + std::to_string(s.exportedFds));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: mp_rank SCENARIO RANK RANKS SOCKET_FD\n");
+    return 2;
+  }
+  gScenario = argv[1];
+  gRank = std::atoi(argv[2]);
+  gRanks = std::atoi(argv[3]);
+  gSock = std::atoi(argv[4]);
+  if (gScenario == "attach") return attachOnly();
+  if (gScenario == "data") return dataAcross("socket");
+  if (gScenario == "pidfd") return dataAcross("pidfd");
+  if (gScenario == "fabric") return dataAcross("fabric");
+  if (gScenario == "forged") return forged();
+  if (gScenario == "nccl") return ncclTeam();
+  if (gScenario == "block") return blockingBind();
+  if (gScenario == "killed") return killedRank();
+  if (gScenario == "solo") return solo();
+  if (gScenario == "hang") return hangAcross();
+  if (gScenario == "early") return creatorReleasesEarly();
+  if (gScenario == "counts") return counts();
+  if (gScenario == "cycles") return cycles();
+  std::fprintf(stderr, "mp_rank: unknown scenario %s\n", gScenario.c_str());
+  return 2;
+}

@@ -1,0 +1,355 @@
+// Several processes on one shared node (`mcsim node`, docs/multiprocess.md), with real processes:
+// each test starts a node of its own with the `mcsim` command line, forks and execs mp_rank
+// processes attached to it (MCSIM_NODE), and plays NCCL's bootstrap for them (a broker that
+// passes descriptors over socketpairs with SCM_RIGHTS and runs barriers). This process never
+// attaches itself.
+#include <gtest/gtest.h>
+
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+
+#include "tests/multiprocess/broker.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using mptest::Broker;
+using mptest::Env;
+using mptest::Ran;
+using mptest::readFile;
+using mptest::runProgram;
+
+// A test with nodes of its own, in a private directory.
+class SharedNode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mcsim-mp-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(tmpl));
+    dir_ = tmpl;
+    ASSERT_EQ(0, chmod(dir_.c_str(), 0700));
+    name_ = "mp" + std::to_string(getpid());
+  }
+  void TearDown() override {
+    for (const std::string& n : started_) mcsim({"node", "stop", "--name", n});
+    // MCSIM_MP_KEEP=1 keeps the directory: the nodes' logs and every process's output.
+    if (const char* keep = std::getenv("MCSIM_MP_KEEP"); keep != nullptr && *keep == '1') {
+      std::printf("kept %s\n", dir_.c_str());
+      return;
+    }
+    runProgram({"/bin/rm", "-rf", dir_}, {});
+  }
+
+  Ran mcsim(std::vector<std::string> args, Env env = {}) {
+    args.insert(args.begin(), MCSIM_BIN_DIR "/mcsim");
+    env.emplace_back("MCSIM_NODE_DIR", dir_);
+    return runProgram(args, env);
+  }
+  // Starts node `name` (default: this test's); `env` reaches the node process.
+  void startNode(const std::vector<std::string>& options = {}, Env env = {}, std::string name = "") {
+    if (name.empty()) name = name_;
+    // The node goes with this test process, should it be killed (a timeout) before TearDown.
+    std::vector<std::string> args = {"node", "start", "--name", name, "--segment-mib", "256", "--exit-with",
+                                     std::to_string(getpid())};
+    args.insert(args.end(), options.begin(), options.end());
+    const Ran r = mcsim(args, env);
+    ASSERT_EQ(0, r.status) << r.output;
+    started_.push_back(name);
+  }
+  std::string status(const std::string& name = "") { return mcsim({"node", "status", "--name", name.empty() ? name_ : name}).output; }
+  Env rankEnv(const std::string& node = "") const {
+    return {{"MCSIM_NODE", node.empty() ? name_ : node}, {"MCSIM_NODE_DIR", dir_}};
+  }
+  // The node's counts once every process has gone: "allocations handles reservations mappings
+  // multicast-objects exported-descriptors", from a process that attaches for the purpose.
+  std::string countsAfterwards() {
+    Broker b(MCSIM_MP_RANK, dir_);
+    b.spawn("counts", 0, 1, rankEnv());
+    b.start();
+    const std::string c = b.noted(0, "counts");
+    EXPECT_EQ(0, b.wait(0)) << b.output(0);
+    return c;
+  }
+  // Runs `ranks` processes of `scenario` to their end; each must exit 0.
+  void runRanks(Broker& b, const std::string& scenario, int ranks, const Env& env) {
+    for (int r = 0; r < ranks; ++r) b.spawn(scenario, r, ranks, env);
+    b.start();
+    for (int r = 0; r < ranks; ++r) EXPECT_EQ(0, b.wait(r)) << "rank " << r << ":\n" << b.output(r);
+    b.finish();  // closes the descriptors the broker kept, as a bootstrap does once it is done
+  }
+
+  std::string dir_, name_;
+  std::vector<std::string> started_;
+};
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST_F(SharedNode, StartStatusStop) {
+  startNode();
+  std::string s = status();
+  EXPECT_TRUE(contains(s, "running")) << s;
+  EXPECT_TRUE(contains(s, "processes: 0 attached")) << s;
+  const Ran again = mcsim({"node", "start", "--name", name_});
+  EXPECT_EQ(1, again.status);
+  EXPECT_TRUE(contains(again.output, "already running")) << again.output;
+  // Private to the user: the directory 0700, the socket and the segment 0600.
+  struct stat st {};
+  ASSERT_EQ(0, stat(dir_.c_str(), &st));
+  EXPECT_EQ(0700u, st.st_mode & 0777);
+  ASSERT_EQ(0, stat((dir_ + "/" + name_ + ".sock").c_str(), &st));
+  EXPECT_EQ(0600u, st.st_mode & 0777);
+  const std::string segment = "/dev/shm/mcsim-" + std::to_string(getuid()) + "-" + name_;
+  ASSERT_EQ(0, stat(segment.c_str(), &st));
+  EXPECT_EQ(0600u, st.st_mode & 0777);
+  EXPECT_EQ(getuid(), st.st_uid);
+  const Ran stop = mcsim({"node", "stop", "--name", name_});
+  EXPECT_EQ(0, stop.status) << stop.output;
+  started_.clear();
+  EXPECT_TRUE(contains(status(), "not running"));
+  EXPECT_NE(0, access(segment.c_str(), F_OK)) << "the segment outlived its node";
+}
+
+TEST_F(SharedNode, StaleSegmentOfADeadNodeIsCleaned) {
+  startNode();
+  const std::string segment = "/dev/shm/mcsim-" + std::to_string(getuid()) + "-" + name_;
+  const int pid = std::atoi(readFile(dir_ + "/" + name_ + ".lock").c_str());
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(0, kill(pid, SIGKILL));
+  for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(0, access(segment.c_str(), F_OK)) << "a node killed with SIGKILL cannot clean up";
+  EXPECT_TRUE(contains(status(), "left its segment")) << status();
+  // A program cannot attach to it.
+  const Ran attach = runProgram({MCSIM_MP_RANK, "attach", "0", "1", "-1"}, rankEnv());
+  EXPECT_EQ(3, attach.status) << attach.output;
+  started_.clear();
+  startNode();
+  EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"), "removed the stale segment"));
+  EXPECT_TRUE(contains(status(), "processes: 0 attached"));
+}
+
+TEST_F(SharedNode, AnotherUserCannotAttach) {
+  startNode();
+  if (getuid() != 0) {
+    // Without the right to switch users, what keeps others out is checked as modes (see
+    // StartStatusStop); the attempt itself needs a second user.
+    GTEST_SKIP() << "switching to another user needs root; the 0700 directory, 0600 socket and segment "
+                    "and the node's SO_PEERCRED check are what refuse other users";
+  }
+  int out[2];
+  ASSERT_EQ(0, pipe(out));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    setenv("MCSIM_NODE", name_.c_str(), 1);
+    setenv("MCSIM_NODE_DIR", dir_.c_str(), 1);
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+    execl(MCSIM_MP_RANK, MCSIM_MP_RANK, "attach", "0", "1", "-1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  char buf[1024];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(3, WEXITSTATUS(st)) << text;  // cuInit failed
+  EXPECT_TRUE(contains(text, "CUDA_ERROR_NO_DEVICE")) << text;
+  EXPECT_TRUE(contains(text, "Permission denied")) << text;
+  EXPECT_TRUE(contains(status(), "processes: 0 attached"));
+}
+
+TEST_F(SharedNode, DataWrittenByOneProcessIsReadByAnother) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "data", 2, rankEnv());
+  EXPECT_EQ("ok", b.noted(0, "data"));
+  EXPECT_EQ("ok", b.noted(1, "data"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+TEST_F(SharedNode, DescriptorTakenWithPidfdGetfd) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "pidfd", 2, rankEnv());
+  EXPECT_EQ("ok", b.noted(1, "data"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+TEST_F(SharedNode, FabricHandleImportedInAnotherProcess) {
+  startNode({"--topology", "gb200-nvl72"});
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "fabric", 2, rankEnv());
+  EXPECT_EQ("ok", b.noted(0, "data"));
+  EXPECT_EQ("ok", b.noted(1, "data"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+TEST_F(SharedNode, ForgedClosedAndForeignHandlesAreRefusedAndChangeNothing) {
+  startNode({"--topology", "gb200-nvl72"});
+  const std::string other = name_ + "-b";
+  startNode({"--topology", "gb200-nvl72"}, {}, other);
+  Broker b(MCSIM_MP_RANK, dir_);
+  b.spawn("forged", 0, 2, rankEnv());
+  b.spawn("forged", 1, 2, rankEnv(other));  // the foreign node's process
+  b.start();
+  EXPECT_EQ(0, b.wait(0)) << b.output(0);
+  EXPECT_EQ(0, b.wait(1)) << b.output(1);
+  b.finish();
+  EXPECT_EQ("ok", b.noted(0, "forged"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+TEST_F(SharedNode, BindBlocksUntilTheLastProcessAddsItsDevice) {
+  startNode({}, {{"MCSIM_HANG_GRACE_S", "30"}});
+  Broker b(MCSIM_MP_RANK, dir_);
+  for (int r = 0; r < 3; ++r) b.spawn("block", r, 3, rankEnv());
+  b.start();
+  ASSERT_FALSE(b.noted(2, "imported").empty());
+  b.release("bind");
+  ASSERT_FALSE(b.noted(0, "binding").empty());
+  ASSERT_FALSE(b.noted(1, "binding").empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(b.noted(0, "bound", 0).empty()) << "rank 0's bind returned before the team was complete";
+  EXPECT_TRUE(b.noted(1, "bound", 0).empty()) << "rank 1's bind returned before the team was complete";
+  b.release("add");
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(0, b.wait(r)) << b.output(r);
+  b.finish();
+  const uint64_t added = std::stoull(b.noted(2, "adding"));
+  for (int r = 0; r < 2; ++r) EXPECT_GE(std::stoull(b.noted(r, "bound")), added) << "rank " << r;
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
+  startNode({}, {{"MCSIM_HANG_GRACE_S", "5"}});
+  Env env = rankEnv();
+  env.emplace_back("MCSIM_HANG_RESULT", "CUDA_ERROR_SYSTEM_NOT_READY");
+  constexpr int kRanks = 4;
+  Broker b(MCSIM_MP_RANK, dir_);
+  for (int r = 0; r < kRanks; ++r) b.spawn("killed", r, kRanks, env);
+  b.start();
+  ASSERT_FALSE(b.noted(kRanks - 1, "imported").empty());
+  for (int r = 0; r < kRanks - 1; ++r) ASSERT_FALSE(b.noted(r, "binding").empty()) << b.output(r);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto killedAt = Clock::now();
+  b.kill9(kRanks - 1);
+  EXPECT_EQ(128 + SIGKILL, b.wait(kRanks - 1));
+  for (int r = 0; r < kRanks - 1; ++r) {
+    EXPECT_EQ(0, b.wait(r)) << b.output(r);
+    const std::string bind = b.noted(r, "bind");
+    EXPECT_EQ(0u, bind.rfind("CUDA_ERROR_SYSTEM_NOT_READY", 0)) << "rank " << r << ": " << bind;
+    EXPECT_TRUE(contains(b.output(r), "deadlock")) << b.output(r);
+  }
+  // Every survivor had its answer well within the grace period.
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - killedAt).count(), 5.0);
+  b.finish();
+  // The node saw it go and reclaimed what it held (its handle on the team, its memory).
+  const std::string gone = "(rank " + std::to_string(kRanks - 1) + ") left; reclaimed 2 handles";
+  for (int i = 0; i < 500 && !contains(readFile(dir_ + "/" + name_ + ".log"), gone); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"), gone)) << readFile(dir_ + "/" + name_ + ".log");
+  // The node serves a new process, and nothing of the dead one is left.
+  Broker fresh(MCSIM_MP_RANK, dir_);
+  runRanks(fresh, "solo", 1, rankEnv());
+  EXPECT_EQ("ok", fresh.noted(0, "solo"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+// A process blocked in a bind while the process that should complete its team is alive but busy
+// outside the driver: no deadlock (a thread could still add the device), a suspected hang once the
+// node's grace period passes without progress.
+TEST_F(SharedNode, SuspectedHangAcrossProcessesAfterTheGracePeriod) {
+  startNode({}, {{"MCSIM_HANG_GRACE_S", "1"}});
+  Broker b(MCSIM_MP_RANK, dir_);
+  for (int r = 0; r < 2; ++r) b.spawn("hang", r, 2, rankEnv());
+  b.start();
+  ASSERT_FALSE(b.noted(1, "imported").empty());
+  b.release("bind");
+  const std::string bind = b.noted(0, "bind");
+  EXPECT_EQ(0u, bind.rfind("CUDA_ERROR_ILLEGAL_STATE ", 0)) << bind;
+  const int waitedMs = std::atoi(bind.substr(bind.find(' ') + 1).c_str());
+  EXPECT_GE(waitedMs, 900) << "given up before the grace period";
+  b.release("leave");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(0, b.wait(r)) << b.output(r);
+  b.finish();
+  EXPECT_TRUE(contains(b.output(0), "suspected hang")) << b.output(0);
+  EXPECT_TRUE(contains(b.output(0), "(rank 0)")) << b.output(0);
+  EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"), "suspected hang"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+TEST_F(SharedNode, CreatorReleasesBeforeTheOtherImports) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "early", 2, rankEnv());
+  EXPECT_EQ("ok", b.noted(0, "early"));
+  EXPECT_EQ("ok", b.noted(1, "early"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+// Each process's trace numbers its calls' node requests in the order the node took them in, one
+// numbering for every process: the traces of a run merge into the node's admission order.
+TEST_F(SharedNode, TracesRecordTheNodesAdmissionOrderAcrossProcesses) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  Env env = rankEnv();
+  env.emplace_back("MCSIM_RECORD", dir_ + "/trace-%p.jsonl");
+  runRanks(b, "data", 2, env);
+  std::set<uint64_t> seen;
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream in(dir_ + "/trace-" + std::to_string(b.pid(r)) + ".jsonl");
+    ASSERT_TRUE(in.good()) << "rank " << r << " wrote no trace";
+    std::string line;
+    uint64_t last = 0, numbered = 0, calls = 0;
+    while (std::getline(in, line)) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j.contains("mcsim_trace")) {
+        EXPECT_EQ(name_, j.value("node", std::string()));
+        continue;
+      }
+      if (!j.contains("call")) continue;
+      ++calls;
+      const std::string call = j.at("call").get<std::string>();
+      if (!j.contains("node")) {
+        // Calls the node never sees (device attributes, contexts) carry no numbers.
+        EXPECT_TRUE(call.rfind("cuMem", 0) != 0 || call == "cuMemGetAllocationGranularity") << line;
+        continue;
+      }
+      ++numbered;
+      for (uint64_t a : j.at("node").get<std::vector<uint64_t>>()) {
+        EXPECT_GT(a, last) << "rank " << r << ": a call's node requests out of order: " << line;
+        EXPECT_TRUE(seen.insert(a).second) << "admission number " << a << " given twice";
+        last = a;
+      }
+    }
+    EXPECT_GT(numbered, 5u) << "rank " << r << " (" << calls << " calls)";
+  }
+}
+
+TEST_F(SharedNode, EightProcessNcclSetupAndMultimemAllReduce) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "nccl", 8, rankEnv());
+  for (int r = 0; r < 8; ++r) EXPECT_EQ("ok", b.noted(r, "allreduce")) << "rank " << r;
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+}  // namespace

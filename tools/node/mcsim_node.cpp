@@ -1,0 +1,53 @@
+// mcsim-node: the process of a shared node. `mcsim node start` runs it (docs/multiprocess.md);
+// it is not meant to be started by hand, but can be, in the foreground, for debugging.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "driver/cuda_names.h"
+#include "fabric/json_source.h"
+#include "fabric/node_server.h"
+#include "fabric/preset.h"
+
+int main(int argc, char** argv) {
+  mcsim::fabric::NodeServerOptions o;
+  o.topology = mcsim::fabric::defaultPresetName();
+  std::string faults;
+  int readyFd = -1;
+  CLI::App app{"mcsim-node: the process of a shared mcsim node (use `mcsim node start`)"};
+  app.add_option("--name", o.name, "Node name")->required();
+  app.add_option("--topology", o.topology, "Topology preset: a built-in name or a JSON file");
+  app.add_option("--seed", o.seed, "Seed of the fault plan's random draws");
+  app.add_option("--faults", faults, "Fault plan file (docs/faults.md)");
+  app.add_option("--segment", o.segmentBytes, "Size of the shared segment in bytes");
+  app.add_option("--ready-fd", readyFd, "Descriptor to report readiness on");
+  app.add_option("--exit-with", o.exitWith, "Stop when this process exits");
+  CLI11_PARSE(app, argc, argv);
+
+  auto fail = [&](const std::string& problem) {
+    if (readyFd >= 0) {
+      const std::string line = "error: " + problem + "\n";
+      [[maybe_unused]] ssize_t n = write(readyFd, line.data(), line.size());
+    }
+    std::fprintf(stderr, "mcsim-node: %s\n", problem.c_str());
+    return 1;
+  };
+  if (!faults.empty()) {
+    std::ifstream in(faults);
+    if (!in) return fail("cannot read the fault plan " + faults);
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      o.faults = mcsim::fabric::parseFaultPlan(text.str(), faults);
+      mcsim::driver::resolveFaultPlanNames(&o.faults);
+    } catch (const mcsim::fabric::InputError& e) {
+      return fail(std::string("cannot load the fault plan: ") + e.what());
+    }
+  }
+  return mcsim::fabric::runNodeServer(o, readyFd);
+}
