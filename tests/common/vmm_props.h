@@ -1,5 +1,5 @@
-// The VMM descriptors tests build again and again: pinned memory on a device, and read-write
-// access for a device. Needs only cuda.h, so that the conformance suite can use it against the
+// The VMM descriptors tests build again and again: pinned memory on a device, read-write access
+// for a device, and the properties of a multicast object. Needs only cuda.h, so that the conformance suite can use it against the
 // real driver too.
 #pragma once
 
@@ -26,6 +26,17 @@ inline CUmemAccessDesc readWrite(int dev) {
   d.location.id = dev;
   d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   return d;
+}
+
+// A multicast object for a team of `numDevices`, `size` bytes, exportable as `handleTypes`.
+inline CUmulticastObjectProp mcProp(unsigned numDevices, size_t size, unsigned long long handleTypes = 0) {
+  CUmulticastObjectProp p;
+  std::memset(&p, 0, sizeof p);
+  p.numDevices = numDevices;
+  p.size = size;
+  p.handleTypes = handleTypes;
+  p.flags = 0;
+  return p;
 }
 
 }  // namespace cutest

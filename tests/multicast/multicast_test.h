@@ -48,17 +48,8 @@ namespace mctest {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kMin = 2 * kMiB;  // hgx-h100 / gb200-nvl72 CU_MULTICAST_GRANULARITY_MINIMUM
 
-inline CUmulticastObjectProp mcProp(unsigned numDevices, size_t size, unsigned long long handleTypes = 0) {
-  CUmulticastObjectProp p;
-  std::memset(&p, 0, sizeof p);
-  p.numDevices = numDevices;
-  p.size = size;
-  p.handleTypes = handleTypes;
-  p.flags = 0;
-  return p;
-}
-
 using cutest::devicePinned;  // tests/common/vmm_props.h
+using cutest::mcProp;
 
 inline CUmemAllocationProp hostNumaProp(int numaNode, unsigned handleTypes = 0) {
   CUmemAllocationProp p = devicePinned(0, handleTypes);

@@ -55,10 +55,7 @@ class Team : public ::testing::Test {
   // device d only) and the object mapped at mcs[d] (for device d).
   void makeTeam(size_t bytes, CUmemGenericAllocationHandle* mc, std::vector<CUdeviceptr>* locals,
                 std::vector<CUdeviceptr>* mcs) {
-    CUmulticastObjectProp p;
-    std::memset(&p, 0, sizeof p);
-    p.numDevices = static_cast<unsigned>(n);
-    p.size = bytes;
+    const CUmulticastObjectProp p = cutest::mcProp(static_cast<unsigned>(n), bytes);
     ASSERT_OK(cuMulticastCreate(mc, &p));
     for (int d = 0; d < n; ++d) ASSERT_OK(cuMulticastAddDevice(*mc, d));
     locals->resize(n);
@@ -230,10 +227,7 @@ TEST_F(Team, MultimemOnAPlainAddressPoisonsTheContextUntilReset) {
 
 TEST_F(Team, MultimemWhereAMemberHasNothingBoundIsAnIllegalAddress) {
   // A second object whose members bind only the first half of it.
-  CUmulticastObjectProp p;
-  std::memset(&p, 0, sizeof p);
-  p.numDevices = static_cast<unsigned>(n);
-  p.size = 2 * kBuf;
+  const CUmulticastObjectProp p = cutest::mcProp(static_cast<unsigned>(n), 2 * kBuf);
   CUmemGenericAllocationHandle mc;
   ASSERT_OK(cuMulticastCreate(&mc, &p));
   for (int d = 0; d < n; ++d) ASSERT_OK(cuMulticastAddDevice(mc, d));

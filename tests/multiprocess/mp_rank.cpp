@@ -161,12 +161,7 @@ void expectWords(const Mapped& m, size_t offset, const std::vector<uint32_t>& wa
 
 // The properties of a multicast object of `devices` that may be exported as a POSIX descriptor.
 CUmulticastObjectProp posixTeam(unsigned devices, size_t size) {
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = devices;
-  mp.size = size;
-  mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  return mp;
+  return cutest::mcProp(devices, size, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 }
 
 // The multicast object of a team: rank 0 creates it and shares a POSIX descriptor through the
@@ -503,10 +498,7 @@ int hangAcross() {
 // A process of its own on a node that lost others: one GPU, a team of one, data through it.
 int solo() {
   enter(0);
-  CUmulticastObjectProp mp;
-  std::memset(&mp, 0, sizeof mp);
-  mp.numDevices = 1;
-  mp.size = 2 * kMiB;
+  const CUmulticastObjectProp mp = cutest::mcProp(1, 2 * kMiB);
   CUmemGenericAllocationHandle mc = 0, mem = 0;
   CU(cuMulticastCreate(&mc, &mp));
   CU(cuMulticastAddDevice(mc, 0));
