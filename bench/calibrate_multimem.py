@@ -43,6 +43,16 @@ def run(mcsim, algo, sizes, iters=2):
     return rows
 
 
+def busbw_panel(ax, rows, color, label, band, band_label, judged_from_mib, title):
+    """Modelled bus bandwidth against a published band; a dotted line where the target starts."""
+    xs = sorted(rows)
+    ax.plot([x / MiB for x in xs], [rows[x][1] for x in xs], "o-", color=color, label=label)
+    ax.axhspan(band[0], band[1], color="tab:green", alpha=0.2, label=band_label)
+    ax.axvline(judged_from_mib, color="grey", ls=":", lw=1)
+    ax.set(xscale="log", xlabel="bytes per GPU (MiB)", ylabel="bus bandwidth (GB/s)", title=title)
+    ax.legend(loc="lower right")
+
+
 def size_text(b):
     return f"{b >> 30} GiB" if b >= GiB else f"{b >> 20} MiB" if b >= MiB else f"{b >> 10} KiB"
 
@@ -91,24 +101,10 @@ def main():
         print("\n(no matplotlib: plot not drawn)")
         return 0 if ok else 1
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    ax = axes[0]
-    xs = sorted(nvls)
-    ax.plot([x / MiB for x in xs], [nvls[x][1] for x in xs], "o-", label="mcsim nvls")
-    ax.axhspan(NVLS_BUSBW * 0.95, NVLS_BUSBW * 1.05, color="tab:green", alpha=0.2,
-               label="published ~480 GB/s +-5%")
-    ax.axvline(256, color="grey", ls=":", lw=1)
-    ax.set(xscale="log", xlabel="bytes per GPU (MiB)", ylabel="bus bandwidth (GB/s)",
-           title="NVLS all-reduce, 8x H100")
-    ax.legend(loc="lower right")
-    ax = axes[1]
-    xs = sorted(ring)
-    ax.plot([x / MiB for x in xs], [ring[x][1] for x in xs], "o-", color="tab:orange", label="mcsim ring")
-    ax.axhspan(RING_BUSBW[0] * 0.95, RING_BUSBW[1] * 1.05, color="tab:green", alpha=0.2,
-               label="published 365-370 GB/s +-5%")
-    ax.axvline(1024, color="grey", ls=":", lw=1)
-    ax.set(xscale="log", xlabel="bytes per GPU (MiB)", ylabel="bus bandwidth (GB/s)",
-           title="ring all-reduce, 8x H100")
-    ax.legend(loc="lower right")
+    busbw_panel(axes[0], nvls, "tab:blue", "mcsim nvls", (NVLS_BUSBW * 0.95, NVLS_BUSBW * 1.05),
+                "published ~480 GB/s +-5%", 256, "NVLS all-reduce, 8x H100")
+    busbw_panel(axes[1], ring, "tab:orange", "mcsim ring", (RING_BUSBW[0] * 0.95, RING_BUSBW[1] * 1.05),
+                "published 365-370 GB/s +-5%", 1024, "ring all-reduce, 8x H100")
     ax = axes[2]
     xs = sorted(multimem)
     ax.plot([x / MiB for x in xs], [multimem[x][0] for x in xs], "o-", color="tab:purple",
