@@ -161,7 +161,9 @@ class Node {
   // it to run once everything in `after` has completed; the operation takes simulated time in
   // the node's timing model. A refused operation changes nothing.
   virtual Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) = 0;
-  // Blocks until `w` completes (simulated time runs as far as that); returns the time it did.
+  // Blocks until `w` completes (simulated time runs as far as that); returns the time it did, or
+  // model::Engine::kGaveUp when the work can never complete and the wait was given up (reported
+  // on stderr as the hang policy says).
   virtual uint64_t waitFor(const WorkDone& w) = 0;
   // Whether `w` is done; when it is not, lets simulated time run on for the host's polling
   // interval first (so that a program spinning on a query makes progress, deterministically).

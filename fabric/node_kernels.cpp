@@ -322,7 +322,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
   engine.waitUntil(start + sm.launchPs);
   // Little's law: the launch keeps this many bytes of loads outstanding (its resident threads, each
   // with the loads its unroll allows). Stores are posted: a chunk leaves the window once its
-  // stores have left the GPU, not when they land.
+  // stores have been accepted (writeSpan), not when they land.
   const uint64_t perThread = w.bytesInFlightPerThread != 0 ? w.bytesInFlightPerThread : sm.bytesInFlightPerThread;
   const uint64_t inflight = std::min(std::max<uint64_t>(w.threads, 1), sm.maxResidentThreads) * perThread;
   const size_t window = static_cast<size_t>(std::max<uint64_t>(1, inflight / sm.chunkBytes));
