@@ -64,7 +64,7 @@ class NodeHost {
   std::unique_ptr<AttachedNode> attach(uint64_t vaBase);
 
   // Deadlock detection compares the calls blocked for teams with the application threads that
-  // could still complete them: by default those of this process (applicationThreadCount); a
+  // could still complete them: by default those of this process (model::Engine::applicationThreads); a
   // shared node counts those of every attached process.
   void setThreadCounter(std::function<int()> count);
   // Gives up the waits of the calls process `pid` made (it died): they return kHang at once,

@@ -37,9 +37,7 @@ thread_local Caller tCaller;
 CallerScope::CallerScope(const Caller& c) : saved_(tCaller) { tCaller = c; }
 CallerScope::~CallerScope() { tCaller = saved_; }
 
-TeamWaiter::TeamWaiter(HangPolicy policy) : policy_(policy), threadCount_(applicationThreadCount) {}
-
-int applicationThreadCount() { return model::Engine::applicationThreads(); }
+TeamWaiter::TeamWaiter(HangPolicy policy) : policy_(policy), threadCount_(&model::Engine::applicationThreads) {}
 
 Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
                         const std::function<bool()>& ready,

@@ -60,7 +60,7 @@ class TeamWaiter {
  public:
   explicit TeamWaiter(HangPolicy policy);
 
-  // How many application threads could still complete a team (see applicationThreadCount).
+  // How many application threads could still complete a team (model::Engine::applicationThreads).
   void setThreadCounter(std::function<int()> count) { threadCount_ = std::move(count); }
 
   // Waits, with `lock` (the node's) held on entry and on return, until `ready()` is true.
@@ -119,8 +119,5 @@ class TeamWaiter {
   uint64_t nextTicket_ = 0;
   uint64_t progress_ = 0;
 };
-
-// Threads of this process that belong to the application, not to mcsim (the engine thread).
-int applicationThreadCount();
 
 }  // namespace mcsim::fabric
