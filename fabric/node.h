@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/admission.h"
 #include "fabric/fabric_manager.h"
 #include "fabric/fault_injector.h"
 #include "fabric/memory_types.h"
@@ -218,11 +219,17 @@ class Node {
   // Whether `gpu`'s NVLinks are up (a fault plan can take them down).
   virtual bool nvlinkUp(int gpu) = 0;
 
-  // The admission numbers a shared node gave the requests this thread made since the last take
-  // (one driver call may make several): the order in which the node, serving every attached
-  // process, took the calls in, which a trace records. Empty for the embedded node, which
-  // numbers nothing (a process's own trace order is all there is).
-  virtual std::vector<uint64_t> takeAdmissions() { return {}; }
+  // A shared node's admission order (admission.h), which traces record. The requests this thread
+  // makes from beginTraced to endTraced are traced: the node counts them as finished for the
+  // requests after them, and endTraced returns their admissions in the order the node took them
+  // in (one driver call may make several). `tags` (a replay) are the recorded admission numbers
+  // the next requests are to take, in order; those still unused at endTraced are given up. The
+  // embedded node numbers nothing: a process's own trace order is all there is.
+  virtual void beginTraced(std::vector<uint64_t> tags) { (void)tags; }
+  virtual std::vector<Admission> endTraced() { return {}; }
+  // A shared node's settings as JSON (name, topology, seed, fault plan, hang grace), as it told
+  // this process when it attached; "" for the embedded node.
+  virtual std::string sharedSettings() const { return ""; }
 
   // A digest of all state a call can change (for "a failure leaves no trace" checks).
   virtual uint64_t stateDigest() = 0;

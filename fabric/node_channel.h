@@ -111,9 +111,12 @@ struct Channel {
   uint8_t responseData[kChannelBytes];
 };
 
-// The calls. Each request starts with the Op, the calling thread's id, the completions the
+// The calls. Each request starts with the Op, the calling thread's id, the admission number a
+// replay wants it to take (0: none) and whether it is traced (admission.h), the completions the
 // client dropped and the blocks it is done with; then the call's arguments. Each response starts
-// with the Status (then, for kHang, the report), then the outputs.
+// with the request's admission (kAdmissionBytes: its number and the traced requests finished
+// before it), the Status (then, for kHang, the report), then the outputs.
+constexpr uint64_t kAdmissionBytes = 16;
 enum class Op : uint32_t {
   kCreateAllocation = 1,
   kReleaseHandle,
@@ -156,6 +159,7 @@ enum class Op : uint32_t {
   kNvlinkUp,
   kStateDigest,
   kStats,
+  kSkipAdmissions,  // recorded admission numbers a replayed call did not use
   kCount,
 };
 

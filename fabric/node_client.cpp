@@ -96,7 +96,7 @@ class ClientNode final : public Node {
     // carries the new descriptor (SCM_RIGHTS).
     if (lost_.load(std::memory_order_acquire)) return Status::kNodeLost;
     std::vector<uint8_t> ask;
-    wire::Writer(&ask).put(handle);
+    wire::Writer(&ask).put(handle).put(nextTag()).put(tTraced);
     ipc::Msg type{};
     std::vector<uint8_t> reply;
     int got = -1;
@@ -110,7 +110,7 @@ class ClientNode final : public Node {
       }
     }
     wire::Reader r(reply.data(), reply.size());
-    noteAdmission(r.get<uint64_t>());
+    noteAdmission(r);
     const Status s = r.get<Status>();
     if (s == Status::kOk && got >= 0) {
       *fd = got;
@@ -345,12 +345,21 @@ class ClientNode final : public Node {
     return s;
   }
 
-  std::vector<uint64_t> takeAdmissions() override {
-    admissionsWanted_.store(true, std::memory_order_relaxed);
-    std::vector<uint64_t> out;
+  void beginTraced(std::vector<uint64_t> tags) override {
+    giveUpTags();
+    tTags = std::move(tags);
+    tNextTag = 0;
+    tAdmissions.clear();
+    tTraced = true;
+  }
+  std::vector<Admission> endTraced() override {
+    tTraced = false;
+    giveUpTags();
+    std::vector<Admission> out;
     out.swap(tAdmissions);
     return out;
   }
+  std::string sharedSettings() const override { return settings_; }
 
  private:
   ClientNode() = default;
@@ -395,6 +404,7 @@ class ClientNode final : public Node {
     const std::string topology = r.getString();
     vaLimit_ = r.get<uint64_t>();
     const uint64_t firstChannel = r.get<uint64_t>();
+    settings_ = r.getString();
     if (!r.ok()) {
       *error = "node '" + name + "' answered with a malformed welcome";
       return false;
@@ -471,7 +481,8 @@ class ClientNode final : public Node {
     Channel* ch = takeChannel();
     if (ch == nullptr) return Status::kNodeLost;
     wire::Writer w(ch->requestData, channel::kChannelBytes);
-    w.put(op).put(static_cast<int64_t>(syscall(SYS_gettid)));
+    const uint64_t tag = nextTag();
+    w.put(op).put(static_cast<int64_t>(syscall(SYS_gettid))).put(tag).put(tTraced);
     // What rides along is taken out of its list, and put back if the request cannot go.
     auto takeSome = [](std::mutex& mu, std::vector<uint64_t>& from) {
       std::lock_guard<std::mutex> lock(mu);
@@ -492,6 +503,7 @@ class ClientNode final : public Node {
       std::lock_guard<std::mutex> lock(mu_);
       freedBlocks_.insert(freedBlocks_.end(), freed.begin(), freed.end());
       idle_.push_back(ch);
+      if (tag != 0) --tNextTag;  // the tag stays for the next request
       return Status::kInvalidValue;  // a request larger than a channel: nothing this driver sends
     }
     ch->requestBytes = w.size();
@@ -503,7 +515,7 @@ class ClientNode final : public Node {
       }
     }
     wire::Reader r(ch->responseData, std::min<uint64_t>(ch->responseBytes, channel::kChannelBytes));
-    noteAdmission(r.get<uint64_t>());
+    noteAdmission(r);
     Status s = r.get<Status>();
     if (s == Status::kHang) {
       // The node gave the call up after a deadlock or suspected-hang report: show it here too.
@@ -524,9 +536,31 @@ class ClientNode final : public Node {
     return call(op, args, [](wire::Reader&) {});
   }
 
-  // Kept for takeAdmissions once someone asks for them (a recording trace), else not at all.
-  void noteAdmission(uint64_t a) {
-    if (admissionsWanted_.load(std::memory_order_relaxed)) tAdmissions.push_back(a);
+  // The admission an answer starts with, kept for endTraced while the thread's requests are traced.
+  void noteAdmission(wire::Reader& r) {
+    Admission a;
+    a.number = r.get<uint64_t>();
+    a.finishedBefore = r.get<uint64_t>();
+    if (tTraced) tAdmissions.push_back(a);
+  }
+
+  // The recorded admission number the thread's next request is to take (0: none).
+  static uint64_t nextTag() { return tNextTag < tTags.size() ? tTags[tNextTag++] : 0; }
+
+  // Tags of a replayed call that its requests did not use: the node passes their turns over.
+  void giveUpTags() {
+    if (tNextTag >= tTags.size()) {
+      tTags.clear();
+      tNextTag = 0;
+      return;
+    }
+    std::vector<uint64_t> unused(tTags.begin() + static_cast<long>(tNextTag), tTags.end());
+    tTags.clear();
+    tNextTag = 0;
+    const bool traced = tTraced;
+    tTraced = false;  // the notice itself is no traced request
+    call(Op::kSkipAdmissions, [&](wire::Writer& w) { w.put(unused); });
+    tTraced = traced;
   }
 
   // The node's id of a local completion.
@@ -598,8 +632,13 @@ class ClientNode final : public Node {
   Preset preset_;
   uint64_t vaBase_ = 0, vaLimit_ = 0;
   std::atomic<bool> lost_{false};
-  std::atomic<bool> admissionsWanted_{false};
-  static thread_local std::vector<uint64_t> tAdmissions;
+  std::string settings_;  // the node's settings (JSON), from its welcome
+  // This thread's traced requests (beginTraced to endTraced), their admissions, and the tags a
+  // replay gave it.
+  static thread_local bool tTraced;
+  static thread_local std::vector<Admission> tAdmissions;
+  static thread_local std::vector<uint64_t> tTags;
+  static thread_local size_t tNextTag;
 
   std::mutex mu_;  // guards what follows
   std::vector<Channel*> idle_;
@@ -608,7 +647,10 @@ class ClientNode final : public Node {
   std::shared_ptr<Ledger> ledger_ = std::make_shared<Ledger>();
 };
 
-thread_local std::vector<uint64_t> ClientNode::tAdmissions;
+thread_local bool ClientNode::tTraced = false;
+thread_local std::vector<Admission> ClientNode::tAdmissions;
+thread_local std::vector<uint64_t> ClientNode::tTags;
+thread_local size_t ClientNode::tNextTag = 0;
 
 }  // namespace
 

@@ -140,6 +140,15 @@ struct NodeHost::State {
 
   Preset preset;
   std::mutex mu;
+  // The order requests are taken in (a shared node's; the embedded node's calls carry no
+  // Request, and pass straight through).
+  AdmissionOrder admission;
+  // Locks the node for the current request, taking it in first if it has not been.
+  std::unique_lock<std::mutex> enter() {
+    std::unique_lock<std::mutex> lock(mu);
+    admission.admit(lock);
+    return lock;
+  }
   // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
   // could show, except digests, which sort their keys (sortedKeys).
   std::unordered_map<AllocId, Allocation> allocs;
@@ -309,7 +318,7 @@ class ProcessNode final : public AttachedNode {
   uint64_t vaLimit() const override { return space_.limit(); }
 
   Status createAllocation(const AllocationProps& props, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     n_.sweepHeldAllocations();  // memory kept only by closed descriptors counts no more
     AllocId id = 0;
     Status s = n_.newAllocation(props, AllocKind::kVmm, 0, &id);
@@ -319,7 +328,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status releaseHandle(uint64_t handle) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     if (--it->second.refs == 0) {
@@ -332,7 +341,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status handleProps(uint64_t handle, AllocationProps* props) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto it = handles_.find(handle);
     if (it == handles_.end()) {
       // The real driver's handle is its allocation object, so a value whose every reference was
@@ -354,7 +363,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status retainHandleAt(uint64_t va, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kInvalidValue;
     // Only cuMemCreate memory has a handle to retain.
@@ -375,7 +384,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status exportPosixFd(uint64_t handle, int* fd) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     const uint64_t id = it->second.alloc;
@@ -414,7 +423,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto it = n_.exports.find(FileKey{dev, ino});
     if (it == n_.exports.end()) return Status::kNotShareable;
     const uint64_t id = it->second.object;
@@ -427,7 +436,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status exportFabric(uint64_t handle, uint8_t out[64]) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto it = handles_.find(handle);
     if (it == handles_.end()) return Status::kInvalidValue;
     const uint64_t id = it->second.alloc;
@@ -443,7 +452,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status importFabric(const uint8_t in[64], uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     if (!n_.imexPresent.load()) return Status::kNotPermitted;
     AllocId id = 0;
     uint64_t check = 0, identity = 0;
@@ -464,19 +473,19 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return space_.reserve(size, alignment, hint, false, va);
   }
 
   Status freeReservation(uint64_t va, uint64_t size) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     const model::Reservation* r = space_.reservationContaining(va);
     if (r == nullptr || r->internal) return Status::kInvalidValue;
     return space_.free(va, size);
   }
 
   Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) override {
-    std::unique_lock<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto h = handles_.find(handle);
     if (h == handles_.end()) return Status::kInvalidValue;
     if (isMulticastId(h->second.alloc)) return mapMulticast(lock, va, size, offset, h->second.alloc);
@@ -492,7 +501,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status unmap(uint64_t va, uint64_t size) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     const model::Reservation* r = space_.reservationContaining(va);
     if (r == nullptr || r->internal) return Status::kInvalidValue;
     std::vector<model::Mapping> removed;
@@ -503,14 +512,14 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status setAccess(uint64_t va, uint64_t size, int device, Access access) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     const model::Reservation* r = space_.reservationContaining(va);
     if (r != nullptr && r->internal) return Status::kInvalidValue;
     return space_.setAccess(va, size, device, access);
   }
 
   Status getAccess(uint64_t va, int device, Access* access) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr || device < 0 || device >= n_.preset.gpuCount) return Status::kInvalidValue;
     *access = m->access[static_cast<size_t>(device)];
@@ -518,7 +527,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status allocLinear(int device, uint64_t size, uint64_t* va) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     if (device < 0 || device >= n_.preset.gpuCount) return Status::kInvalidDevice;
     AllocationProps props;
     props.location = Location{LocationKind::kDevice, device};
@@ -529,30 +538,30 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status freeLinear(uint64_t va) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return freeInternal(va, AllocKind::kLinear);
   }
 
   Status allocPooled(const AllocationProps& props, uint64_t size, const std::vector<int>& accessors,
                      uint64_t* va) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return allocInternal(props, size, AllocKind::kPooled, accessors, va);
   }
 
   Status freePooled(uint64_t va) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return freeInternal(va, AllocKind::kPooled);
   }
 
   Status setPooledAccess(uint64_t va, int device, Access access) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto it = internal_.find(va);
     if (it == internal_.end() || n_.allocs.at(it->second).kind != AllocKind::kPooled) return Status::kInvalidValue;
     return space_.setAccess(va, n_.allocs.at(it->second).props.size, device, access);
   }
 
   Status pointerInfo(uint64_t va, int device, PointerInfo* info) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     *info = PointerInfo{};
     const model::Mapping* m = space_.mappingContaining(va);
     if (m == nullptr) return Status::kOk;
@@ -590,7 +599,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status memoryInfo(int device, uint64_t* free, uint64_t* total) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     if (device < 0 || device >= n_.preset.gpuCount) return Status::kInvalidDevice;
     *total = n_.preset.gpu.memoryBytes;
     *free = *total - n_.deviceUsed[static_cast<size_t>(device)];
@@ -599,7 +608,7 @@ class ProcessNode final : public AttachedNode {
 
   Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) override {
     auto work = std::make_shared<DeviceWork>();
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     const Status s = planWork(op, work.get());
     if (s != Status::kOk) return s;
     // Submitted under the lock: the engine admits work in the order the node accepted it.
@@ -608,6 +617,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   uint64_t waitFor(const WorkDone& w) override {
+    n_.enter();  // taken in like any request; the wait itself is outside the lock
     model::Engine& engine = model::Engine::instance();
     // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
     // with the hang policy of team waits and the kernels this node has waiting.
@@ -625,15 +635,23 @@ class ProcessNode final : public AttachedNode {
   }
 
   bool poll(const WorkDone& w) override {
+    n_.enter();
     if (w->done()) return true;
     model::Engine::instance().advance(n_.pollIntervalPs, w);
     return false;
   }
 
-  uint64_t nowPs() override { return model::Engine::instance().nowPs(); }
+  uint64_t nowPs() override {
+    auto lock = n_.enter();  // a clock read is a request like any other: where it falls decides what it reads
+    return model::Engine::instance().nowPs();
+  }
+  bool isDone(const WorkDone& w) override {
+    auto lock = n_.enter();
+    return w->done();
+  }
 
   Status multicastCreate(const MulticastProps& props, uint64_t* handle) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     uint64_t id = 0;
     Status s = n_.fabric.create(props, &id);
     if (s != Status::kOk) return s;
@@ -642,7 +660,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status multicastAddDevice(uint64_t handle, int device) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     MulticastObject* mc = multicastOf(handle);
     if (mc == nullptr) return Status::kInvalidValue;
     Status s = n_.fabric.addDevice(*mc, device);
@@ -652,7 +670,7 @@ class ProcessNode final : public AttachedNode {
 
   Status multicastBindMem(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t memHandle,
                           uint64_t memOffset, uint64_t size) override {
-    std::unique_lock<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     // The memory is named by handle; it is looked up again after any wait, since another
     // thread may release it meanwhile.
     auto source = [&](BindSource* src) {
@@ -665,7 +683,7 @@ class ProcessNode final : public AttachedNode {
 
   Status multicastBindAddr(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t va,
                            uint64_t size) override {
-    std::unique_lock<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     auto source = [&](BindSource* src) {
       // The range must lie in one mapping of memory from cuMemCreate or a pool; cuMemAlloc
       // memory is refused (the reference names cuMemCreate and cudaMallocAsync only).
@@ -678,7 +696,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     MulticastObject* mc = multicastOf(mcHandle);
     if (mc == nullptr) return Status::kInvalidValue;
     if (mcOffset > mc->props.size || size > mc->props.size - mcOffset) return Status::kInvalidValue;
@@ -690,12 +708,12 @@ class ProcessNode final : public AttachedNode {
   }
 
   FabricManagerState fabricManagerState() override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return n_.fabric.state();
   }
 
   void setFabricManagerState(FabricManagerState state) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     n_.fabric.setState(state);
     n_.waiter.progress();
   }
@@ -704,7 +722,7 @@ class ProcessNode final : public AttachedNode {
 
   FaultOutcome onEntry(const char* symbol, int device, int rank, const FaultArgument* args,
                        size_t argCount, bool fabricMoment) override {
-    std::unique_lock<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     FaultOutcome out;
     if (n_.injector.empty()) return out;
     n_.faultRank = rank;
@@ -749,35 +767,35 @@ class ProcessNode final : public AttachedNode {
   }
 
   void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     n_.installPlan(std::move(rules), seed);
   }
 
   void releaseFault(const std::string& label) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     n_.injector.release(label);
     n_.waiter.progress();
   }
 
   std::vector<FaultRuleCounts> faultCounts() override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return n_.injector.counts();
   }
 
   std::vector<FaultRule> faultRules() override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return n_.injector.rules();
   }
 
   bool imexChannelPresent() const override { return n_.imexPresent.load(); }
 
   bool nvlinkUp(int gpu) override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     return n_.linksDown.count(gpu) == 0;
   }
 
   uint64_t stateDigest() override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     // An allocation that only a since-closed descriptor kept is already gone in fact (the close
     // happened outside mcsim); sweep it first, so that no later call appears to change state.
     n_.sweepHeldAllocations();
@@ -802,7 +820,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   NodeStats stats() override {
-    std::lock_guard<std::mutex> lock(n_.mu);
+    auto lock = n_.enter();
     n_.sweepHeldAllocations();
     return n_.collectStats();
   }
@@ -1518,6 +1536,26 @@ NodeStats NodeHost::stats() {
 }
 
 bool NodeHost::movesData() const { return state_->functional; }
+
+void NodeHost::finishRequest() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->admission.finish(lock);
+}
+
+void NodeHost::followAdmissions(std::vector<Admission> schedule, double patienceSeconds) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->admission.follow(std::move(schedule), patienceSeconds);
+}
+
+void NodeHost::skipAdmissions(const std::vector<uint64_t>& numbers) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->admission.skip(numbers);
+}
+
+std::string NodeHost::admissionDivergence() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->admission.divergence();
+}
 
 size_t NodeHost::processCount() {
   std::lock_guard<std::mutex> lock(state_->mu);

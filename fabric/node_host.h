@@ -18,7 +18,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "fabric/admission.h"
 #include "fabric/node.h"
 #include "fabric/team_wait.h"
 
@@ -80,6 +82,16 @@ class NodeHost {
   NodeStats stats();
   // Whether copies move data (false: MCSIM_TIMING_ONLY=1).
   bool movesData() const;
+
+  // Admission order (admission.h), for a shared node's requests. The current thread's request
+  // (RequestScope) is done: it is counted, and taken in first if nothing it did entered the node.
+  void finishRequest();
+  // Replaying a recorded run: take tagged requests in as `schedule` says (AdmissionOrder::follow).
+  void followAdmissions(std::vector<Admission> schedule, double patienceSeconds);
+  // Recorded admission numbers a replayed call did not use.
+  void skipAdmissions(const std::vector<uint64_t>& numbers);
+  // Why the node stopped following its schedule ("" if it did not).
+  std::string admissionDivergence();
 
  private:
   std::shared_ptr<State> state_;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <boost/interprocess/managed_shared_memory.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -125,6 +126,15 @@ class NodeServer {
     host_->setIdentity(options_.name);
     host_->setThreadCounter([this] { return attachedThreads(); });
     host_->installFaultPlan(options_.faults, options_.seed);
+    if (!options_.follow.empty()) host_->followAdmissions(options_.follow, options_.followPatienceSeconds);
+    // What a process that attaches is told of the node, for its trace (a replay rebuilds the node
+    // from it).
+    nlohmann::ordered_json settings{{"name", options_.name},
+                                    {"topology", options_.topology},
+                                    {"seed", options_.seed},
+                                    {"hang_grace_s", policy.graceSeconds}};
+    settings["faults"] = options_.faults.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(options_.faultsText);
+    settings_ = settings.dump();
 
     try {
       segment_ = std::make_unique<bip::managed_shared_memory>(bip::create_only, paths_.segment.c_str(),
@@ -290,6 +300,7 @@ class NodeServer {
     std::vector<uint8_t> welcome;
     wire::Writer w(&welcome);
     w.put(static_cast<int>(getpid())).put(paths_.segment).put(options_.topology).put(c->node->vaLimit()).put(first);
+    w.put(settings_);
     if (first == 0 || !ipc::sendMessage(c->sock.get(), ipc::Msg::kWelcome, welcome)) {
       detach(c);
       return;
@@ -327,11 +338,19 @@ class NodeServer {
   void exportDescriptor(Client& c, const std::vector<uint8_t>& msg) {
     wire::Reader r(msg.data(), msg.size());
     const uint64_t handle = r.get<uint64_t>();
+    Request request;
+    request.tag = r.get<uint64_t>();
+    request.traced = r.getBool();
     int fd = -1;
-    const Status s = r.ok() ? c.node->exportPosixFd(handle, &fd) : Status::kInvalidValue;  // (no CallerScope: it never waits)
+    Status s = Status::kInvalidValue;
+    {
+      RequestScope scope(&request);
+      if (r.ok()) s = c.node->exportPosixFd(handle, &fd);  // (no CallerScope: it never waits)
+      host_->finishRequest();
+    }
     UniqueFd owned(fd);
     std::vector<uint8_t> out;
-    wire::Writer(&out).put(admitted_.fetch_add(1) + 1).put(s);
+    wire::Writer(&out).put(request.admission.number).put(request.admission.finishedBefore).put(s);
     // Sent, the descriptor lives in the process; the node's copy closes here.
     ipc::sendMessage(c.sock.get(), ipc::Msg::kDescriptor, out, s == Status::kOk ? owned.get() : -1);
   }
@@ -433,9 +452,19 @@ class NodeServer {
       ch->request.wait();
       if (ch->closing.load() != 0) return;
       wire::Reader r(ch->requestData, std::min<uint64_t>(ch->requestBytes, channel::kChannelBytes));
-      wire::Writer w(ch->responseData, channel::kChannelBytes);
-      handle(*c, r, w);
-      ch->responseBytes = w.size();
+      // The answer starts with the request's admission (number, finished before), known only once
+      // the call has entered the node: the rest is written after room for it.
+      wire::Writer w(ch->responseData + channel::kAdmissionBytes, channel::kChannelBytes - channel::kAdmissionBytes);
+      Request request;
+      {
+        RequestScope scope(&request);
+        handle(*c, r, w, &request);
+        host_->finishRequest();
+      }
+      wire::Writer(ch->responseData, channel::kAdmissionBytes)
+          .put(request.admission.number)
+          .put(request.admission.finishedBefore);
+      ch->responseBytes = channel::kAdmissionBytes + w.size();
       header_->faultsActive.store(c->node->faultsActive() ? 1 : 0, std::memory_order_release);
       header_->imexPresent.store(c->node->imexChannelPresent() ? 1 : 0, std::memory_order_release);
       ch->response.post();
@@ -484,12 +513,12 @@ class NodeServer {
 
   uint64_t offsetOf(const void* p) const { return static_cast<uint64_t>(segment_->get_handle_from_address(p)); }
 
-  // One request: what rides along, then the call. The answer starts with the request's admission
-  // number (Node::takeAdmissions).
-  void handle(Client& c, wire::Reader& r, wire::Writer& w) {
-    w.put(admitted_.fetch_add(1) + 1);
+  // One request: what rides along, then the call.
+  void handle(Client& c, wire::Reader& r, wire::Writer& w, Request* request) {
     const Op op = r.get<Op>();
     const long tid = r.get<int64_t>();
+    request->tag = r.get<uint64_t>();
+    request->traced = r.getBool();
     {
       const uint64_t n = r.getCount();
       std::lock_guard<std::mutex> lock(c.mu);
@@ -723,6 +752,7 @@ class NodeServer {
       case Op::kNvlinkUp: reply(Status::kOk).put(n.nvlinkUp(r.get<int>())); return;
       case Op::kStateDigest: reply(Status::kOk).put(n.stateDigest()); return;
       case Op::kStats: reply(Status::kOk); channel::put(w, n.stats()); return;
+      case Op::kSkipAdmissions: host_->skipAdmissions(r.getVector<uint64_t>()); reply(Status::kOk); return;
       case Op::kCount: break;
     }
     reply(Status::kInvalidValue);
@@ -860,6 +890,10 @@ class NodeServer {
     std::snprintf(buf, sizeof buf, "  segment:   /dev/shm/%s, %llu bytes, %llu in use\n", paths_.segment.c_str(),
                   static_cast<unsigned long long>(size), static_cast<unsigned long long>(size - free));
     out += buf;
+    if (!options_.follow.empty()) {
+      const std::string d = host_->admissionDivergence();
+      out += "  replay:    " + (d.empty() ? "following the recorded admission order (" + std::to_string(options_.follow.size()) + " admissions)" : "gave the recorded admission order up: " + d) + "\n";
+    }
     out += "  socket:    " + paths_.socket + "\n";
     out += "  log:       " + paths_.log + "\n";
     std::snprintf(buf, sizeof buf, "  simulated: %llu ps\n",
@@ -889,6 +923,10 @@ class NodeServer {
   }
 
   void shutdown() {
+    if (!options_.follow.empty()) {
+      const std::string d = host_->admissionDivergence();
+      log(d.empty() ? "replay: the recorded admission order was followed" : "replay: gave the recorded admission order up: " + d);
+    }
     log("stopping (" + std::to_string(host_->processCount()) + " processes attached)");
     header_->stopping.store(1);
     listen_.reset();
@@ -901,13 +939,13 @@ class NodeServer {
   ipc::NodePaths paths_;
   UniqueFd lock_, listen_, stopRead_, stopWrite_, exitWith_;
   std::unique_ptr<NodeHost> host_;
+  std::string settings_;  // the node's settings as JSON (the welcome carries them)
   std::unique_ptr<bip::managed_shared_memory> segment_;
   channel::SegmentHeader* header_ = nullptr;
   Clock::time_point started_;
   uint64_t scratch_ = 0;
   // Requests taken in, from every process: each one's number is the order in which the node began
   // to serve it.
-  std::atomic<uint64_t> admitted_{0};
 
   // Guards what follows. Taken before a client's own mutex where both are held (statusText), never
   // while calling into the host (whose lock the thread counter takes mu_ under).

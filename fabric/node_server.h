@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/admission.h"
 #include "fabric/fault_plan.h"
 
 namespace mcsim::fabric {
@@ -20,7 +21,12 @@ struct NodeServerOptions {
   std::string name;
   std::string topology;            // what loadPreset takes: a built-in name or a path
   std::vector<FaultRule> faults;   // the node's fault plan (names resolved)
+  std::string faultsText;          // its text, which attached processes' traces keep
   uint64_t seed = 0;
+  // Replaying a recorded run: the admissions to follow (admission.h), and how long a request may
+  // wait for its turn with nothing else moving before the node gives the order up.
+  std::vector<Admission> follow;
+  double followPatienceSeconds = 60;
   uint64_t segmentBytes = 1ull << 30;
   int exitWith = 0;  // stop when this process exits (0: never)
 };

@@ -7,7 +7,9 @@
 namespace mcsim::trace {
 uint64_t simulatedNowPs();  // traces/sim_clock.cpp
 bool describeSimFunction(uint64_t f, bool isKernel, const std::string& label, FunctionInfo* out);  // sim_functions.cpp
-void nodeAdmissions(std::vector<uint64_t>* out);
+void nodeBegin(const std::vector<uint64_t>& tags);  // sim_clock.cpp
+void nodeEnd(std::vector<NodeAdmission>* out);
+std::string nodeSettings();
 }
 
 #define MCSIM_TRACE_DECLARE(sym, pfn) extern "C" std::remove_pointer_t<pfn> mcsim_impl_##sym;
@@ -23,6 +25,7 @@ namespace {
 __attribute__((constructor)) void startRecording() {
   mcsim::trace::startRecorder(mcsim::trace::Target{"mcsim", &mcsim::trace::simulatedNowPs, kWrapperTable, kImplTable,
                                                       &mcsim::trace::describeSimFunction,
-                                                      &mcsim::trace::nodeAdmissions});
+                                                      &mcsim::trace::nodeBegin, &mcsim::trace::nodeEnd,
+                                                      &mcsim::trace::nodeSettings});
 }
 }  // namespace

@@ -496,6 +496,25 @@ int hangAcross() {
 }
 
 // A process of its own on a node that lost others: one GPU, a team of one, data through it.
+// Allocations that a node-wide fault plan may refuse: each process tries four and notes which
+// ones failed, going on either way (which process's call a plan's count lands on is the node's
+// admission order).
+int tolerantAllocations() {
+  enter(gRank);
+  std::string failed;
+  for (int i = 0; i < 4; ++i) {
+    CUmemGenericAllocationHandle h = 0;
+    const CUmemAllocationProp prop = cutest::devicePinned(gRank);
+    if (cuMemCreate(&h, 2 * kMiB, &prop, 0) == CUDA_SUCCESS) {
+      CU(cuMemRelease(h));
+    } else {
+      failed += std::to_string(i);
+    }
+  }
+  note("failed", failed.empty() ? "none" : failed);
+  return 0;
+}
+
 int solo() {
   enter(0);
   const CUmulticastObjectProp mp = cutest::mcProp(1, 2 * kMiB);
@@ -629,6 +648,7 @@ int main(int argc, char** argv) {
   if (gScenario == "block") return blockingBind();
   if (gScenario == "killed") return killedRank();
   if (gScenario == "solo") return solo();
+  if (gScenario == "tolerant") return tolerantAllocations();
   if (gScenario == "hang") return hangAcross();
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();

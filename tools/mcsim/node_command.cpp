@@ -25,6 +25,7 @@
 #include "fabric/node_ipc.h"
 #include "fabric/unique_fd.h"
 #include "fabric/wire.h"
+#include "node_start.h"
 
 namespace mcsim::tools {
 
@@ -32,15 +33,6 @@ namespace {
 
 namespace ipc = fabric::ipc;
 using fabric::UniqueFd;
-
-struct NodeOptions {
-  std::string name;
-  std::string topology;
-  std::string faults;
-  uint64_t seed = 0;
-  uint64_t segmentMiB = 1024;
-  int exitWith = 0;
-};
 
 std::string defaultNodeName() {
   const char* n = std::getenv("MCSIM_NODE");
@@ -74,7 +66,9 @@ bool askNode(const ipc::NodePaths& paths, ipc::HelloKind kind, ipc::Msg* type, s
   return true;
 }
 
-int start(const NodeOptions& o) {
+}  // namespace
+
+int startNode(const NodeOptions& o) {
   if (!ipc::validNodeName(o.name)) {
     std::fprintf(stderr, "mcsim node start: '%s' is no node name (1 to 64 of A-Z a-z 0-9 . _ -)\n", o.name.c_str());
     return kExitBadInput;
@@ -100,6 +94,7 @@ int start(const NodeOptions& o) {
   if (!o.topology.empty()) args.insert(args.end(), {"--topology", absoluteIfFile(o.topology)});
   if (!o.faults.empty()) args.insert(args.end(), {"--faults", absoluteIfFile(o.faults)});
   if (o.exitWith > 0) args.insert(args.end(), {"--exit-with", std::to_string(o.exitWith)});
+  if (!o.follow.empty()) args.insert(args.end(), {"--follow", absoluteIfFile(o.follow)});
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) {
     std::perror("mcsim node start: pipe");
@@ -140,6 +135,7 @@ int start(const NodeOptions& o) {
     line.append(buf, static_cast<size_t>(n));
   }
   if (line.rfind("ready", 0) == 0) {
+    if (o.quiet) return kExitOk;
     std::printf("mcsim: node '%s' started (pid %d)\n  attach with MCSIM_NODE=%s\n  log: %s\n", o.name.c_str(),
                 static_cast<int>(child), o.name.c_str(), paths.log.c_str());
     return kExitOk;
@@ -154,7 +150,7 @@ int start(const NodeOptions& o) {
   return kExitFailure;
 }
 
-int stop(const NodeOptions& o) {
+int stopNode(const NodeOptions& o) {
   const ipc::NodePaths paths = ipc::nodePaths(o.name);
   int pid = 0;
   if (!ipc::nodeRunning(paths, &pid)) {
@@ -177,9 +173,13 @@ int stop(const NodeOptions& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (i == 250) kill(pid, SIGKILL);
   }
-  std::printf("mcsim: node '%s' stopped\n", o.name.c_str());
+  if (!o.quiet) std::printf("mcsim: node '%s' stopped\n", o.name.c_str());
   return kExitOk;
 }
+
+std::string nodeLogPath(const std::string& name) { return ipc::nodePaths(name).log; }
+
+namespace {
 
 int status(const NodeOptions& o) {
   const ipc::NodePaths paths = ipc::nodePaths(o.name);
@@ -229,8 +229,8 @@ Command addNodeCommand(CLI::App& parent) {
   nameOption(statusCmd);
   return Command{cmd, [o, startCmd, stopCmd] {
                    if (o->name.empty()) o->name = defaultNodeName();
-                   if (startCmd->parsed()) return start(*o);
-                   if (stopCmd->parsed()) return stop(*o);
+                   if (startCmd->parsed()) return startNode(*o);
+                   if (stopCmd->parsed()) return stopNode(*o);
                    return status(*o);
                  }};
 }

@@ -7,13 +7,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "commands.h"
 #include "driver_library.h"
 #ifndef MCSIM_TRACES_ONLY
+#include "node_start.h"
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
 #endif
@@ -40,7 +44,8 @@ class ScratchDir {
     std::error_code ec;
     if (!path_.empty()) fs::remove_all(path_, ec);
   }
-  std::string file(const char* name) const { return path_ + "/" + name; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
   bool ok() const { return !path_.empty(); }
 
  private:
@@ -72,7 +77,7 @@ struct TargetChoice {
 
 // Fills the replay options every command shares; "" or the problem (exit status 2).
 std::string prepareReplay(const char* cmd, const TargetChoice& c, Trace* t, const ScratchDir& dir,
-                          trace::ReplayOptions* o) {
+                          trace::ReplayOptions* o, const std::string& suffix = "") {
   if (!dir.ok()) return std::string(cmd) + ": cannot make a scratch directory";
   o->simulated = c.target == "sim";
   if (!c.library.empty()) {
@@ -103,9 +108,9 @@ std::string prepareReplay(const char* cmd, const TargetChoice& c, Trace* t, cons
 #endif
   }
   if (!c.topology.empty()) t->header["env"]["MCSIM_TOPOLOGY"] = c.topology;
-  o->recordTo = dir.file("replay.jsonl");
-  o->faultsPath = dir.file("faults.plan");
-  o->outcomeTo = dir.file("outcome.json");
+  o->recordTo = dir.file("replay" + suffix + ".jsonl");
+  o->faultsPath = dir.file("faults" + suffix + ".plan");
+  o->outcomeTo = dir.file("outcome" + suffix + ".json");
   return "";
 }
 
@@ -120,7 +125,7 @@ void addTargetOptions(CLI::App* cmd, TargetChoice* c) {
 // ---- replay
 
 struct ReplayArgs {
-  std::string trace;
+  std::vector<std::string> traces;
   TargetChoice target;
   std::string output;
   size_t explain = 5;
@@ -128,12 +133,20 @@ struct ReplayArgs {
   bool resultsOnly = false;
 };
 
+int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces);
+
 int replay(ReplayArgs& a) {
-  Trace t;
-  if (std::string e = trace::readTrace(a.trace, &t); !e.empty()) {
-    std::fprintf(stderr, "mcsim replay: %s\n", e.c_str());
-    return kExitBadInput;
+  std::vector<Trace> traces(a.traces.size());
+  for (size_t i = 0; i < a.traces.size(); ++i) {
+    if (std::string e = trace::readTrace(a.traces[i], &traces[i]); !e.empty()) {
+      std::fprintf(stderr, "mcsim replay: %s\n", e.c_str());
+      return kExitBadInput;
+    }
   }
+  // A run of several processes on a shared node replays on a node of its own, one process per
+  // trace.
+  if (traces.size() > 1 || !traces[0].nodeSettings.is_null()) return replayOnSharedNode(a, traces);
+  Trace& t = traces[0];
   ScratchDir dir;
   trace::ReplayOptions o;
   o.timeoutSeconds = a.timeout;
@@ -165,6 +178,169 @@ int replay(ReplayArgs& a) {
                 r.firstApproximation.c_str());
   }
   return res.differences.empty() ? kExitOk : kExitFailure;
+}
+
+// ---- replay of a run on a shared node
+
+// The admission order the traces of one run on a shared node recorded, checked: "" or why they
+// cannot be replayed together (exit status 2).
+std::string runSchedule(const std::vector<Trace>& traces, std::vector<trace::NodeAdmission>* schedule) {
+  std::map<uint64_t, std::string> where;  // admission number -> "trace:line"
+  for (const Trace& t : traces) {
+    if (t.nodeSettings.is_null()) {
+      return t.path + ": not recorded on a shared node (its end record has no \"node\"); a trace of one process "
+                      "replays alone";
+    }
+    const trace::Json& s0 = traces[0].nodeSettings;
+    for (const char* key : {"name", "topology", "seed", "faults"}) {
+      if (t.nodeSettings.value(key, trace::Json()) != s0.value(key, trace::Json())) {
+        return t.path + ": recorded on another node than " + traces[0].path + " (its " + key + " is " +
+               t.nodeSettings.value(key, trace::Json()).dump() + ", not " + s0.value(key, trace::Json()).dump() + ")";
+      }
+    }
+    for (const trace::Record& r : t.records) {
+      for (const trace::NodeAdmission& n : trace::nodeAdmissionsInOrder(r)) {
+        const std::string here = t.path + ":" + std::to_string(r.line);
+        auto [it, fresh] = where.emplace(n.number, here);
+        if (!fresh) {
+          return here + ": node admission " + std::to_string(n.number) + " is also in " + it->second +
+                 " (a trace given twice, or traces of different runs?)";
+        }
+        schedule->push_back(n);
+      }
+    }
+  }
+  std::sort(schedule->begin(), schedule->end(),
+            [](const trace::NodeAdmission& x, const trace::NodeAdmission& y) { return x.number < y.number; });
+  // Every traced request is in some trace: no request can have come after more finished ones
+  // than the traces hold before it.
+  for (size_t i = 0; i < schedule->size(); ++i) {
+    const trace::NodeAdmission& n = (*schedule)[i];
+    if (n.finishedBefore > i) {
+      return where.at(n.number) + ": node admission " + std::to_string(n.number) + " came after " +
+             std::to_string(n.finishedBefore) + " traced requests had finished, but the traces hold only " +
+             std::to_string(i) + " before it: the traces of some processes of the run are missing (record every "
+             "process, MCSIM_RECORD=trace-%p.jsonl, and give them all)";
+    }
+  }
+  return "";
+}
+
+int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
+#ifdef MCSIM_TRACES_ONLY
+  (void)a;
+  (void)traces;
+  std::fprintf(stderr, "mcsim replay: this build has no shared nodes to replay several processes on\n");
+  return kExitBadInput;
+#else
+  const char* cmd = "mcsim replay";
+  if (a.target.target != "sim") {
+    std::fprintf(stderr, "%s: a run on a shared node replays in mcsim only (--target sim)\n", cmd);
+    return kExitBadInput;
+  }
+  std::vector<trace::NodeAdmission> schedule;
+  if (std::string e = runSchedule(traces, &schedule); !e.empty()) {
+    std::fprintf(stderr, "%s: %s\n", cmd, e.c_str());
+    return kExitBadInput;
+  }
+  ScratchDir dir;
+  std::vector<trace::ReplayOptions> opts(traces.size());
+  // The processes take their node's settings; --faults and --topology are the node's.
+  TargetChoice processChoice = a.target;
+  processChoice.faults.clear();
+  processChoice.topology.clear();
+  for (size_t i = 0; i < traces.size(); ++i) {
+    opts[i].timeoutSeconds = a.timeout;
+    if (std::string e = prepareReplay(cmd, processChoice, &traces[i], dir, &opts[i], "-" + std::to_string(i)); !e.empty()) {
+      std::fprintf(stderr, "%s\n", e.c_str());
+      return kExitBadInput;
+    }
+  }
+  const trace::Json& settings = traces[0].nodeSettings;
+  NodeOptions node;
+  node.name = "replay-" + std::to_string(::getpid());
+  node.topology = a.target.topology.empty() ? settings.at("topology").get<std::string>() : a.target.topology;
+  node.seed = settings.at("seed").get<uint64_t>();
+  node.exitWith = ::getpid();
+  node.quiet = true;
+  if (!a.target.faults.empty()) {
+    node.faults = a.target.faults;
+  } else if (settings.contains("faults") && settings.at("faults").is_string()) {
+    node.faults = dir.file("node-faults.plan");
+    std::ofstream(node.faults) << settings.at("faults").get<std::string>();
+  }
+  // What-if replays (another plan or topology) take calls in as they come: the recorded order
+  // belongs to the recorded node.
+  const bool follow = a.target.faults.empty() && a.target.topology.empty();
+  if (follow) {
+    node.follow = dir.file("admissions.txt");
+    std::ofstream out(node.follow);
+    for (const trace::NodeAdmission& n : schedule) out << n.number << " " << n.finishedBefore << "\n";
+  }
+  if (settings.contains("hang_grace_s") && settings.at("hang_grace_s").is_number()) {
+    ::setenv("MCSIM_HANG_GRACE_S", settings.at("hang_grace_s").dump().c_str(), 1);
+  }
+  if (startNode(node) != kExitOk) {
+    std::fprintf(stderr, "%s: cannot start a node to replay on\n", cmd);
+    return kExitFailure;
+  }
+  std::vector<trace::ReplayChild> children;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    opts[i].nodeName = node.name;
+    opts[i].peerDir = dir.path();
+    opts[i].peers = static_cast<int>(traces.size());
+    children.push_back(trace::startReplayChild(traces[i], opts[i]));
+  }
+  std::vector<trace::ReplayOutcome> outcomes;
+  for (size_t i = 0; i < traces.size(); ++i) outcomes.push_back(trace::awaitReplayChild(children[i], opts[i]));
+  stopNode(node);
+  std::string log;
+  readText(nodeLogPath(node.name), &log);
+  const size_t gaveUp = log.find("gave the recorded admission order up: ");
+  if (!a.output.empty()) fs::create_directories(a.output);
+  size_t differences = 0;
+  int status = kExitOk;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const Trace& t = traces[i];
+    if (!outcomes[i].finished) {
+      std::printf("%s: %s\n", t.path.c_str(), outcomes[i].problem.c_str());
+      status = kExitFailure;
+      continue;
+    }
+    Trace replayed;
+    if (std::string e = trace::readTrace(opts[i].recordTo, &replayed); !e.empty()) {
+      std::printf("%s: the replay's own trace is unreadable: %s\n", t.path.c_str(), e.c_str());
+      status = kExitFailure;
+      continue;
+    }
+    replayed.path = "replay";
+    if (!a.output.empty()) {
+      const std::string keep = (fs::path(a.output) / fs::path(t.path).filename()).string();
+      fs::copy_file(opts[i].recordTo, keep, fs::copy_options::overwrite_existing);
+      replayed.path = keep;
+    }
+    trace::DiffOptions d;
+    d.exact = !a.resultsOnly;
+    d.timesAsNotes = traces.size() > 1;
+    d.compareLaunches = !a.resultsOnly;
+    d.explain = a.explain;
+    const trace::DiffResult res = trace::diffTraces(t, replayed, d);
+    differences += res.differences.size();
+    std::printf("%s: %s", t.path.c_str(), trace::describeDiff(res, t, replayed, "replayed", d, false).c_str());
+    if (outcomes[i].approximated > 0) {
+      std::printf("  %llu calls replayed approximately; the first: %s\n",
+                  static_cast<unsigned long long>(outcomes[i].approximated), outcomes[i].firstApproximation.c_str());
+    }
+  }
+  if (gaveUp != std::string::npos) {
+    const size_t end = log.find('\n', gaveUp);
+    std::printf("the node %s\n", log.substr(gaveUp, end == std::string::npos ? std::string::npos : end - gaveUp).c_str());
+    status = kExitFailure;
+  }
+  std::printf("replayed %zu processes on a shared node (%s admission order): %zu differences\n", traces.size(),
+              follow ? "the recorded" : "their own", differences);
+  return differences == 0 ? status : kExitFailure;
+#endif
 }
 
 // ---- diff
@@ -240,9 +416,13 @@ int minimize(MinimizeArgs& a) {
 Command addReplayCommand(CLI::App& parent) {
   auto a = std::make_shared<ReplayArgs>();
   CLI::App* cmd = parent.add_subcommand("replay", "Replay a trace and compare every result and data digest with it");
-  cmd->add_option("trace", a->trace, "The trace (JSON Lines, docs/traces.md)")->required();
+  cmd->add_option("traces", a->traces,
+                  "The trace (JSON Lines, docs/traces.md); or the traces of every process of a run on a shared node, "
+                  "replayed together in the recorded admission order")
+      ->required();
   addTargetOptions(cmd, &a->target);
-  cmd->add_option("-o,--output", a->output, "Keep the replay's own trace here");
+  cmd->add_option("-o,--output", a->output,
+                  "Keep the replay's own trace here (several traces: a directory, one file per trace)");
   cmd->add_option("--explain", a->explain, "How many differences to explain (default 5)");
   cmd->add_option("--timeout", a->timeout, "Seconds before the replay is given up (default 300)");
   cmd->add_flag("--results-only", a->resultsOnly,

@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   app.add_option("--segment", o.segmentBytes, "Size of the shared segment in bytes");
   app.add_option("--ready-fd", readyFd, "Descriptor to report readiness on");
   app.add_option("--exit-with", o.exitWith, "Stop when this process exits");
+  std::string follow;
+  app.add_option("--follow", follow,
+                 "Replay: the recorded admission order to follow, one 'NUMBER FINISHED_BEFORE' per line (mcsim replay writes it)");
+  app.add_option("--follow-patience", o.followPatienceSeconds,
+                 "Replay: seconds a request may wait for its turn with nothing moving before the order is given up");
   CLI11_PARSE(app, argc, argv);
 
   auto fail = [&](const std::string& problem) {
@@ -42,11 +47,32 @@ int main(int argc, char** argv) {
     if (!in) return fail("cannot read the fault plan " + faults);
     std::stringstream text;
     text << in.rdbuf();
+    o.faultsText = text.str();
     try {
       o.faults = mcsim::fabric::parseFaultPlan(text.str(), faults);
       mcsim::driver::resolveFaultPlanNames(&o.faults);
     } catch (const mcsim::fabric::InputError& e) {
       return fail(std::string("cannot load the fault plan: ") + e.what());
+    }
+  }
+  if (!follow.empty()) {
+    std::ifstream in(follow);
+    if (!in) return fail("cannot read the admission order " + follow);
+    std::string line;
+    int n = 0;
+    uint64_t last = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      std::istringstream fields(line);
+      mcsim::fabric::Admission a;
+      std::string extra;
+      if (!(fields >> a.number >> a.finishedBefore) || (fields >> extra) || a.number <= last ||
+          a.finishedBefore >= a.number) {
+        return fail(follow + ":" + std::to_string(n) +
+                    ": expected 'NUMBER FINISHED_BEFORE', numbers increasing, fewer finished than the number");
+      }
+      last = a.number;
+      o.follow.push_back(a);
     }
   }
   return mcsim::fabric::runNodeServer(o, readyFd);

@@ -3,6 +3,7 @@
 #include "traces/lib/codec_kernels.h"
 #include "traces/lib/image.h"
 
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -879,6 +880,31 @@ void bindOutputs(const CallDesc& d, const uint64_t* slots, const Json& out, Bind
       default: break;
     }
   }
+}
+
+int shareableParam(const CallDesc& d, const uint64_t* slots, bool output, uint64_t* type) {
+  for (int i = 0; i < d.nparams; ++i) {
+    const ParamDesc& p = d.params[i];
+    if (p.kind != (output ? Kind::kShareableOut : Kind::kShareableIn)) continue;
+    *type = slots[p.ref];
+    return i;
+  }
+  return -1;
+}
+
+std::string shareableIdentity(const CallDesc& d, const uint64_t* slots, bool output) {
+  uint64_t type = 0;
+  const int i = shareableParam(d, slots, output, &type);
+  if (i < 0) return "";
+  const uint64_t s = slots[i];
+  if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+    const int fd = output ? load<int>(s) : static_cast<int>(static_cast<intptr_t>(s));
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) return "";
+    return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  }
+  if (type == CU_MEM_HANDLE_TYPE_FABRIC && s != 0) return "fabric:" + digestHex(ptr(s), sizeof(CUmemFabricHandle));
+  return "";
 }
 
 const char* kindName(Kind k) {

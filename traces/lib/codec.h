@@ -41,6 +41,15 @@ struct RecordOptions {
 
 // 64-bit FNV-1a, written as 16 hex digits.
 std::string digestHex(const void* data, size_t n);
+
+// Which shareable handle a call exports (`output`: its output, once it succeeded) or imports, told
+// the same way in every process of a run: "file:DEV:INO" for a POSIX descriptor (the file it
+// refers to), "fabric:DIGEST" for a FABRIC handle's bytes; "" when the call has none. A record
+// keeps it ("shared"), so that a replay of several processes hands a descriptor or handle one
+// process exports to the process that imports it.
+std::string shareableIdentity(const CallDesc& d, const uint64_t* slots, bool output);
+// Where that handle sits in the call: the parameter index (its slot) and its handle type; -1 if none.
+int shareableParam(const CallDesc& d, const uint64_t* slots, bool output, uint64_t* type);
 std::string toHex(const void* data, size_t n);
 bool fromHex(const std::string& hex, std::vector<uint8_t>* out);
 // Host buffer data is base64 (RFC 4648, with padding): a third smaller than hex.

@@ -35,6 +35,7 @@ struct Recorder {
   Names names;
   uint64_t admitted = 0;
   uint64_t written = 0;
+  std::string nodeSettings;  // the shared node's, once attached (the end record keeps them)
   int threads = 0;
   bool closed = false;
   // Wrapper and forward pointers sorted by address, for cuGetProcAddress.
@@ -49,6 +50,21 @@ Recorder& recorder() {
 
 thread_local int tThread = -1;
 thread_local int tDepth = 0;  // a driver that calls its own exports is recorded once
+
+// A replay's admission numbers for the thread's next call (mcsim_trace_node_plan).
+struct NodePlan {
+  uint64_t clock[2] = {0, 0};
+  std::vector<uint64_t> requests;
+};
+thread_local NodePlan tPlan;
+
+std::vector<uint64_t> tagsOf(uint64_t n) { return n == 0 ? std::vector<uint64_t>{} : std::vector<uint64_t>{n}; }
+
+Json admissionsJson(const std::vector<NodeAdmission>& a) {
+  Json out = Json::array();
+  for (const NodeAdmission& x : a) out.push_back(Json::array({x.number, x.finishedBefore}));
+  return out;
+}
 
 std::atomic<uint64_t> gAdmitted{0};
 std::atomic<uint64_t> gFinished{0};
@@ -78,7 +94,9 @@ void closeTrace() {
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.file == nullptr || r.closed) return;
   r.closed = true;
-  writeLine(r, Json{{"end", true}, {"calls", r.written}});
+  Json end{{"end", true}, {"calls", r.written}};
+  if (!r.nodeSettings.empty()) end["node"] = Json::parse(r.nodeSettings, nullptr, false);
+  writeLine(r, end);
   std::fclose(r.file);
   r.file = nullptr;
 }
@@ -165,23 +183,27 @@ CallScope::CallScope(int call, const uint64_t* slots) : call_(call), slots_(slot
   auto* args = new Json();
   encodeInputs(callTable()[call_], slots_, r.names, r.options, args);
   inputs_ = args;
+  sharedIn_ = shareableIdentity(callTable()[call_], slots_, false);
+  // On a shared node the clock read is a node request, and the call's own requests follow it.
+  NodePlan plan;
+  std::swap(plan, tPlan);
+  if (r.target.nodeBegin != nullptr) r.target.nodeBegin(tagsOf(plan.clock[0]));
   t0_ = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
+  if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&clock0_);
+  clock1Tag_ = tagsOf(plan.clock[1]);
   gAdmitted.store(r.admitted, std::memory_order_release);
-  // What the thread's node requests before this call were numbered (the clock's, just now) is
-  // not this call's.
-  if (r.target.nodeAdmissions != nullptr) {
-    std::vector<uint64_t> before;
-    r.target.nodeAdmissions(&before);
-  }
+  if (r.target.nodeBegin != nullptr) r.target.nodeBegin(plan.requests);
 }
 
 CUresult CallScope::finish(CUresult result) {
   --tDepth;
   if (!active_) return result;
   Recorder& r = recorder();
-  std::vector<uint64_t> admissions;
-  if (r.target.nodeAdmissions != nullptr) r.target.nodeAdmissions(&admissions);
+  std::vector<NodeAdmission> admissions, clock1;
+  if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&admissions);
+  if (r.target.nodeBegin != nullptr) r.target.nodeBegin(clock1Tag_);
   const uint64_t t1 = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
+  if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&clock1);
   std::unique_ptr<Json> args(static_cast<Json*>(inputs_));
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.closed || r.file == nullptr) return result;
@@ -193,7 +215,16 @@ CUresult CallScope::finish(CUresult result) {
     encodeOutputs(d, slots_, r.names, r.options, &out);
     if (!out.empty()) rec["out"] = std::move(out);
   }
-  if (!admissions.empty()) rec["node"] = admissions;
+  const std::string shared = result == CUDA_SUCCESS && sharedIn_.empty() ? shareableIdentity(d, slots_, true) : sharedIn_;
+  if (!shared.empty()) rec["shared"] = shared;
+  if (!admissions.empty()) rec["node"] = admissionsJson(admissions);
+  if (!clock0_.empty() || !clock1.empty()) {
+    Json c = Json::array();
+    c.push_back(clock0_.empty() ? Json() : admissionsJson(clock0_).at(0));
+    c.push_back(clock1.empty() ? Json() : admissionsJson(clock1).at(0));
+    rec["node_clock"] = c;
+  }
+  if (r.nodeSettings.empty() && r.target.nodeSettings != nullptr) r.nodeSettings = r.target.nodeSettings();
   if (r.target.simNowPs != nullptr) {
     rec["t0_ps"] = t0_;
     rec["t1_ps"] = t1;
@@ -233,3 +264,10 @@ extern "C" uint64_t mcsim_trace_admitted(void) { return mcsim::trace::gAdmitted.
 extern "C" uint64_t mcsim_trace_finished(void) { return mcsim::trace::gFinished.load(std::memory_order_acquire); }
 
 extern "C" void mcsim_trace_close(void) { mcsim::trace::closeTrace(); }
+
+extern "C" void mcsim_trace_node_plan(const uint64_t clock[2], const uint64_t* requests, size_t n) {
+  mcsim::trace::NodePlan& p = mcsim::trace::tPlan;
+  p.clock[0] = clock != nullptr ? clock[0] : 0;
+  p.clock[1] = clock != nullptr ? clock[1] : 0;
+  p.requests.assign(requests, requests + (requests != nullptr ? n : 0));
+}

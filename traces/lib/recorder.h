@@ -6,6 +6,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +17,12 @@ namespace mcsim::trace {
 
 extern bool gRecording;
 
+// A node request's place in a shared node's admission order (fabric/admission.h).
+struct NodeAdmission {
+  uint64_t number = 0;
+  uint64_t finishedBefore = 0;
+};
+
 // What differs between the two libraries that host the wrappers.
 struct Target {
   const char* name;                 // "mcsim" or "real": the trace header's target
@@ -24,9 +31,13 @@ struct Target {
   void* const* forwards;            // what each one forwards to (nullptr: not available)
   // What a launched function is (name, parameter layout), asked without a state-changing call.
   bool (*describeFunction)(uint64_t f, bool isKernel, const std::string& label, FunctionInfo* out);
-  // The shared node's admission numbers of the node requests the calling thread made since the
-  // last time (Node::takeAdmissions); nullptr where there are none.
-  void (*nodeAdmissions)(std::vector<uint64_t>* out) = nullptr;
+  // A shared node's admission order (docs/traces.md): the calling thread's node requests from
+  // nodeBegin to nodeEnd, their admission numbers and the traced requests finished before each;
+  // `tags` are the numbers a replay wants them to take. nullptr where there is no node to ask.
+  void (*nodeBegin)(const std::vector<uint64_t>& tags) = nullptr;
+  void (*nodeEnd)(std::vector<NodeAdmission>* out) = nullptr;
+  // The shared node's settings (JSON), "" when not attached to one.
+  std::string (*nodeSettings)() = nullptr;
 };
 
 // Called once, before main, by the library that holds the wrappers: reads MCSIM_RECORD,
@@ -51,6 +62,9 @@ class CallScope {
   uint64_t finishedBefore_ = 0;  // calls finished when this one was admitted
   int thread_ = 0;
   uint64_t t0_ = 0;
+  std::vector<NodeAdmission> clock0_;  // the t0 clock read's admission on a shared node (0 or 1)
+  std::vector<uint64_t> clock1Tag_;    // replay: the number the t1 clock read is to take
+  std::string sharedIn_;               // the shareable handle it imports (shareableIdentity)
   void* inputs_ = nullptr;  // the encoded arguments (a Json), owned
 };
 
@@ -71,4 +85,7 @@ uint64_t mcsim_trace_admitted(void);
 uint64_t mcsim_trace_finished(void);
 // Writes the end record and closes the trace; later calls are not recorded.
 void mcsim_trace_close(void);
+// Replaying a shared node's run: the recorded admission numbers of the calling thread's next
+// call, for its clock reads (`clock[0]`, `clock[1]`; 0: none) and its own `n` node requests.
+void mcsim_trace_node_plan(const uint64_t clock[2], const uint64_t* requests, size_t n);
 }

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
+#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,7 @@ struct Target {
   uint64_t (*admitted)() = nullptr;
   uint64_t (*finished)() = nullptr;
   void (*close)() = nullptr;
+  void (*nodePlan)(const uint64_t*, const uint64_t*, size_t) = nullptr;  // mcsim_trace_node_plan
   bool (*initialized)() = nullptr;         // mcsim::api::initialized
   uint64_t (*stateDigest)() = nullptr;     // mcsim::api::stateDigest
   std::vector<void*> fns;
@@ -101,11 +104,22 @@ class Replay {
         }
       }
     }
-    const bool check = o_.checkInvariants && t_.threads <= 1 && target_.stateDigest != nullptr && target_.initialized();
+    const bool check = o_.checkInvariants && t_.threads <= 1 && target_.stateDigest != nullptr && target_.initialized() &&
+                       o_.nodeName.empty();
     const uint64_t before = check ? target_.stateDigest() : 0;
+    if (!o_.nodeName.empty() && target_.nodePlan != nullptr) {
+      // The node admission numbers the call's requests are to take, as recorded.
+      const uint64_t clock[2] = {r.clock[0].number, r.clock[1].number};
+      std::vector<uint64_t> requests;
+      for (const NodeAdmission& a : r.node) requests.push_back(a.number);
+      target_.nodePlan(clock, requests.data(), requests.size());
+    }
+    const int received = receiveShared(r, d, slots);
     const CUresult result = target_.fns[static_cast<size_t>(r.call)] != nullptr
                                 ? d.thunk(target_.fns[static_cast<size_t>(r.call)], slots)
                                 : CUDA_ERROR_NOT_FOUND;
+    if (received >= 0) ::close(received);
+    if (result == CUDA_SUCCESS) publishShared(r, d, slots);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (check && result != CUDA_SUCCESS && target_.stateDigest() != before && invariant_.empty()) {
@@ -120,6 +134,74 @@ class Replay {
       }
     }
     done_[i].store(true);
+  }
+
+  // ---- Shareable handles between the replayed processes of a shared node's run
+
+  std::string publication(const std::string& identity) const {
+    std::string name = "shared-";
+    for (char c : identity) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return o_.peerDir + "/" + name;
+  }
+
+  // A handle this call exported (recorded as `r.shared`) is published for the other processes:
+  // a descriptor as "PID FD" (they open it through /proc), a FABRIC handle as its bytes in hex.
+  void publishShared(const Record& r, const CallDesc& d, const uint64_t* slots) {
+    if (o_.peerDir.empty() || r.shared.empty()) return;
+    uint64_t type = 0;
+    const int i = shareableParam(d, slots, true, &type);
+    if (i < 0) return;
+    std::string text;
+    if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+      text = std::to_string(::getpid()) + " " + std::to_string(*reinterpret_cast<const int*>(slots[i]));
+    } else {
+      text = toHex(reinterpret_cast<const void*>(slots[i]), sizeof(CUmemFabricHandle));
+    }
+    const std::string path = publication(r.shared), tmp = path + ".tmp" + std::to_string(::getpid());
+    std::ofstream(tmp) << text;
+    std::rename(tmp.c_str(), path.c_str());
+  }
+
+  // A handle this call imports that came from another process (the trace has only its raw value)
+  // is taken from that process's publication, waiting for it. Returns a descriptor to close after
+  // the call, or -1.
+  int receiveShared(const Record& r, const CallDesc& d, uint64_t* slots) {
+    if (o_.peerDir.empty() || r.shared.empty()) return -1;
+    uint64_t type = 0;
+    const int i = shareableParam(d, slots, false, &type);
+    if (i < 0 || !r.args.contains(d.params[i].name) || !r.args.at(d.params[i].name).is_object()) return -1;
+    const std::string path = publication(r.shared);
+    const auto deadline = Clock::now() + std::chrono::duration<double>(o_.timeoutSeconds);
+    std::string text;
+    while (!readWhole(path, &text)) {
+      if (Clock::now() > deadline) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+      std::istringstream in(text);
+      long pid = 0;
+      int fd = -1;
+      if (!(in >> pid >> fd)) return -1;
+      // The exporting process's descriptor, opened anew: the same file, which is what the node
+      // knows a descriptor by.
+      const int mine = ::open(("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC);
+      if (mine >= 0) slots[i] = static_cast<uint64_t>(mine);
+      return mine;
+    }
+    std::vector<uint8_t> bytes;
+    if (!fromHex(text, &bytes) || bytes.size() != sizeof(CUmemFabricHandle)) return -1;
+    std::lock_guard<std::mutex> lock(mu_);
+    slots[i] = reinterpret_cast<uint64_t>(arena_.copy(bytes));
+    return -1;
+  }
+
+  static bool readWhole(const std::string& path, std::string* out) {
+    std::ifstream in(path);
+    if (!in) return false;
+    std::stringstream s;
+    s << in.rdbuf();
+    *out = s.str();
+    return true;
   }
 
   const Trace& t_;
@@ -158,6 +240,12 @@ int childMain(const Trace& t, const ReplayOptions& o) {
       setEnv("MCSIM_FAULTS_FILE", o.faultsPath);
     }
   }
+  // The node to replay on: the one given, never one the environment names.
+  if (o.nodeName.empty()) {
+    ::unsetenv("MCSIM_NODE");
+  } else {
+    setEnv("MCSIM_NODE", o.nodeName);
+  }
   setEnv("MCSIM_RECORD", o.recordTo);
   setEnv("MCSIM_RECORD_DATA", std::to_string(t.header.value("data_limit", uint64_t{65536})));
   ::unsetenv("MCSIM_RECORD_OUTPUT_DATA");
@@ -176,6 +264,8 @@ int childMain(const Trace& t, const ReplayOptions& o) {
   target.admitted = reinterpret_cast<uint64_t (*)()>(::dlsym(target.lib, "mcsim_trace_admitted"));
   target.finished = reinterpret_cast<uint64_t (*)()>(::dlsym(target.lib, "mcsim_trace_finished"));
   target.close = reinterpret_cast<void (*)()>(::dlsym(target.lib, "mcsim_trace_close"));
+  target.nodePlan = reinterpret_cast<void (*)(const uint64_t*, const uint64_t*, size_t)>(
+      ::dlsym(target.lib, "mcsim_trace_node_plan"));
   if (target.admitted == nullptr || target.finished == nullptr || target.close == nullptr) {
     std::fprintf(stderr, "mcsim replay: %s is not a recording libcuda.so.1 (no mcsim_trace_* hooks)\n", o.library.c_str());
     return 3;
@@ -198,6 +288,20 @@ int childMain(const Trace& t, const ReplayOptions& o) {
   Replay replay(t, o, target);
   replay.run();
   target.close();
+  if (o.peers > 1) {
+    // Stay until every process of the run is done: what this one exported must stay open for
+    // the others to import.
+    std::ofstream(o.peerDir + "/done-" + std::to_string(::getpid())) << "done";
+    const auto deadline = Clock::now() + std::chrono::duration<double>(o.timeoutSeconds);
+    for (;;) {
+      int done = 0;
+      for (const auto& e : std::filesystem::directory_iterator(o.peerDir)) {
+        done += e.path().filename().string().rfind("done-", 0) == 0 ? 1 : 0;
+      }
+      if (done >= o.peers || Clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
   std::ofstream out(o.outcomeTo);
   replay.report(out);
   return 0;
@@ -210,15 +314,20 @@ std::string readAll(const std::string& path) {
   return s.str();
 }
 
+double steadySeconds() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
 }  // namespace
 
-ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o) {
-  ReplayOutcome res;
+ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o) { return awaitReplayChild(startReplayChild(t, o), o); }
+
+ReplayChild startReplayChild(const Trace& t, const ReplayOptions& o) {
+  ReplayChild child;
+  child.startedAt = steadySeconds();
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
-    res.problem = "cannot fork";
-    return res;
+    child.problem = "cannot fork";
+    return child;
   }
   if (pid == 0) {
     if (!o.stderrTo.empty()) {
@@ -234,12 +343,23 @@ ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o) {
     std::fflush(nullptr);
     ::_exit(code);
   }
-  const auto deadline = Clock::now() + std::chrono::duration<double>(o.timeoutSeconds);
+  child.pid = pid;
+  return child;
+}
+
+ReplayOutcome awaitReplayChild(const ReplayChild& child, const ReplayOptions& o) {
+  ReplayOutcome res;
+  if (child.pid < 0) {
+    res.problem = child.problem;
+    return res;
+  }
+  const pid_t pid = child.pid;
+  const double deadline = child.startedAt + o.timeoutSeconds;
   int status = 0;
   for (;;) {
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
-    if (Clock::now() > deadline) {
+    if (steadySeconds() > deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
       res.problem = "the replay did not finish within " + std::to_string(static_cast<int>(o.timeoutSeconds)) + " s";

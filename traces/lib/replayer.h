@@ -20,6 +20,14 @@ struct ReplayOptions {
   std::string faultsPath;  // where to write the plan for the child
   std::string stderrTo;    // "" to let the child's stderr through
   std::string outcomeTo;   // where the child reports (approximations, invariant violations)
+  // A shared node to replay on (MCSIM_NODE for the child; "": the embedded node). The records'
+  // node admissions then go with each call (mcsim_trace_node_plan), for a node that follows them.
+  std::string nodeName;
+  // The processes replayed beside this one (a shared node's run): a directory they all see, where
+  // each publishes the shareable handles it exports for the others to import, and their number,
+  // so that none exits (closing what it exported) before all are done.
+  std::string peerDir;
+  int peers = 0;
   double timeoutSeconds = 300;
   bool checkInvariants = true;  // mcsim only: a failing call must leave the state digest unchanged
 };
@@ -34,5 +42,15 @@ struct ReplayOutcome {
 };
 
 ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o);
+
+// The same in two steps, for replays that must run side by side (the processes of a run on a
+// shared node): start the child, then wait for it (from the start, at most o.timeoutSeconds).
+struct ReplayChild {
+  int pid = -1;
+  double startedAt = 0;  // steady-clock seconds
+  std::string problem;   // it could not start
+};
+ReplayChild startReplayChild(const Trace& t, const ReplayOptions& o);
+ReplayOutcome awaitReplayChild(const ReplayChild& child, const ReplayOptions& o);
 
 }  // namespace mcsim::trace

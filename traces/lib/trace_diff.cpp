@@ -97,6 +97,15 @@ Json comparableArgs(const Record& r, std::vector<std::string>* hidden) {
   return args;
 }
 
+// A record's node admission numbers, clock reads included: "12 13 14". (How many requests had
+// finished before each is a lower bound the replay keeps to, not compared: a request that
+// finishes a moment sooner changes no result.)
+std::string admissionsText(const Record& r) {
+  std::string s;
+  for (const NodeAdmission& a : nodeAdmissionsInOrder(r)) s += (s.empty() ? "" : " ") + std::to_string(a.number);
+  return s.empty() ? "none" : s;
+}
+
 }  // namespace
 
 bool bothSimulated(const Trace& a, const Trace& b) { return a.target == "mcsim" && b.target == "mcsim"; }
@@ -144,8 +153,13 @@ DiffResult diffTraces(const Trace& a, const Trace& b, const DiffOptions& o) {
       soft.push_back({i, head + "outputs: " + fieldsDifference(ra.out, rb.out)});
     }
     if (o.exact && ra.hasSimTime && rb.hasSimTime && (ra.t0Ps != rb.t0Ps || ra.t1Ps != rb.t1Ps)) {
-      res.differences.push_back({i, head + "simulated time [" + std::to_string(ra.t0Ps) + ", " + std::to_string(ra.t1Ps) +
+      (o.timesAsNotes ? res.notes : res.differences).push_back({i, head + "simulated time [" + std::to_string(ra.t0Ps) + ", " + std::to_string(ra.t1Ps) +
                                         "] ps vs [" + std::to_string(rb.t0Ps) + ", " + std::to_string(rb.t1Ps) + "] ps"});
+    }
+    // Where the calls fell in a shared node's admission order (both recorded on one).
+    if (o.exact && !a.nodeSettings.is_null() && !b.nodeSettings.is_null()) {
+      const std::string na = admissionsText(ra), nb = admissionsText(rb);
+      if (na != nb) res.differences.push_back({i, head + "node admissions " + na + " vs " + nb});
     }
     bool ta = false, tb = false;
     const double na = durationNs(ra, &ta), nb = durationNs(rb, &tb);
@@ -174,7 +188,10 @@ std::string describeDiff(const DiffResult& r, const Trace& a, const Trace& b, co
                   " differences\n";
   for (size_t i = 0; i < r.differences.size() && i < o.explain; ++i) s += "  " + r.differences[i].what + "\n";
   if (r.differences.size() > o.explain) s += "  ... and " + std::to_string(r.differences.size() - o.explain) + " more\n";
-  if (!r.notes.empty()) {
+  if (!r.notes.empty() && o.timesAsNotes) {
+    s += std::to_string(r.notes.size()) + " simulated times differ (not counted: concurrent waits of several processes)\n";
+    for (size_t i = 0; i < r.notes.size() && i < 3; ++i) s += "  note: " + r.notes[i].what + "\n";
+  } else if (!r.notes.empty()) {
     s += std::to_string(r.notes.size()) + " outputs or arguments differ (not counted: " + a.target + " vs " + b.target +
          " trace)\n";
     for (size_t i = 0; i < r.notes.size() && i < 3; ++i) s += "  note: " + r.notes[i].what + "\n";

@@ -152,7 +152,89 @@ std::vector<std::string> namesProduced(const Record& r) {
   return out;
 }
 
-std::string parseTrace(const std::string& text, const std::string& path, Trace* out) {
+namespace {
+
+// A node admission as a record writes it: [number, finished-before], the number from 1 and the
+// count below it. "" or the problem.
+std::string parseAdmission(const Json& v, NodeAdmission* a) {
+  if (!v.is_array() || v.size() != 2 || !isUnsigned(v[0]) || !isUnsigned(v[1])) {
+    return "a node admission is [number, finished before], two numbers";
+  }
+  a->number = v[0].get<uint64_t>();
+  a->finishedBefore = v[1].get<uint64_t>();
+  if (a->number == 0) return "node admission numbers start at 1";
+  if (a->finishedBefore >= a->number) {
+    return "node admission " + std::to_string(a->number) + " cannot follow " + std::to_string(a->finishedBefore) +
+           " finished requests";
+  }
+  return "";
+}
+
+// The record's "node" and "node_clock" (docs/traces.md); "" or the problem.
+std::string parseNodeAdmissions(const Json& j, Record* r) {
+  if (j.contains("node")) {
+    if (!j.at("node").is_array() || j.at("node").empty()) return "\"node\" must be a list of node admissions";
+    for (const Json& v : j.at("node")) {
+      NodeAdmission a;
+      const std::string why = parseAdmission(v, &a);
+      if (!why.empty()) return "\"node\": " + why;
+      r->node.push_back(a);
+    }
+  }
+  if (j.contains("node_clock")) {
+    const Json& c = j.at("node_clock");
+    if (!c.is_array() || c.size() != 2) return "\"node_clock\" must be [at admission, at return], each an admission or null";
+    for (size_t i = 0; i < 2; ++i) {
+      if (c[i].is_null()) continue;
+      const std::string why = parseAdmission(c[i], &r->clock[i]);
+      if (!why.empty()) return "\"node_clock\": " + why;
+    }
+  }
+  // One thread makes a call's requests one after another: the clock read at admission, the
+  // call's own, the clock read at return.
+  uint64_t last = 0;
+  for (const NodeAdmission& a : nodeAdmissionsInOrder(*r)) {
+    if (a.number <= last) return "the call's node admissions must increase (" + std::to_string(a.number) + " after " + std::to_string(last) + ")";
+    last = a.number;
+  }
+  return "";
+}
+
+// The end record's "node": the shared node's settings. "" or the problem.
+std::string checkNodeSettings(const Json& s) {
+  if (!s.is_object()) return "the end record's \"node\" must be an object";
+  if (!s.contains("name") || !s.at("name").is_string()) return "the end record's node has no \"name\"";
+  if (!s.contains("topology") || !s.at("topology").is_string()) return "the end record's node has no \"topology\"";
+  if (!s.contains("seed") || !isUnsigned(s.at("seed"))) return "the end record's node has no \"seed\" number";
+  if (s.contains("hang_grace_s") && !s.at("hang_grace_s").is_number()) return "the end record's node: \"hang_grace_s\" must be a number";
+  if (s.contains("faults") && !s.at("faults").is_null() && !s.at("faults").is_string()) {
+    return "the end record's node: \"faults\" must be the plan's text or null";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<NodeAdmission> nodeAdmissionsInOrder(const Record& r) {
+  std::vector<NodeAdmission> out;
+  if (r.clock[0].number != 0) out.push_back(r.clock[0]);
+  out.insert(out.end(), r.node.begin(), r.node.end());
+  if (r.clock[1].number != 0) out.push_back(r.clock[1]);
+  return out;
+}
+
+std::vector<NodeAdmission> nodeAdmissionsOf(const Trace& t) {
+  std::vector<NodeAdmission> out;
+  for (const Record& r : t.records) {
+    for (const NodeAdmission& a : nodeAdmissionsInOrder(r)) out.push_back(a);
+  }
+  std::sort(out.begin(), out.end(), [](const NodeAdmission& a, const NodeAdmission& b) { return a.number < b.number; });
+  return out;
+}
+
+namespace {
+
+std::string parseTraceText(const std::string& text, const std::string& path, Trace* out) {
   *out = Trace{};
   out->path = path;
   std::istringstream in(text);
@@ -160,6 +242,7 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
   int n = 0;
   bool ended = false;
   std::set<uint64_t> seqs;
+  std::set<uint64_t> nodeNumbers;
   std::set<int> threads;
   std::map<std::string, int> producedBy;  // name -> record index
   while (std::getline(in, line)) {
@@ -195,6 +278,11 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
       if (!j.contains("calls") || !isUnsigned(j.at("calls")) || j.at("calls").get<uint64_t>() != out->records.size()) {
         return fail(path, n, "the end record counts " + j.value("calls", Json()).dump() + " calls, the trace has " +
                                  std::to_string(out->records.size()));
+      }
+      if (j.contains("node")) {
+        const std::string why = checkNodeSettings(j.at("node"));
+        if (!why.empty()) return fail(path, n, why);
+        out->nodeSettings = j.at("node");
       }
       ended = true;
       continue;
@@ -232,6 +320,19 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
       r.hasSimTime = true;
       r.t0Ps = j.at("t0_ps").get<uint64_t>();
       r.t1Ps = j.at("t1_ps").get<uint64_t>();
+    }
+    {
+      const std::string why = parseNodeAdmissions(j, &r);
+      if (!why.empty()) return fail(path, n, why);
+      for (const NodeAdmission& a : nodeAdmissionsInOrder(r)) {
+        if (!nodeNumbers.insert(a.number).second) {
+          return fail(path, n, "node admission " + std::to_string(a.number) + " appears twice");
+        }
+      }
+    }
+    if (j.contains("shared")) {
+      if (!j.at("shared").is_string()) return fail(path, n, "\"shared\" must name a shareable handle");
+      r.shared = j.at("shared").get<std::string>();
     }
     if (j.contains("dur_ns")) {
       if (!isUnsigned(j.at("dur_ns"))) return fail(path, n, "dur_ns must be a number");
@@ -281,6 +382,12 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
   }
   out->threads = static_cast<int>(threads.size());
   return "";
+}
+
+}  // namespace
+
+std::string parseTrace(const std::string& text, const std::string& path, Trace* out) {
+  return parseTraceText(text, path, out);
 }
 
 std::string readTrace(const std::string& path, Trace* out) {

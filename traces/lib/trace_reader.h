@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "traces/lib/codec.h"
+#include "traces/lib/recorder.h"
 
 namespace mcsim::trace {
 
@@ -27,6 +28,13 @@ struct Record {
   bool hasWallTime = false;
   uint64_t durNs = 0;
   std::vector<int> producers;  // indices (in Trace::records) of the records whose names it uses
+  // On a shared node: the node's admissions of the call's own requests, and of the recorder's
+  // clock reads at admission and at return (number 0: that read made no request).
+  std::vector<NodeAdmission> node;
+  NodeAdmission clock[2];
+  // The shareable handle the call exported or imported, as every process of the run tells it
+  // (shareableIdentity); "" if none.
+  std::string shared;
 };
 
 struct Trace {
@@ -35,7 +43,13 @@ struct Trace {
   std::string target;  // "mcsim" or "real"
   std::vector<Record> records;  // in admission order
   int threads = 0;
+  Json nodeSettings;  // the end record's "node": the shared node's settings (null: no shared node)
 };
+
+// A record's node admissions in the order its thread made them: clock read, requests, clock read.
+std::vector<NodeAdmission> nodeAdmissionsInOrder(const Record& r);
+// Every node admission a trace's records hold (requests and clock reads), by number.
+std::vector<NodeAdmission> nodeAdmissionsOf(const Trace& t);
 
 // Parses and checks `text` (named `path` in messages). Returns "" or "PATH:LINE: reason".
 std::string parseTrace(const std::string& text, const std::string& path, Trace* out);
