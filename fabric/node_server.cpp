@@ -292,6 +292,7 @@ class NodeServer {
     {
       std::lock_guard<std::mutex> lock(mu_);
       c->number = ++nextClient_;
+      ++attachedEver_;
       clients_[c->number] = c;
       livePids_[pid] += 1;
       threadCache_.reset();
@@ -440,6 +441,8 @@ class NodeServer {
     if (threadCache_ && now - threadCacheAt_ < std::chrono::milliseconds(20)) return *threadCache_;
     int n = 0;
     for (const auto& [pid, count] : livePids_) n += model::threadsOfProcess(pid);
+    // Processes of the run that have not attached yet (--processes) may still add devices.
+    if (attachedEver_ < options_.processes) n += options_.processes - attachedEver_;
     threadCache_ = n;
     threadCacheAt_ = now;
     return n;
@@ -940,6 +943,7 @@ class NodeServer {
   UniqueFd lock_, listen_, stopRead_, stopWrite_, exitWith_;
   std::unique_ptr<NodeHost> host_;
   std::string settings_;  // the node's settings as JSON (the welcome carries them)
+  int attachedEver_ = 0;  // processes that have attached so far (under mu_)
   std::unique_ptr<bip::managed_shared_memory> segment_;
   channel::SegmentHeader* header_ = nullptr;
   Clock::time_point started_;

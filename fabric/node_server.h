@@ -29,6 +29,10 @@ struct NodeServerOptions {
   double followPatienceSeconds = 60;
   uint64_t segmentBytes = 1ull << 30;
   int exitWith = 0;  // stop when this process exits (0: never)
+  // The processes the run will attach (0: unknown). Until that many have attached, each missing
+  // one counts as a thread that may still complete a team, so that no deadlock is called while a
+  // rank is still starting (a suspected hang after the grace period still is).
+  int processes = 0;
 };
 
 // Runs the node until it is stopped (SIGTERM, SIGINT, `mcsim node stop`). Once it accepts

@@ -246,6 +246,29 @@ TEST_F(SharedNode, BindBlocksUntilTheLastProcessAddsItsDevice) {
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
+// With --processes, a rank that has not attached yet counts as one that may still add its
+// device: two ranks blocked in their binds for a team of three are no deadlock while the third is
+// still to come (without the option the node calls one after its 1 s settle time: checked by
+// hand, the log then reads "deadlock: every thread of every attached process is blocked").
+TEST_F(SharedNode, ProcessesOptionKeepsALateRankFromBeingTakenForADeadlock) {
+  startNode({"--processes", "3"}, {{"MCSIM_HANG_GRACE_S", "30"}});
+  Broker b(MCSIM_MP_RANK, dir_);
+  for (int r = 0; r < 2; ++r) b.spawn("block", r, 3, rankEnv());
+  b.start();
+  b.release("bind");
+  ASSERT_FALSE(b.noted(0, "binding").empty()) << b.output(0);
+  ASSERT_FALSE(b.noted(1, "binding").empty()) << b.output(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_TRUE(b.noted(0, "bound", 0).empty()) << b.output(0);
+  EXPECT_TRUE(b.noted(1, "bound", 0).empty()) << b.output(1);
+  EXPECT_FALSE(contains(readFile(dir_ + "/" + name_ + ".log"), "deadlock")) << readFile(dir_ + "/" + name_ + ".log");
+  // Stopping the node ends their wait (the calls fail: the node is gone).
+  mcsim({"node", "stop", "--name", name_});
+  started_.clear();
+  for (int r = 0; r < 2; ++r) b.wait(r);
+  b.finish();
+}
+
 TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   startNode({}, {{"MCSIM_HANG_GRACE_S", "5"}});
   Env env = rankEnv();

@@ -95,6 +95,7 @@ int startNode(const NodeOptions& o) {
   if (!o.faults.empty()) args.insert(args.end(), {"--faults", absoluteIfFile(o.faults)});
   if (o.exitWith > 0) args.insert(args.end(), {"--exit-with", std::to_string(o.exitWith)});
   if (!o.follow.empty()) args.insert(args.end(), {"--follow", absoluteIfFile(o.follow)});
+  if (o.processes > 0) args.insert(args.end(), {"--processes", std::to_string(o.processes)});
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) {
     std::perror("mcsim node start: pipe");
@@ -221,6 +222,10 @@ Command addNodeCommand(CLI::App& parent) {
   startCmd->add_option("--faults", o->faults, "Fault plan file for the whole node (docs/faults.md)");
   startCmd->add_option("--segment-mib", o->segmentMiB, "Size of the shared segment in MiB (default 1024; sparse)")
       ->check(CLI::Range(16, 1 << 20));
+  startCmd->add_option("--processes", o->processes,
+                       "How many processes the run will attach: no deadlock is reported before they all have "
+                       "(a rank that starts late is not taken for one that never comes)")
+      ->check(CLI::Range(1, 1 << 16));
   startCmd->add_option("--exit-with", o->exitWith,
                        "Stop the node when the process of this pid exits (for scripts and test harnesses)");
   CLI::App* stopCmd = cmd->add_subcommand("stop", "Stop a node; attached programs' calls then fail");

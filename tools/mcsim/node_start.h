@@ -15,6 +15,7 @@ struct NodeOptions {
   uint64_t segmentMiB = 1024;
   int exitWith = 0;     // stop with this process (0: never)
   std::string follow;   // a recorded admission order to follow (a replay's; mcsim-node --follow)
+  int processes = 0;    // processes the run will attach (0: unknown)
   bool quiet = false;   // no "started"/"stopped" lines on stdout
 };
 

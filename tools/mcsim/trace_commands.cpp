@@ -262,6 +262,7 @@ int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
   node.topology = a.target.topology.empty() ? settings.at("topology").get<std::string>() : a.target.topology;
   node.seed = settings.at("seed").get<uint64_t>();
   node.exitWith = ::getpid();
+  node.processes = static_cast<int>(traces.size());
   node.quiet = true;
   if (!a.target.faults.empty()) {
     node.faults = a.target.faults;

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   app.add_option("--segment", o.segmentBytes, "Size of the shared segment in bytes");
   app.add_option("--ready-fd", readyFd, "Descriptor to report readiness on");
   app.add_option("--exit-with", o.exitWith, "Stop when this process exits");
+  app.add_option("--processes", o.processes, "Processes the run will attach (no deadlock is called before they have)");
   std::string follow;
   app.add_option("--follow", follow,
                  "Replay: the recorded admission order to follow, one 'NUMBER FINISHED_BEFORE' per line (mcsim replay writes it)");
