@@ -46,7 +46,7 @@ bool AdmissionOrder::turnOf(size_t index) const {
 
 void AdmissionOrder::admit(std::unique_lock<std::mutex>& lock) {
   Request* r = tRequest;
-  if (r == nullptr || r->admitted) return;
+  if (r == nullptr || r->admitted()) return;
   if (following_ && r->tag != 0) {
     const size_t i = indexOf(r->tag);
     if (i != kNone) {
@@ -69,14 +69,12 @@ void AdmissionOrder::admit(std::unique_lock<std::mutex>& lock) {
       }
       if (!done_[i]) {
         r->admission = {r->tag, finishedTraced_};
-        r->admitted = true;
         taken(i);
         return;
       }
     }
   }
   r->admission = {++counter_, finishedTraced_};
-  r->admitted = true;
   if (following_) {
     lastProgress_ = std::chrono::steady_clock::now();
     turn_.notify_all();

@@ -32,8 +32,8 @@ struct Admission {
 struct Request {
   uint64_t tag = 0;      // replay: the recorded admission number it is to take (0: none)
   bool traced = false;   // made inside a recorded call: counts towards finishedBefore
-  bool admitted = false;
-  Admission admission;
+  Admission admission;   // number 0 until it is taken in
+  bool admitted() const { return admission.number != 0; }
 };
 
 // Makes `r` the current thread's request for the scope's life.
@@ -56,7 +56,6 @@ class AdmissionOrder {
   // the following (the replay has diverged: the number before it never came); what happened is
   // then in divergence().
   void follow(std::vector<Admission> schedule, double patienceSeconds);
-  bool following() const { return following_; }
 
   // The rest is called with the node's lock held (`lock`, or `mu` below it).
   // Takes the current thread's request in, if it has one that was not: at once when recording;

@@ -346,6 +346,7 @@ class ClientNode final : public Node {
   }
 
   void beginTraced(std::vector<uint64_t> tags) override {
+    tTraced = false;  // the notice of tags given up is no traced request
     giveUpTags();
     tTags = std::move(tags);
     tNextTag = 0;
@@ -548,19 +549,12 @@ class ClientNode final : public Node {
   static uint64_t nextTag() { return tNextTag < tTags.size() ? tTags[tNextTag++] : 0; }
 
   // Tags of a replayed call that its requests did not use: the node passes their turns over.
+  // Called while the thread's requests are not traced.
   void giveUpTags() {
-    if (tNextTag >= tTags.size()) {
-      tTags.clear();
-      tNextTag = 0;
-      return;
-    }
-    std::vector<uint64_t> unused(tTags.begin() + static_cast<long>(tNextTag), tTags.end());
+    std::vector<uint64_t> unused(tTags.begin() + static_cast<long>(std::min(tNextTag, tTags.size())), tTags.end());
     tTags.clear();
     tNextTag = 0;
-    const bool traced = tTraced;
-    tTraced = false;  // the notice itself is no traced request
-    call(Op::kSkipAdmissions, [&](wire::Writer& w) { w.put(unused); });
-    tTraced = traced;
+    if (!unused.empty()) call(Op::kSkipAdmissions, [&](wire::Writer& w) { w.put(unused); });
   }
 
   // The node's id of a local completion.

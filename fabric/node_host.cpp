@@ -149,6 +149,11 @@ struct NodeHost::State {
     admission.admit(lock);
     return lock;
   }
+  // Takes the current request in, for calls that need no lock of their own (the clock, waits):
+  // nothing at all for the embedded node's calls, which are no requests.
+  void admitRequest() {
+    if (currentRequest() != nullptr) enter();
+  }
   // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
   // could show, except digests, which sort their keys (sortedKeys).
   std::unordered_map<AllocId, Allocation> allocs;
@@ -617,7 +622,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   uint64_t waitFor(const WorkDone& w) override {
-    n_.enter();  // taken in like any request; the wait itself is outside the lock
+    n_.admitRequest();  // taken in like any request; the wait itself is outside the lock
     model::Engine& engine = model::Engine::instance();
     // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
     // with the hang policy of team waits and the kernels this node has waiting.
@@ -635,18 +640,18 @@ class ProcessNode final : public AttachedNode {
   }
 
   bool poll(const WorkDone& w) override {
-    n_.enter();
+    n_.admitRequest();
     if (w->done()) return true;
     model::Engine::instance().advance(n_.pollIntervalPs, w);
     return false;
   }
 
   uint64_t nowPs() override {
-    auto lock = n_.enter();  // a clock read is a request like any other: where it falls decides what it reads
+    n_.admitRequest();  // a clock read is a request like any other: where it falls decides what it reads
     return model::Engine::instance().nowPs();
   }
   bool isDone(const WorkDone& w) override {
-    auto lock = n_.enter();
+    n_.admitRequest();
     return w->done();
   }
 

@@ -893,10 +893,7 @@ class NodeServer {
     std::snprintf(buf, sizeof buf, "  segment:   /dev/shm/%s, %llu bytes, %llu in use\n", paths_.segment.c_str(),
                   static_cast<unsigned long long>(size), static_cast<unsigned long long>(size - free));
     out += buf;
-    if (!options_.follow.empty()) {
-      const std::string d = host_->admissionDivergence();
-      out += "  replay:    " + (d.empty() ? "following the recorded admission order (" + std::to_string(options_.follow.size()) + " admissions)" : "gave the recorded admission order up: " + d) + "\n";
-    }
+    if (!options_.follow.empty()) out += "  replay:    " + replayState() + "\n";
     out += "  socket:    " + paths_.socket + "\n";
     out += "  log:       " + paths_.log + "\n";
     std::snprintf(buf, sizeof buf, "  simulated: %llu ps\n",
@@ -925,11 +922,16 @@ class NodeServer {
     return out;
   }
 
+  // A replaying node's progress along the recorded order (`mcsim replay` looks for "gave the
+  // recorded admission order up" in the log).
+  std::string replayState() {
+    const std::string d = host_->admissionDivergence();
+    return d.empty() ? "following the recorded admission order (" + std::to_string(options_.follow.size()) + " admissions)"
+                     : "gave the recorded admission order up: " + d;
+  }
+
   void shutdown() {
-    if (!options_.follow.empty()) {
-      const std::string d = host_->admissionDivergence();
-      log(d.empty() ? "replay: the recorded admission order was followed" : "replay: gave the recorded admission order up: " + d);
-    }
+    if (!options_.follow.empty()) log("replay: " + replayState());
     log("stopping (" + std::to_string(host_->processCount()) + " processes attached)");
     header_->stopping.store(1);
     listen_.reset();
@@ -948,8 +950,6 @@ class NodeServer {
   channel::SegmentHeader* header_ = nullptr;
   Clock::time_point started_;
   uint64_t scratch_ = 0;
-  // Requests taken in, from every process: each one's number is the order in which the node began
-  // to serve it.
 
   // Guards what follows. Taken before a client's own mutex where both are held (statusText), never
   // while calling into the host (whose lock the thread counter takes mu_ under).

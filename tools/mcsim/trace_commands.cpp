@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +13,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-#include <algorithm>
 
 #include "commands.h"
 #include "driver_library.h"
@@ -135,6 +135,32 @@ struct ReplayArgs {
 
 int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces);
 
+// A replay's own trace against the recorded one, as `mcsim replay` compares them.
+struct ReplayComparison {
+  std::string problem;  // the replay's own trace is unreadable
+  Trace replayed;
+  trace::DiffOptions options;
+  trace::DiffResult result;
+};
+
+// Reads the replay's trace at `replayPath` (keeping a copy at `keepAs`, when given) and compares.
+ReplayComparison compareWithReplay(const ReplayArgs& a, const Trace& t, const std::string& replayPath,
+                                   const std::string& keepAs, bool timesAsNotes) {
+  ReplayComparison c;
+  if (std::string e = trace::readTrace(replayPath, &c.replayed); !e.empty()) {
+    c.problem = "the replay's own trace is unreadable: " + e;
+    return c;
+  }
+  c.replayed.path = keepAs.empty() ? "replay" : keepAs;
+  if (!keepAs.empty()) fs::copy_file(replayPath, keepAs, fs::copy_options::overwrite_existing);
+  c.options.exact = trace::bothSimulated(t, c.replayed) && !a.resultsOnly;
+  c.options.timesAsNotes = timesAsNotes;
+  c.options.compareLaunches = !a.resultsOnly;
+  c.options.explain = a.explain;
+  c.result = trace::diffTraces(t, c.replayed, c.options);
+  return c;
+}
+
 int replay(ReplayArgs& a) {
   std::vector<Trace> traces(a.traces.size());
   for (size_t i = 0; i < a.traces.size(); ++i) {
@@ -159,20 +185,14 @@ int replay(ReplayArgs& a) {
     std::fprintf(stderr, "mcsim replay: %s\n", r.problem.c_str());
     return kExitFailure;
   }
-  Trace replayed;
-  if (std::string e = trace::readTrace(o.recordTo, &replayed); !e.empty()) {
-    std::fprintf(stderr, "mcsim replay: the replay's own trace is unreadable: %s\n", e.c_str());
+  ReplayComparison c = compareWithReplay(a, t, o.recordTo, a.output, false);
+  if (!c.problem.empty()) {
+    std::fprintf(stderr, "mcsim replay: %s\n", c.problem.c_str());
     return kExitFailure;
   }
-  replayed.path = a.output.empty() ? "replay" : a.output;
-  if (!a.output.empty()) fs::copy_file(o.recordTo, a.output, fs::copy_options::overwrite_existing);
-  trace::DiffOptions d;
-  d.exact = trace::bothSimulated(t, replayed) && !a.resultsOnly;
-  d.compareLaunches = !a.resultsOnly;
-  d.explain = a.explain;
-  trace::DiffResult res = trace::diffTraces(t, replayed, d);
+  trace::DiffResult& res = c.result;
   if (!r.invariant.empty()) res.differences.insert(res.differences.begin(), {0, "invariant: " + r.invariant});
-  std::printf("%s", trace::describeDiff(res, t, replayed, "replayed", d, false).c_str());
+  std::printf("%s", trace::describeDiff(res, t, c.replayed, "replayed", c.options, false).c_str());
   if (r.approximated > 0) {
     std::printf("%llu calls replayed approximately; the first: %s\n", static_cast<unsigned long long>(r.approximated),
                 r.firstApproximation.c_str());
@@ -308,26 +328,16 @@ int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
       status = kExitFailure;
       continue;
     }
-    Trace replayed;
-    if (std::string e = trace::readTrace(opts[i].recordTo, &replayed); !e.empty()) {
-      std::printf("%s: the replay's own trace is unreadable: %s\n", t.path.c_str(), e.c_str());
+    const std::string keep =
+        a.output.empty() ? std::string() : (fs::path(a.output) / fs::path(t.path).filename()).string();
+    const ReplayComparison c = compareWithReplay(a, t, opts[i].recordTo, keep, traces.size() > 1);
+    if (!c.problem.empty()) {
+      std::printf("%s: %s\n", t.path.c_str(), c.problem.c_str());
       status = kExitFailure;
       continue;
     }
-    replayed.path = "replay";
-    if (!a.output.empty()) {
-      const std::string keep = (fs::path(a.output) / fs::path(t.path).filename()).string();
-      fs::copy_file(opts[i].recordTo, keep, fs::copy_options::overwrite_existing);
-      replayed.path = keep;
-    }
-    trace::DiffOptions d;
-    d.exact = !a.resultsOnly;
-    d.timesAsNotes = traces.size() > 1;
-    d.compareLaunches = !a.resultsOnly;
-    d.explain = a.explain;
-    const trace::DiffResult res = trace::diffTraces(t, replayed, d);
-    differences += res.differences.size();
-    std::printf("%s: %s", t.path.c_str(), trace::describeDiff(res, t, replayed, "replayed", d, false).c_str());
+    differences += c.result.differences.size();
+    std::printf("%s: %s", t.path.c_str(), trace::describeDiff(c.result, t, c.replayed, "replayed", c.options, false).c_str());
     if (outcomes[i].approximated > 0) {
       std::printf("  %llu calls replayed approximately; the first: %s\n",
                   static_cast<unsigned long long>(outcomes[i].approximated), outcomes[i].firstApproximation.c_str());

@@ -60,11 +60,10 @@ thread_local NodePlan tPlan;
 
 std::vector<uint64_t> tagsOf(uint64_t n) { return n == 0 ? std::vector<uint64_t>{} : std::vector<uint64_t>{n}; }
 
-Json admissionsJson(const std::vector<NodeAdmission>& a) {
-  Json out = Json::array();
-  for (const NodeAdmission& x : a) out.push_back(Json::array({x.number, x.finishedBefore}));
-  return out;
-}
+Json admissionJson(const NodeAdmission& a) { return Json::array({a.number, a.finishedBefore}); }
+
+// A clock read's admission: the one request it made, or null when it made none.
+Json clockJson(const std::vector<NodeAdmission>& a) { return a.empty() ? Json() : admissionJson(a.front()); }
 
 std::atomic<uint64_t> gAdmitted{0};
 std::atomic<uint64_t> gFinished{0};
@@ -217,13 +216,11 @@ CUresult CallScope::finish(CUresult result) {
   }
   const std::string shared = result == CUDA_SUCCESS && sharedIn_.empty() ? shareableIdentity(d, slots_, true) : sharedIn_;
   if (!shared.empty()) rec["shared"] = shared;
-  if (!admissions.empty()) rec["node"] = admissionsJson(admissions);
-  if (!clock0_.empty() || !clock1.empty()) {
-    Json c = Json::array();
-    c.push_back(clock0_.empty() ? Json() : admissionsJson(clock0_).at(0));
-    c.push_back(clock1.empty() ? Json() : admissionsJson(clock1).at(0));
-    rec["node_clock"] = c;
+  if (!admissions.empty()) {
+    Json& node = rec["node"] = Json::array();
+    for (const NodeAdmission& a : admissions) node.push_back(admissionJson(a));
   }
+  if (!clock0_.empty() || !clock1.empty()) rec["node_clock"] = Json::array({clockJson(clock0_), clockJson(clock1)});
   if (r.nodeSettings.empty() && r.target.nodeSettings != nullptr) r.nodeSettings = r.target.nodeSettings();
   if (r.target.simNowPs != nullptr) {
     rec["t0_ps"] = t0_;

@@ -38,6 +38,13 @@ struct Target {
   std::vector<void*> fns;
 };
 
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 // The child's side of a replay.
 class Replay {
  public:
@@ -173,7 +180,8 @@ class Replay {
     const std::string path = publication(r.shared);
     const auto deadline = Clock::now() + std::chrono::duration<double>(o_.timeoutSeconds);
     std::string text;
-    while (!readWhole(path, &text)) {
+    // A publication appears whole (it is renamed into place) and is never empty.
+    while ((text = readAll(path)).empty()) {
       if (Clock::now() > deadline) return -1;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -193,15 +201,6 @@ class Replay {
     std::lock_guard<std::mutex> lock(mu_);
     slots[i] = reinterpret_cast<uint64_t>(arena_.copy(bytes));
     return -1;
-  }
-
-  static bool readWhole(const std::string& path, std::string* out) {
-    std::ifstream in(path);
-    if (!in) return false;
-    std::stringstream s;
-    s << in.rdbuf();
-    *out = s.str();
-    return true;
   }
 
   const Trace& t_;
@@ -305,13 +304,6 @@ int childMain(const Trace& t, const ReplayOptions& o) {
   std::ofstream out(o.outcomeTo);
   replay.report(out);
   return 0;
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 double steadySeconds() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }

@@ -223,18 +223,7 @@ std::vector<NodeAdmission> nodeAdmissionsInOrder(const Record& r) {
   return out;
 }
 
-std::vector<NodeAdmission> nodeAdmissionsOf(const Trace& t) {
-  std::vector<NodeAdmission> out;
-  for (const Record& r : t.records) {
-    for (const NodeAdmission& a : nodeAdmissionsInOrder(r)) out.push_back(a);
-  }
-  std::sort(out.begin(), out.end(), [](const NodeAdmission& a, const NodeAdmission& b) { return a.number < b.number; });
-  return out;
-}
-
-namespace {
-
-std::string parseTraceText(const std::string& text, const std::string& path, Trace* out) {
+std::string parseTrace(const std::string& text, const std::string& path, Trace* out) {
   *out = Trace{};
   out->path = path;
   std::istringstream in(text);
@@ -382,12 +371,6 @@ std::string parseTraceText(const std::string& text, const std::string& path, Tra
   }
   out->threads = static_cast<int>(threads.size());
   return "";
-}
-
-}  // namespace
-
-std::string parseTrace(const std::string& text, const std::string& path, Trace* out) {
-  return parseTraceText(text, path, out);
 }
 
 std::string readTrace(const std::string& path, Trace* out) {

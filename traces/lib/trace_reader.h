@@ -48,8 +48,6 @@ struct Trace {
 
 // A record's node admissions in the order its thread made them: clock read, requests, clock read.
 std::vector<NodeAdmission> nodeAdmissionsInOrder(const Record& r);
-// Every node admission a trace's records hold (requests and clock reads), by number.
-std::vector<NodeAdmission> nodeAdmissionsOf(const Trace& t);
 
 // Parses and checks `text` (named `path` in messages). Returns "" or "PATH:LINE: reason".
 std::string parseTrace(const std::string& text, const std::string& path, Trace* out);
