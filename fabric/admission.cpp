@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/engine.h"
+
 namespace mcsim::fabric {
 
 namespace {
@@ -25,6 +27,12 @@ void AdmissionOrder::follow(std::vector<Admission> schedule, double patienceSeco
   patienceSeconds_ = patienceSeconds;
   lastProgress_ = std::chrono::steady_clock::now();
   following_ = !schedule_.empty();
+  limitSimulation();
+}
+
+void AdmissionOrder::limitSimulation() const {
+  const bool limited = following_ && next_ < schedule_.size();
+  model::Engine::instance().limitRuns(limited ? schedule_[next_].simRuns : UINT64_MAX);
 }
 
 size_t AdmissionOrder::indexOf(uint64_t number) const {
@@ -37,6 +45,7 @@ void AdmissionOrder::taken(size_t index) {
   done_[index] = true;
   while (next_ < done_.size() && done_[next_]) ++next_;
   lastProgress_ = std::chrono::steady_clock::now();
+  limitSimulation();
   turn_.notify_all();
 }
 
@@ -65,16 +74,21 @@ void AdmissionOrder::admit(std::unique_lock<std::mutex>& lock) {
                            : ", which never came") +
                       "; the rest of the run is taken in as it comes";
         following_ = false;
+        limitSimulation();
         turn_.notify_all();
       }
       if (!done_[i]) {
-        r->admission = {r->tag, finishedTraced_};
+        // Its turn: the simulation runs on to the recorded count (no further: the limit is
+        // this entry's), or as far as it can if the replay's device work ran out before.
+        const uint64_t runs = model::Engine::instance().hold(schedule_[i].simRuns);
+        r->admission = {r->tag, finishedTraced_, runs};
         taken(i);
         return;
       }
     }
   }
-  r->admission = {++counter_, finishedTraced_};
+  const uint64_t runs = model::Engine::instance().hold();
+  r->admission = {++counter_, finishedTraced_, runs};
   if (following_) {
     lastProgress_ = std::chrono::steady_clock::now();
     turn_.notify_all();

@@ -114,9 +114,9 @@ struct Channel {
 // The calls. Each request starts with the Op, the calling thread's id, the admission number a
 // replay wants it to take (0: none) and whether it is traced (admission.h), the completions the
 // client dropped and the blocks it is done with; then the call's arguments. Each response starts
-// with the request's admission (kAdmissionBytes: its number and the traced requests finished
-// before it), the Status (then, for kHang, the report), then the outputs.
-constexpr uint64_t kAdmissionBytes = 16;
+// with the request's admission (kAdmissionBytes: its number, the traced requests finished before
+// it, the simulation's runs done), the Status (then, for kHang, the report), then the outputs.
+constexpr uint64_t kAdmissionBytes = 24;
 enum class Op : uint32_t {
   kCreateAllocation = 1,
   kReleaseHandle,

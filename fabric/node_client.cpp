@@ -542,6 +542,7 @@ class ClientNode final : public Node {
     Admission a;
     a.number = r.get<uint64_t>();
     a.finishedBefore = r.get<uint64_t>();
+    a.simRuns = r.get<uint64_t>();
     if (tTraced) tAdmissions.push_back(a);
   }
 

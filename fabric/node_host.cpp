@@ -143,16 +143,38 @@ struct NodeHost::State {
   // The order requests are taken in (a shared node's; the embedded node's calls carry no
   // Request, and pass straight through).
   AdmissionOrder admission;
+  // The node's lock for a request. Taking a request in holds the simulation between runs
+  // (fabric/admission.h); the hold ends with the lock scope it was taken in, or when the request
+  // begins to wait (for device work, a team, a fault hold), whichever comes first.
+  class RequestLock : public std::unique_lock<std::mutex> {
+   public:
+    explicit RequestLock(std::mutex& m) : std::unique_lock<std::mutex>(m) {}
+    RequestLock(RequestLock&&) = default;
+    ~RequestLock() {
+      if (owns_lock()) model::Engine::release();
+    }
+  };
   // Locks the node for the current request, taking it in first if it has not been.
-  std::unique_lock<std::mutex> enter() {
-    std::unique_lock<std::mutex> lock(mu);
+  RequestLock enter() {
+    RequestLock lock(mu);
     admission.admit(lock);
     return lock;
   }
-  // Takes the current request in, for calls that need no lock of their own (the clock, waits):
-  // nothing at all for the embedded node's calls, which are no requests.
-  void admitRequest() {
-    if (currentRequest() != nullptr) enter();
+  // For calls that need no lock of their own (the clock, waits): takes the current request in,
+  // and keeps the simulation held past the node's lock until the call's own engine step (a wait
+  // or an advance gives the hold back once it waits) or the end of the returned scope. Nothing
+  // at all for the embedded node's calls, which are no requests.
+  struct HeldAdmission {
+    HeldAdmission() = default;
+    HeldAdmission(const HeldAdmission&) = delete;
+    HeldAdmission& operator=(const HeldAdmission&) = delete;
+    ~HeldAdmission() { model::Engine::release(); }
+  };
+  [[nodiscard]] std::unique_ptr<HeldAdmission> admitRequest() {
+    if (currentRequest() == nullptr) return nullptr;
+    std::unique_lock<std::mutex> lock(mu);
+    admission.admit(lock);
+    return std::make_unique<HeldAdmission>();
   }
   // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
   // could show, except digests, which sort their keys (sortedKeys).
@@ -622,7 +644,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   uint64_t waitFor(const WorkDone& w) override {
-    n_.admitRequest();  // taken in like any request; the wait itself is outside the lock
+    const auto held = n_.admitRequest();  // taken in like any request; the wait itself is outside the lock
     model::Engine& engine = model::Engine::instance();
     // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
     // with the hang policy of team waits and the kernels this node has waiting.
@@ -640,18 +662,18 @@ class ProcessNode final : public AttachedNode {
   }
 
   bool poll(const WorkDone& w) override {
-    n_.admitRequest();
+    const auto held = n_.admitRequest();
     if (w->done()) return true;
     model::Engine::instance().advance(n_.pollIntervalPs, w);
     return false;
   }
 
   uint64_t nowPs() override {
-    n_.admitRequest();  // a clock read is a request like any other: where it falls decides what it reads
+    const auto held = n_.admitRequest();  // a clock read is a request like any other: where it falls decides what it reads
     return model::Engine::instance().nowPs();
   }
   bool isDone(const WorkDone& w) override {
-    n_.admitRequest();
+    const auto held = n_.admitRequest();
     return w->done();
   }
 

@@ -18,7 +18,7 @@
 
 namespace mcsim::fabric::ipc {
 
-constexpr uint32_t kProtocolVersion = 2;  // 2: admissions carry finished-before counts and replay tags
+constexpr uint32_t kProtocolVersion = 3;  // 3: admissions carry the simulation's run count
 
 // Names: 1 to 64 of [A-Za-z0-9._-], not starting with '.'.
 bool validNodeName(const std::string& name);

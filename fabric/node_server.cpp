@@ -351,7 +351,11 @@ class NodeServer {
     }
     UniqueFd owned(fd);
     std::vector<uint8_t> out;
-    wire::Writer(&out).put(request.admission.number).put(request.admission.finishedBefore).put(s);
+    wire::Writer(&out)
+        .put(request.admission.number)
+        .put(request.admission.finishedBefore)
+        .put(request.admission.simRuns)
+        .put(s);
     // Sent, the descriptor lives in the process; the node's copy closes here.
     ipc::sendMessage(c.sock.get(), ipc::Msg::kDescriptor, out, s == Status::kOk ? owned.get() : -1);
   }
@@ -466,7 +470,8 @@ class NodeServer {
       }
       wire::Writer(ch->responseData, channel::kAdmissionBytes)
           .put(request.admission.number)
-          .put(request.admission.finishedBefore);
+          .put(request.admission.finishedBefore)
+          .put(request.admission.simRuns);
       ch->responseBytes = channel::kAdmissionBytes + w.size();
       header_->faultsActive.store(c->node->faultsActive() ? 1 : 0, std::memory_order_release);
       header_->imexPresent.store(c->node->imexChannelPresent() ? 1 : 0, std::memory_order_release);

@@ -43,6 +43,9 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
                         const std::function<bool()>& ready,
                         const std::function<std::string(uint64_t)>& describe, uint64_t wakeAtPs) {
   if (ready()) return Status::kOk;
+  // The simulation may have to run for the team to form (another process's copy before its
+  // AddDevice): a request that waits gives its hold on it back (fabric/admission.h).
+  model::Engine::release();
   const uint64_t ticket = nextTicket_++;
   Caller caller = tCaller;
   if (caller.pid == 0) caller.thread = static_cast<long>(syscall(SYS_gettid));

@@ -59,6 +59,7 @@ struct Engine::Core : sc_core::sc_module {
 
 namespace {
 std::atomic<int> gInternalThreads{0};
+thread_local bool tHolding = false;  // the calling thread holds the simulation between runs
 }  // namespace
 
 int Engine::internalThreads() { return gInternalThreads.load(); }
@@ -135,7 +136,9 @@ void Engine::threadMain() {
     bool run = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !posted_.empty() || (needsRun() && !stalled_); });
+      cv_.wait(lock, [this] {
+        return stopping_ || (holds_ == 0 && holdsWanted_ == 0 && runs_ < runLimit_ && hasWork());
+      });
       if (stopping_) {
         doneCv_.notify_all();
         return;  // the process is exiting; quiesce() joins this thread
@@ -170,6 +173,7 @@ void Engine::threadMain() {
       ++stallEpisode_;
     }
     simIdle_ = true;
+    ++runs_;
     nowPs_ = simNowPs();
     publishedProcesses_ = processes_;
     publishedActivations_ = activations_;
@@ -205,6 +209,52 @@ void Engine::post(std::function<void()> fn) {
   cv_.notify_all();
 }
 
+bool Engine::hasWork() const { return !posted_.empty() || (needsRun() && !stalled_); }
+
+uint64_t Engine::hold(uint64_t atLeastRuns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (tHolding) return runs_;
+  bool wanting = false;
+  while (!stopping_) {
+    const bool reached = runs_ >= atLeastRuns;
+    // Once its runs are done, a thread that waits for its hold keeps further runs from starting:
+    // otherwise a simulation kept busy by other threads' waits could keep it out indefinitely.
+    if (reached && !wanting) {
+      ++holdsWanted_;
+      wanting = true;
+    }
+    const bool cannotReach = holds_ == 0 && holdsWanted_ == 0 && !(runs_ < runLimit_ && hasWork());
+    if (simIdle_ && (reached || cannotReach)) break;
+    doneCv_.wait(lock);
+  }
+  if (wanting) --holdsWanted_;
+  ++holds_;
+  tHolding = true;
+  return runs_;
+}
+
+void Engine::releaseLocked() {
+  if (!tHolding) return;
+  tHolding = false;
+  --holds_;
+  cv_.notify_all();
+  doneCv_.notify_all();
+}
+
+void Engine::release() {
+  if (!tHolding) return;  // (the embedded node's threads never hold: no lock taken for them)
+  Engine& e = instance();
+  std::lock_guard<std::mutex> lock(e.mu_);
+  e.releaseLocked();
+}
+
+void Engine::limitRuns(uint64_t runs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  runLimit_ = runs;
+  cv_.notify_all();
+  doneCv_.notify_all();
+}
+
 bool Engine::needsRun() const {
   for (const Waiter* w : waiters_) {
     if (!w->satisfied()) return true;
@@ -227,11 +277,14 @@ uint64_t Engine::wait(const CompletionPtr& c) {
     std::unique_lock<std::mutex> lock(mu_);
     const Waiter w{c.get(), nullptr};
     waiters_.push_back(&w);
+    releaseLocked();
     cv_.notify_all();
-    // Wait for the publication that follows the pause: nowPs_ must not lag the completion.
+    // Wait for the publication that follows the pause: nowPs_ must not lag the completion. (Work
+    // other threads posted meanwhile is taken in at that same time, and changes nothing the
+    // waiter reads; a replaying shared node may hold it there until the waiter has finished.)
     // Once the process is exiting (quiesce) nothing runs any more: waits return at once, so that
     // a static destructor that synchronizes cannot hang the exit.
-    const auto finished = [&] { return stopping_ || (c->done() && simIdle_ && posted_.empty()); };
+    const auto finished = [&] { return stopping_ || (c->done() && simIdle_); };
     // Polling lets a waiter notice a stall; the period only bounds how soon it is reported.
     constexpr auto kPoll = std::chrono::milliseconds(20);
     uint64_t episode = 0;
@@ -325,9 +378,10 @@ uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
     std::unique_lock<std::mutex> lock(mu_);
     const Waiter w{timer.get(), until.get()};
     waiters_.push_back(&w);
+    releaseLocked();
     cv_.notify_all();
     auto doneAt = [&](const CompletionPtr& x) { return x && x->done(); };
-    doneCv_.wait(lock, [&] { return stopping_ || ((doneAt(timer) || doneAt(until)) && simIdle_ && posted_.empty()); });
+    doneCv_.wait(lock, [&] { return stopping_ || ((doneAt(timer) || doneAt(until)) && simIdle_); });
     removeWaiter(&w);
     reached = nowPs_;
   }

@@ -13,6 +13,15 @@
 // every run. (With several host threads, which thread's wait advances time first follows their
 // interleaving; the timestamps then follow it too.)
 //
+// A shared node serves several processes' threads and must be replayable, so it pins each request
+// to a point between two passes of the simulation thread's loop (a "run": taking posted work in,
+// then letting time run while a waiter needs it). A request holds the simulation (hold()) when it
+// is taken in: it waits until the simulation is between runs and keeps it there while it reads the
+// clock, posts work or begins a wait; the run count it saw is recorded. The simulation's state
+// between runs is a function of the work posted and the waits begun before, so a replay that takes
+// each request in at its recorded run count, and lets the simulation run no further than the next
+// request's count (limitRuns), reads and posts at the same simulated points.
+//
 // SystemC allows one elaboration per process: there is one engine per process, made on first
 // use, and the simulated hardware is made of plain objects driven by dynamically spawned
 // processes, so that nodes of different shapes can be built one after another in one process.
@@ -76,6 +85,19 @@ class Engine {
   uint64_t nowPs();
   EngineStats stats();
 
+  // ---- Holding the simulation between runs (a shared node's requests; see the top) ----
+  // The calling thread holds the simulation: waits until it is between runs, with at least
+  // `atLeastRuns` runs done (or none could come: nothing is left to run and nobody else holds it),
+  // and keeps it there until the thread releases it. Returns the runs done. A thread holds at most
+  // once; holding again returns the count at once.
+  uint64_t hold(uint64_t atLeastRuns = 0);
+  // Gives the calling thread's hold back; nothing when it holds none. wait(), advance() and run()
+  // give it back once their waiter is in place, so that the work they wait for can run.
+  static void release();
+  // The simulation completes no more than `runs` runs until the limit is raised (UINT64_MAX: no
+  // limit): a replaying node keeps it from running past the next request's recorded count.
+  void limitRuns(uint64_t runs);
+
   // Simulation thread only: starts a SystemC thread process running `body`.
   void spawn(std::function<void()> body);
   // Simulation thread only, inside a process: waits until simulated time `ps` (no-op if past).
@@ -117,7 +139,15 @@ class Engine {
   };
   std::vector<const Waiter*> waiters_;
   bool needsRun() const;
+  // Something to do: work posted, or a waiter to let time run for (unless the simulation stalled).
+  bool hasWork() const;
   void removeWaiter(const Waiter* w);
+  // Under mu_: gives the calling thread's hold back, if it has one (release() takes the lock).
+  void releaseLocked();
+  uint64_t runs_ = 0;                  // passes of the simulation thread's loop completed
+  uint64_t runLimit_ = UINT64_MAX;     // limitRuns
+  int holds_ = 0;                      // threads holding the simulation between runs
+  int holdsWanted_ = 0;                // threads waiting for a hold with their runs done: no run starts
   bool stalled_ = false; // the simulation ran out of activity with waiters left
   uint64_t stallEpisode_ = 0;     // counts the times the simulation stalled
   uint64_t gaveUpEpisode_ = 0;    // the stall whose waiters were given up (0: none)

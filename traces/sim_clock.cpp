@@ -15,7 +15,7 @@ void nodeBegin(const std::vector<uint64_t>& tags) {
 void nodeEnd(std::vector<NodeAdmission>* out) {
   out->clear();
   if (!driver::state().node) return;
-  for (const fabric::Admission& a : driver::node().endTraced()) out->push_back({a.number, a.finishedBefore});
+  for (const fabric::Admission& a : driver::node().endTraced()) out->push_back({a.number, a.finishedBefore, a.simRuns});
 }
 std::string nodeSettings() { return driver::state().node ? driver::node().sharedSettings() : std::string(); }
 

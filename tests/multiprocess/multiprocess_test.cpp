@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "tests/multiprocess/broker.h"
@@ -339,8 +340,8 @@ TEST_F(SharedNode, CreatorReleasesBeforeTheOtherImports) {
 
 // Each process's trace numbers its calls' node requests in the order the node took them in, one
 // numbering for every process: the traces of a run merge into the node's admission order. Each
-// admission carries the traced requests finished before it, and the end record the node's
-// settings.
+// admission carries the traced requests finished before it and the simulation's runs done (which
+// never decrease along the merged order), and the end record the node's settings.
 TEST_F(SharedNode, TracesRecordTheNodesAdmissionOrderAcrossProcesses) {
   startNode({"--seed", "5"});
   Broker b(MCSIM_MP_RANK, dir_);
@@ -348,6 +349,7 @@ TEST_F(SharedNode, TracesRecordTheNodesAdmissionOrderAcrossProcesses) {
   env.emplace_back("MCSIM_RECORD", dir_ + "/trace-%p.jsonl");
   runRanks(b, "data", 2, env);
   std::set<uint64_t> seen;
+  std::map<uint64_t, uint64_t> runsAt;  // admission number -> simulation runs done
   uint64_t highest = 0;
   for (int r = 0; r < 2; ++r) {
     std::ifstream in(dir_ + "/trace-" + std::to_string(b.pid(r)) + ".jsonl");
@@ -384,8 +386,9 @@ TEST_F(SharedNode, TracesRecordTheNodesAdmissionOrderAcrossProcesses) {
       }
       admissions.push_back(j.at("node_clock").at(1));
       for (const auto& a : admissions) {
-        ASSERT_TRUE(a.is_array() && a.size() == 2) << line;
+        ASSERT_TRUE(a.is_array() && a.size() == 3) << line;
         const uint64_t number = a.at(0).get<uint64_t>(), finished = a.at(1).get<uint64_t>();
+        runsAt[number] = a.at(2).get<uint64_t>();
         EXPECT_GT(number, last) << "rank " << r << ": a call's node requests out of order: " << line;
         EXPECT_LT(finished, number) << line;
         EXPECT_TRUE(seen.insert(number).second) << "admission number " << number << " given twice";
@@ -399,6 +402,13 @@ TEST_F(SharedNode, TracesRecordTheNodesAdmissionOrderAcrossProcesses) {
   // Between them the two traces hold nearly every admission the node made; the gaps are
   // requests outside recorded calls (attaching, exiting).
   EXPECT_GT(seen.size() * 10, highest * 9) << seen.size() << " of " << highest;
+  // The data scenario copies and waits: the simulation ran between requests, and only forwards.
+  uint64_t lastRuns = 0;
+  for (const auto& [number, runs] : runsAt) {
+    EXPECT_GE(runs, lastRuns) << "admission " << number;
+    lastRuns = runs;
+  }
+  EXPECT_GT(lastRuns, 0u);
 }
 
 // The traces of a run of several processes replay together on a node of their own, in the

@@ -145,7 +145,7 @@ struct ReplayComparison {
 
 // Reads the replay's trace at `replayPath` (keeping a copy at `keepAs`, when given) and compares.
 ReplayComparison compareWithReplay(const ReplayArgs& a, const Trace& t, const std::string& replayPath,
-                                   const std::string& keepAs, bool timesAsNotes) {
+                                   const std::string& keepAs) {
   ReplayComparison c;
   if (std::string e = trace::readTrace(replayPath, &c.replayed); !e.empty()) {
     c.problem = "the replay's own trace is unreadable: " + e;
@@ -154,7 +154,6 @@ ReplayComparison compareWithReplay(const ReplayArgs& a, const Trace& t, const st
   c.replayed.path = keepAs.empty() ? "replay" : keepAs;
   if (!keepAs.empty()) fs::copy_file(replayPath, keepAs, fs::copy_options::overwrite_existing);
   c.options.exact = trace::bothSimulated(t, c.replayed) && !a.resultsOnly;
-  c.options.timesAsNotes = timesAsNotes;
   c.options.compareLaunches = !a.resultsOnly;
   c.options.explain = a.explain;
   c.result = trace::diffTraces(t, c.replayed, c.options);
@@ -185,7 +184,7 @@ int replay(ReplayArgs& a) {
     std::fprintf(stderr, "mcsim replay: %s\n", r.problem.c_str());
     return kExitFailure;
   }
-  ReplayComparison c = compareWithReplay(a, t, o.recordTo, a.output, false);
+  ReplayComparison c = compareWithReplay(a, t, o.recordTo, a.output);
   if (!c.problem.empty()) {
     std::fprintf(stderr, "mcsim replay: %s\n", c.problem.c_str());
     return kExitFailure;
@@ -242,6 +241,13 @@ std::string runSchedule(const std::vector<Trace>& traces, std::vector<trace::Nod
              std::to_string(i) + " before it: the traces of some processes of the run are missing (record every "
              "process, MCSIM_RECORD=trace-%p.jsonl, and give them all)";
     }
+    // The node's simulation only runs on: a later request cannot have come at an earlier count.
+    if (i > 0 && n.simRuns < (*schedule)[i - 1].simRuns) {
+      return where.at(n.number) + ": node admission " + std::to_string(n.number) + " came after " +
+             std::to_string(n.simRuns) + " simulation runs, fewer than admission " +
+             std::to_string((*schedule)[i - 1].number) + " (" + where.at((*schedule)[i - 1].number) + ") came after (" +
+             std::to_string((*schedule)[i - 1].simRuns) + "): traces of different runs?";
+    }
   }
   return "";
 }
@@ -296,7 +302,9 @@ int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
   if (follow) {
     node.follow = dir.file("admissions.txt");
     std::ofstream out(node.follow);
-    for (const trace::NodeAdmission& n : schedule) out << n.number << " " << n.finishedBefore << "\n";
+    for (const trace::NodeAdmission& n : schedule) {
+      out << n.number << " " << n.finishedBefore << " " << n.simRuns << "\n";
+    }
   }
   if (settings.contains("hang_grace_s") && settings.at("hang_grace_s").is_number()) {
     ::setenv("MCSIM_HANG_GRACE_S", settings.at("hang_grace_s").dump().c_str(), 1);
@@ -330,7 +338,7 @@ int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
     }
     const std::string keep =
         a.output.empty() ? std::string() : (fs::path(a.output) / fs::path(t.path).filename()).string();
-    const ReplayComparison c = compareWithReplay(a, t, opts[i].recordTo, keep, traces.size() > 1);
+    const ReplayComparison c = compareWithReplay(a, t, opts[i].recordTo, keep);
     if (!c.problem.empty()) {
       std::printf("%s: %s\n", t.path.c_str(), c.problem.c_str());
       status = kExitFailure;

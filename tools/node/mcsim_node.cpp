@@ -62,17 +62,20 @@ int main(int argc, char** argv) {
     std::string line;
     int n = 0;
     uint64_t last = 0;
+    uint64_t lastRuns = 0;
     while (std::getline(in, line)) {
       ++n;
       std::istringstream fields(line);
       mcsim::fabric::Admission a;
       std::string extra;
-      if (!(fields >> a.number >> a.finishedBefore) || (fields >> extra) || a.number <= last ||
-          a.finishedBefore >= a.number) {
+      if (!(fields >> a.number >> a.finishedBefore >> a.simRuns) || (fields >> extra) || a.number <= last ||
+          a.finishedBefore >= a.number || a.simRuns < lastRuns) {
         return fail(follow + ":" + std::to_string(n) +
-                    ": expected 'NUMBER FINISHED_BEFORE', numbers increasing, fewer finished than the number");
+                    ": expected 'NUMBER FINISHED_BEFORE SIM_RUNS', numbers increasing, fewer finished than the "
+                    "number, simulation runs never decreasing");
       }
       last = a.number;
+      lastRuns = a.simRuns;
       o.follow.push_back(a);
     }
   }

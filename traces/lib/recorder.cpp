@@ -60,7 +60,7 @@ thread_local NodePlan tPlan;
 
 std::vector<uint64_t> tagsOf(uint64_t n) { return n == 0 ? std::vector<uint64_t>{} : std::vector<uint64_t>{n}; }
 
-Json admissionJson(const NodeAdmission& a) { return Json::array({a.number, a.finishedBefore}); }
+Json admissionJson(const NodeAdmission& a) { return Json::array({a.number, a.finishedBefore, a.simRuns}); }
 
 // A clock read's admission: the one request it made, or null when it made none.
 Json clockJson(const std::vector<NodeAdmission>& a) { return a.empty() ? Json() : admissionJson(a.front()); }

@@ -21,6 +21,7 @@ extern bool gRecording;
 struct NodeAdmission {
   uint64_t number = 0;
   uint64_t finishedBefore = 0;
+  uint64_t simRuns = 0;  // runs of the node's simulation before it
 };
 
 // What differs between the two libraries that host the wrappers.

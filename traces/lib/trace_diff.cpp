@@ -97,12 +97,14 @@ Json comparableArgs(const Record& r, std::vector<std::string>* hidden) {
   return args;
 }
 
-// A record's node admission numbers, clock reads included: "12 13 14". (How many requests had
-// finished before each is a lower bound the replay keeps to, not compared: a request that
-// finishes a moment sooner changes no result.)
+// A record's node admissions, clock reads included, as number@simulation-runs: "12@3 13@3 14@5".
+// (How many requests had finished before each is a lower bound the replay keeps to, not
+// compared: a request that finishes a moment sooner changes no result.)
 std::string admissionsText(const Record& r) {
   std::string s;
-  for (const NodeAdmission& a : nodeAdmissionsInOrder(r)) s += (s.empty() ? "" : " ") + std::to_string(a.number);
+  for (const NodeAdmission& a : nodeAdmissionsInOrder(r)) {
+    s += (s.empty() ? "" : " ") + std::to_string(a.number) + "@" + std::to_string(a.simRuns);
+  }
   return s.empty() ? "none" : s;
 }
 
@@ -153,7 +155,7 @@ DiffResult diffTraces(const Trace& a, const Trace& b, const DiffOptions& o) {
       soft.push_back({i, head + "outputs: " + fieldsDifference(ra.out, rb.out)});
     }
     if (o.exact && ra.hasSimTime && rb.hasSimTime && (ra.t0Ps != rb.t0Ps || ra.t1Ps != rb.t1Ps)) {
-      (o.timesAsNotes ? res.notes : res.differences).push_back({i, head + "simulated time [" + std::to_string(ra.t0Ps) + ", " + std::to_string(ra.t1Ps) +
+      res.differences.push_back({i, head + "simulated time [" + std::to_string(ra.t0Ps) + ", " + std::to_string(ra.t1Ps) +
                                         "] ps vs [" + std::to_string(rb.t0Ps) + ", " + std::to_string(rb.t1Ps) + "] ps"});
     }
     // Where the calls fell in a shared node's admission order (both recorded on one).
@@ -188,10 +190,7 @@ std::string describeDiff(const DiffResult& r, const Trace& a, const Trace& b, co
                   " differences\n";
   for (size_t i = 0; i < r.differences.size() && i < o.explain; ++i) s += "  " + r.differences[i].what + "\n";
   if (r.differences.size() > o.explain) s += "  ... and " + std::to_string(r.differences.size() - o.explain) + " more\n";
-  if (!r.notes.empty() && o.timesAsNotes) {
-    s += std::to_string(r.notes.size()) + " simulated times differ (not counted: concurrent waits of several processes)\n";
-    for (size_t i = 0; i < r.notes.size() && i < 3; ++i) s += "  note: " + r.notes[i].what + "\n";
-  } else if (!r.notes.empty()) {
+  if (!r.notes.empty()) {
     s += std::to_string(r.notes.size()) + " outputs or arguments differ (not counted: " + a.target + " vs " + b.target +
          " trace)\n";
     for (size_t i = 0; i < r.notes.size() && i < 3; ++i) s += "  note: " + r.notes[i].what + "\n";

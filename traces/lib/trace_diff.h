@@ -17,10 +17,6 @@ struct DiffOptions {
   // across targets. Off with --results-only.
   bool compareLaunches = true;
   size_t explain = 5;  // differences explained in the report
-  // Simulated times are notes, not differences: a run of several processes on a shared node,
-  // whose times follow how their concurrent waits interleaved in wall-clock time (as those of
-  // several threads do) while everything else replays exactly.
-  bool timesAsNotes = false;
 };
 
 struct Difference {

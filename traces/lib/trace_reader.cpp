@@ -154,14 +154,15 @@ std::vector<std::string> namesProduced(const Record& r) {
 
 namespace {
 
-// A node admission as a record writes it: [number, finished-before], the number from 1 and the
-// count below it. "" or the problem.
+// A node admission as a record writes it: [number, finished-before, simulation runs], the number
+// from 1 and the count below it. "" or the problem.
 std::string parseAdmission(const Json& v, NodeAdmission* a) {
-  if (!v.is_array() || v.size() != 2 || !isUnsigned(v[0]) || !isUnsigned(v[1])) {
-    return "a node admission is [number, finished before], two numbers";
+  if (!v.is_array() || v.size() != 3 || !isUnsigned(v[0]) || !isUnsigned(v[1]) || !isUnsigned(v[2])) {
+    return "a node admission is [number, finished before, simulation runs], three numbers";
   }
   a->number = v[0].get<uint64_t>();
   a->finishedBefore = v[1].get<uint64_t>();
+  a->simRuns = v[2].get<uint64_t>();
   if (a->number == 0) return "node admission numbers start at 1";
   if (a->finishedBefore >= a->number) {
     return "node admission " + std::to_string(a->number) + " cannot follow " + std::to_string(a->finishedBefore) +
