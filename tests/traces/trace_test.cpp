@@ -69,6 +69,20 @@ TEST(TraceReader, MoreRefusals) {
   const std::string create = "{\"seq\":1,\"thread\":0,\"call\":\"cuMemCreate\",\"args\":{\"handle\":\"out\",\"size\":1,"
                              "\"prop\":{\"type\":1},\"flags\":0},\"result\":\"CUDA_SUCCESS\"}\n";
   EXPECT_NE(parseTrace(h + init + create + "{\"end\":true,\"calls\":2}\n", "x", &t).find("x:3: arguments:"), std::string::npos);
+  // A shared node's admissions: [number, finished before, simulation runs], checked.
+  const auto withNode = [&](const std::string& admissions) {
+    const std::string call = "{\"seq\":0,\"thread\":0,\"call\":\"cuInit\",\"args\":{\"Flags\":0},\"result\":\"CUDA_SUCCESS\","
+                             "\"node\":" + admissions + "}\n";
+    return parseTrace(h + call + "{\"end\":true,\"calls\":1}\n", "x", &t);
+  };
+  EXPECT_EQ("", withNode("[[1,0,0],[4,2,7]]"));
+  EXPECT_EQ(7u, t.records.at(0).node.at(1).simRuns);
+  EXPECT_NE(withNode("[[1,0]]").find("x:2: \"node\": a node admission is [number, finished before, simulation runs]"),
+            std::string::npos);
+  EXPECT_NE(withNode("[[0,0,0]]").find("x:2: \"node\": node admission numbers start at 1"), std::string::npos);
+  EXPECT_NE(withNode("[[3,3,0]]").find("x:2: \"node\": node admission 3 cannot follow 3 finished requests"),
+            std::string::npos);
+  EXPECT_NE(withNode("[[2,0,-1]]").find("x:2: \"node\": a node admission is"), std::string::npos);
 }
 
 // Version-1 traces recorded before launches had their own kinds (the parameters written raw) are
