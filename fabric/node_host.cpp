@@ -658,7 +658,14 @@ class ProcessNode final : public AttachedNode {
       };
       engine.setStallPolicy(std::move(p));
     });
-    return engine.wait(w);
+    return engine.wait(w, &abandoned_);
+  }
+
+  void abandonWaits(int pid) override {
+    abandoned_.store(true);
+    if (model::Engine::exists()) model::Engine::instance().wakeWaiters();
+    std::lock_guard<std::mutex> lock(n_.mu);
+    n_.waiter.abandon(pid);
   }
 
   bool poll(const WorkDone& w) override {
@@ -1464,6 +1471,7 @@ class ProcessNode final : public AttachedNode {
   std::shared_ptr<NodeHost::State> state_;
   NodeHost::State& n_;  // *state_
   uint64_t number_ = 0;  // the order in which it attached
+  std::atomic<bool> abandoned_{false};  // the process died: its waits for device work give up
   uint64_t vaBase_;
   AddressSpace space_;
   std::unordered_map<uint64_t, HandleEntry> handles_;
@@ -1541,10 +1549,6 @@ void NodeHost::setThreadCounter(std::function<int()> count) {
   state_->waiter.setThreadCounter(std::move(count));
 }
 
-void NodeHost::abandonWaits(int pid) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  state_->waiter.abandon(pid);
-}
 
 std::string NodeHost::lastHangReport() {
   std::lock_guard<std::mutex> lock(state_->mu);

@@ -44,6 +44,10 @@ class AttachedNode : public Node {
   virtual Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) = 0;
   // What this process holds now: its handles, reservations and mappings (the other counts 0).
   virtual NodeStats held() = 0;
+  // The process (`pid`) died: the calls it was waiting in, for teams, fault holds or device work,
+  // return at once (kHang, or Engine::kGaveUp for device work), without a report, so that it can
+  // be detached.
+  virtual void abandonWaits(int pid) = 0;
 };
 
 class NodeHost {
@@ -69,9 +73,6 @@ class NodeHost {
   // could still complete them: by default those of this process (model::Engine::applicationThreads); a
   // shared node counts those of every attached process.
   void setThreadCounter(std::function<int()> count);
-  // Gives up the waits of the calls process `pid` made (it died): they return kHang at once,
-  // without a report, so that the process can be detached.
-  void abandonWaits(int pid);
   // The last deadlock or suspected-hang report, for the processes whose calls it failed.
   std::string lastHangReport();
   // Attached processes right now.

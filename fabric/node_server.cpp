@@ -393,7 +393,7 @@ class NodeServer {
       if (--livePids_[c->pid] == 0) livePids_.erase(c->pid);
       threadCache_.reset();
     }
-    host_->abandonWaits(c->pid);
+    c->node->abandonWaits(c->pid);
     std::vector<std::unique_ptr<Worker>> workers;
     {
       std::lock_guard<std::mutex> lock(c->mu);

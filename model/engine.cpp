@@ -271,7 +271,12 @@ void Engine::removeWaiter(const Waiter* w) {
   }
 }
 
-uint64_t Engine::wait(const CompletionPtr& c) {
+void Engine::wakeWaiters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  doneCv_.notify_all();
+}
+
+uint64_t Engine::wait(const CompletionPtr& c, const std::atomic<bool>* cancelled) {
   c->awaited.fetch_add(1);
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -284,7 +289,9 @@ uint64_t Engine::wait(const CompletionPtr& c) {
     // waiter reads; a replaying shared node may hold it there until the waiter has finished.)
     // Once the process is exiting (quiesce) nothing runs any more: waits return at once, so that
     // a static destructor that synchronizes cannot hang the exit.
-    const auto finished = [&] { return stopping_ || (c->done() && simIdle_); };
+    const auto finished = [&] {
+      return stopping_ || (c->done() && simIdle_) || (cancelled != nullptr && cancelled->load());
+    };
     // Polling lets a waiter notice a stall; the period only bounds how soon it is reported.
     constexpr auto kPoll = std::chrono::milliseconds(20);
     uint64_t episode = 0;
@@ -302,7 +309,7 @@ uint64_t Engine::wait(const CompletionPtr& c) {
       }
     }
     removeWaiter(&w);
-    if (gaveUp) {
+    if (gaveUp || (cancelled != nullptr && cancelled->load() && !c->done())) {
       c->awaited.fetch_sub(1);
       return kGaveUp;
     }

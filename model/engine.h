@@ -27,6 +27,7 @@
 // processes, so that nodes of different shapes can be built one after another in one process.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -63,8 +64,12 @@ class Engine {
   // simulation had nothing left to do while `c` was not done (device work waiting for something
   // that never comes, such as a kernel barrier a GPU never joins), and either every application
   // thread was waiting so (a deadlock) or it stayed so for the stall policy's grace period.
+  // A wait is also given up, without a report, once `*cancelled` is set and wakeWaiters() called
+  // (a shared node's process died while its call waited).
   static constexpr uint64_t kGaveUp = UINT64_MAX;
-  uint64_t wait(const CompletionPtr& c);
+  uint64_t wait(const CompletionPtr& c, const std::atomic<bool>* cancelled = nullptr);
+  // Wakes the threads in wait(), so that one whose `cancelled` was set returns now.
+  void wakeWaiters();
 
   // What wait() does when it gives up: `describe` says what the stuck work waits for (called on
   // a host thread while the simulation is idle); after the report, abort or return kGaveUp.

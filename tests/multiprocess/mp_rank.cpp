@@ -470,6 +470,49 @@ int killedRank() {
   return 0;
 }
 
+// A team of 2 whose barrier kernel only rank 0 launches: it can never finish. Rank 0 waits for it
+// in cuStreamSynchronize (the test kills it there); rank 1 leaves when released, giving back its
+// part of the team.
+int stuckKernel() {
+  const size_t size = 2 * kMiB;
+  enter(gRank);
+  const CUmulticastObjectProp mp = posixTeam(2, size);
+  const CUmemGenericAllocationHandle mc = createOrImport(mp);
+  CU(cuMulticastAddDevice(mc, gRank));
+  CUmemGenericAllocationHandle mem = 0;
+  const CUmemAllocationProp prop = cutest::devicePinned(gRank, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CU(cuMemCreate(&mem, size, &prop, 0));
+  const Mapped local = mapHere(mem, size, {gRank});
+  CU(cuMemsetD32(local.va, 0, size / 4));
+  barrier();
+  CU(cuMulticastBindMem(mc, 0, mem, 0, size, 0));
+  const Mapped mcRange = mapHere(mc, size, {gRank});
+  barrier();
+  if (gRank == 0) {
+    CUmodule module = nullptr;
+    CUfunction fn = nullptr;
+    CU(cuModuleLoadData(&module, mcsim_kernel_image));
+    CU(cuModuleGetFunction(&fn, module, MCSIM_KERNEL_BARRIER));
+    CUstream stream = nullptr;
+    CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr mcSignal = mcRange.va, signal = local.va;
+    uint32_t world = 2, epoch = 1;
+    void* args[] = {&mcSignal, &signal, &world, &epoch};
+    CU(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, stream, args, nullptr));
+    note("launched", "1");
+    const CUresult r = cuStreamSynchronize(stream);  // killed here
+    note("sync", name(r));
+    return 0;
+  }
+  hold("leave");
+  unmapHere(mcRange);
+  CU(cuMulticastUnbind(mc, gRank, 0, size));
+  CU(cuMemRelease(mc));
+  unmapHere(local);
+  CU(cuMemRelease(mem));
+  return 0;
+}
+
 // A team of 2 whose second process attaches and imports, then does nothing in the driver (it
 // waits for the test): rank 0's bind can only be given up as a suspected hang. Rank 0 notes the
 // bind's result; rank 1 leaves when released, without adding its device.
@@ -650,6 +693,7 @@ int main(int argc, char** argv) {
   if (gScenario == "solo") return solo();
   if (gScenario == "tolerant") return tolerantAllocations();
   if (gScenario == "hang") return hangAcross();
+  if (gScenario == "stuck") return stuckKernel();
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();
   if (gScenario == "cycles") return cycles();

@@ -306,6 +306,29 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
+// A process killed while it waits for device work that can never finish (a barrier kernel its
+// peer never launches) is detached at once, not after the node's grace period (an hour here):
+// its wait is given up, its serving thread leaves, and what it held is reclaimed.
+TEST_F(SharedNode, ProcessKilledWhileItsKernelWaitsForEverIsDetachedAtOnce) {
+  startNode({}, {{"MCSIM_HANG_GRACE_S", "3600"}});
+  Broker b(MCSIM_MP_RANK, dir_);
+  for (int r = 0; r < 2; ++r) b.spawn("stuck", r, 2, rankEnv());
+  b.start();
+  ASSERT_FALSE(b.noted(0, "launched").empty()) << b.output(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // into cuStreamSynchronize
+  b.kill9(0);
+  EXPECT_EQ(128 + SIGKILL, b.wait(0));
+  const std::string gone = "(rank 0) left; reclaimed";
+  for (int i = 0; i < 1000 && !contains(readFile(dir_ + "/" + name_ + ".log"), gone); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"), gone)) << readFile(dir_ + "/" + name_ + ".log");
+  b.release("leave");
+  EXPECT_EQ(0, b.wait(1)) << b.output(1);
+  b.finish();
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
 // A process blocked in a bind while the process that should complete its team is alive but busy
 // outside the driver: no deadlock (a thread could still add the device), a suspected hang once the
 // node's grace period passes without progress.
