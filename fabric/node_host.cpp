@@ -17,6 +17,7 @@
 #include <string>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "fabric/node_model.h"
@@ -170,11 +171,11 @@ struct NodeHost::State {
     HeldAdmission& operator=(const HeldAdmission&) = delete;
     ~HeldAdmission() { model::Engine::release(); }
   };
-  [[nodiscard]] std::unique_ptr<HeldAdmission> admitRequest() {
-    if (currentRequest() == nullptr) return nullptr;
+  [[nodiscard]] std::optional<HeldAdmission> admitRequest() {
+    if (currentRequest() == nullptr) return std::nullopt;
     std::unique_lock<std::mutex> lock(mu);
     admission.admit(lock);
-    return std::make_unique<HeldAdmission>();
+    return std::optional<HeldAdmission>(std::in_place);
   }
   // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
   // could show, except digests, which sort their keys (sortedKeys).
