@@ -29,4 +29,16 @@ MCSIM_NODE_DIR=$dir "$build/bin/mcsim" node start --name bench >/dev/null
 echo
 echo "shared node (MCSIM_NODE):"
 MCSIM_NODE=bench MCSIM_NODE_DIR=$dir "$build/bench/driver_overhead_bench" "${args[@]}" 2>/dev/null | grep -E "median"
+# The price of holding the simulation between runs (docs/multiprocess.md): calls of one process
+# while another keeps the simulation busy with 64 MiB device-to-device copies.
+echo
+echo "shared node, beside a process copying 64 MiB device to device in a loop:"
+MCSIM_NODE=bench MCSIM_NODE_DIR=$dir "$build/bench/driver_overhead_bench" --benchmark_filter='MemcpyDtoD' \
+  --benchmark_min_time=1000 >/dev/null 2>&1 &
+busy=$!
+sleep 2
+MCSIM_NODE=bench MCSIM_NODE_DIR=$dir "$build/bench/driver_overhead_bench" \
+  --benchmark_filter='PointerGetAttribute|MemCreateRelease' "${args[@]:1}" 2>/dev/null | grep -E "median"
+kill "$busy" 2>/dev/null || true
+wait "$busy" 2>/dev/null || true
 echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"

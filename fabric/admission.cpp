@@ -78,16 +78,16 @@ void AdmissionOrder::admit(std::unique_lock<std::mutex>& lock) {
         turn_.notify_all();
       }
       if (!done_[i]) {
-        // Its turn: the simulation runs on to the recorded count (no further: the limit is
-        // this entry's), or as far as it can if the replay's device work ran out before.
-        const uint64_t runs = model::Engine::instance().hold(schedule_[i].simRuns);
+        // Its turn: pinned at its recorded run count (the limit is this entry's until it is in;
+        // what it posts and reads then waits for the simulation to get there).
+        const uint64_t runs = model::Engine::instance().pin(schedule_[i].simRuns);
         r->admission = {r->tag, finishedTraced_, runs};
         taken(i);
         return;
       }
     }
   }
-  const uint64_t runs = model::Engine::instance().hold();
+  const uint64_t runs = model::Engine::instance().pin();
   r->admission = {++counter_, finishedTraced_, runs};
   if (following_) {
     lastProgress_ = std::chrono::steady_clock::now();

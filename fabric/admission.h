@@ -5,13 +5,13 @@
 // members, simulated time. So that a run of several processes can be replayed, the node numbers
 // each request when it enters the node (under the node's lock: the number is the order in which
 // requests really changed or read the node) and tells the caller its number, how many traced
-// requests had finished by then, and how many runs the simulation had done (model/engine.h: the
-// request holds the simulation between runs from its admission on, so that what it reads of the
-// clock and of device work, and where its own work starts, is fixed by that count); traces keep
-// all three (docs/traces.md). A node replaying a run follows the recorded schedule: a request
-// tagged with its recorded number waits for its turn (the number before it, as many finished
-// requests as there were when it was recorded, and the simulation at its recorded run count), and
-// the simulation runs no further than the next request's count.
+// requests had finished by then, and how many runs the simulation had started (model/engine.h:
+// the request is pinned at that count from its admission on, so that what it reads of the clock
+// and of device work, and where its own work starts, is fixed by it); traces keep all three
+// (docs/traces.md). A node replaying a run follows the recorded schedule: a request tagged with
+// its recorded number waits for its turn (the number before it, and as many finished requests as
+// there were when it was recorded) and is pinned at its recorded count; the simulation starts no
+// run past the next request's count.
 //
 // Requests outside a recorded call (a process's exit, a trace's own bookkeeping) are numbered too
 // but carry no tag and are not scheduled; only traced requests count as finished, so that the
@@ -30,7 +30,7 @@ namespace mcsim::fabric {
 struct Admission {
   uint64_t number = 0;          // 1, 2, ... in the order the node took requests in
   uint64_t finishedBefore = 0;  // traced requests that had finished when it was taken in
-  uint64_t simRuns = 0;         // runs of the node's simulation done when it was taken in
+  uint64_t simRuns = 0;         // runs of the node's simulation started when it was taken in
 };
 
 // The request the current thread serves (a shared node's server thread sets it for each one).
@@ -64,8 +64,8 @@ class AdmissionOrder {
 
   // The rest is called with the node's lock held (`lock`, or `mu` below it).
   // Takes the current thread's request in, if it has one that was not: at once when recording;
-  // when following, once its turn has come. The thread then holds the simulation between runs
-  // (model::Engine::hold) until it releases it: the node does when the request's lock scope ends,
+  // when following, once its turn has come. The thread is then pinned to the simulation's runs
+  // (model::Engine::pin) until released: the node releases it when the request's lock scope ends,
   // or its wait begins.
   void admit(std::unique_lock<std::mutex>& lock);
   // The current thread's request is done (admitting it first, if nothing did).

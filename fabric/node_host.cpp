@@ -144,8 +144,8 @@ struct NodeHost::State {
   // The order requests are taken in (a shared node's; the embedded node's calls carry no
   // Request, and pass straight through).
   AdmissionOrder admission;
-  // The node's lock for a request. Taking a request in holds the simulation between runs
-  // (fabric/admission.h); the hold ends with the lock scope it was taken in, or when the request
+  // The node's lock for a request. Taking a request in pins it to the simulation's runs
+  // (fabric/admission.h); the pin ends with the lock scope it was taken in, or when the request
   // begins to wait (for device work, a team, a fault hold), whichever comes first.
   class RequestLock : public std::unique_lock<std::mutex> {
    public:
@@ -162,9 +162,9 @@ struct NodeHost::State {
     return lock;
   }
   // For calls that need no lock of their own (the clock, waits): takes the current request in,
-  // and keeps the simulation held past the node's lock until the call's own engine step (a wait
-  // or an advance gives the hold back once it waits) or the end of the returned scope. Nothing
-  // at all for the embedded node's calls, which are no requests.
+  // and keeps it pinned past the node's lock until the call's own engine step (a wait or an
+  // advance releases it once it waits) or the end of the returned scope. Nothing at all for the
+  // embedded node's calls, which are no requests.
   struct HeldAdmission {
     HeldAdmission() = default;
     HeldAdmission(const HeldAdmission&) = delete;
@@ -671,8 +671,10 @@ class ProcessNode final : public AttachedNode {
 
   bool poll(const WorkDone& w) override {
     const auto held = n_.admitRequest();
+    model::Engine& engine = model::Engine::instance();
+    engine.settle();  // done or not as of the request's run
     if (w->done()) return true;
-    model::Engine::instance().advance(n_.pollIntervalPs, w);
+    engine.advance(n_.pollIntervalPs, w);
     return false;
   }
 
@@ -682,6 +684,7 @@ class ProcessNode final : public AttachedNode {
   }
   bool isDone(const WorkDone& w) override {
     const auto held = n_.admitRequest();
+    model::Engine::instance().settle();  // done or not as of the request's run
     return w->done();
   }
 

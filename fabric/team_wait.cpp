@@ -44,7 +44,7 @@ Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& c
                         const std::function<std::string(uint64_t)>& describe, uint64_t wakeAtPs) {
   if (ready()) return Status::kOk;
   // The simulation may have to run for the team to form (another process's copy before its
-  // AddDevice): a request that waits gives its hold on it back (fabric/admission.h).
+  // AddDevice): a request that waits is released from its pin (fabric/admission.h).
   model::Engine::release();
   const uint64_t ticket = nextTicket_++;
   Caller caller = tCaller;

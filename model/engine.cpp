@@ -59,7 +59,9 @@ struct Engine::Core : sc_core::sc_module {
 
 namespace {
 std::atomic<int> gInternalThreads{0};
-thread_local bool tHolding = false;  // the calling thread holds the simulation between runs
+// The calling thread's pin (Engine::pin), if it has one.
+thread_local bool tPinned = false;
+thread_local uint64_t tPinAt = 0;
 }  // namespace
 
 int Engine::internalThreads() { return gInternalThreads.load(); }
@@ -137,15 +139,19 @@ void Engine::threadMain() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] {
-        return stopping_ || (holds_ == 0 && holdsWanted_ == 0 && runs_ < runLimit_ && hasWork());
+        const uint64_t lowestPin = pins_.empty() ? UINT64_MAX : *pins_.begin();
+        return stopping_ || (runsStarted_ < lowestPin && runsStarted_ < runLimit_ && hasWork());
       });
       if (stopping_) {
         doneCv_.notify_all();
         return;  // the process is exiting; quiesce() joins this thread
       }
       batch.swap(posted_);
+      unpinnedPosts_ = 0;
       if (!batch.empty()) stalled_ = false;
       simIdle_ = false;
+      ++runsStarted_;
+      doneCv_.notify_all();  // a pinned post may wait for this run to have started
     }
     if (!batch.empty()) {
       for (auto& fn : batch) core.pending.push_back(std::move(fn));
@@ -159,9 +165,10 @@ void Engine::threadMain() {
     deleteRetired();
     {
       // Work posted while this batch was being admitted is admitted first: time must not run
-      // ahead of work the host queued before it began to wait.
+      // ahead of work the host queued before it began to wait. (Not a pinned thread's: it is for
+      // the next run, whatever moment it came in.)
       std::lock_guard<std::mutex> lock(mu_);
-      run = needsRun() && posted_.empty();
+      run = needsRun() && unpinnedPosts_ == 0;
     }
     if (run && sc_core::sc_pending_activity()) {
       // Runs until an awaited completion pauses it, or nothing is left to simulate.
@@ -204,45 +211,63 @@ void Engine::quiesce() {
 }
 
 void Engine::post(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (tPinned) {
+    // Into the intake of run tPinAt + 1: run tPinAt must have started (a replay's may not yet).
+    waitForPin(lock, [this] { return runsStarted_ >= tPinAt; });
+  } else {
+    ++unpinnedPosts_;
+  }
   posted_.push_back(std::move(fn));
   cv_.notify_all();
 }
 
 bool Engine::hasWork() const { return !posted_.empty() || (needsRun() && !stalled_); }
 
-uint64_t Engine::hold(uint64_t atLeastRuns) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (tHolding) return runs_;
-  bool wanting = false;
-  while (!stopping_) {
-    const bool reached = runs_ >= atLeastRuns;
-    // Once its runs are done, a thread that waits for its hold keeps further runs from starting:
-    // otherwise a simulation kept busy by other threads' waits could keep it out indefinitely.
-    if (reached && !wanting) {
-      ++holdsWanted_;
-      wanting = true;
-    }
-    const bool cannotReach = holds_ == 0 && holdsWanted_ == 0 && !(runs_ < runLimit_ && hasWork());
-    if (simIdle_ && (reached || cannotReach)) break;
+uint64_t Engine::pin(uint64_t runs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tPinned) return tPinAt;
+  tPinAt = runs == kRunsNow ? runsStarted_ : runs;
+  tPinned = true;
+  pins_.insert(tPinAt);
+  return tPinAt;
+}
+
+bool Engine::canStartTowards(uint64_t at) const {
+  // A lower pin is another thread's, passing through (its post or read comes first); it is
+  // released without anything of this thread's.
+  if (!pins_.empty() && *pins_.begin() < at && runsStarted_ >= *pins_.begin()) return true;
+  return runsStarted_ < at && runsStarted_ < runLimit_ && hasWork();
+}
+
+void Engine::waitForPin(std::unique_lock<std::mutex>& lock, const std::function<bool()>& reached) {
+  while (!stopping_ && !reached()) {
+    // A run in progress ends by itself; a run to come starts only if something can start it.
+    if (simIdle_ && !canStartTowards(tPinAt)) return;
     doneCv_.wait(lock);
   }
-  if (wanting) --holdsWanted_;
-  ++holds_;
-  tHolding = true;
-  return runs_;
+}
+
+void Engine::settleLocked(std::unique_lock<std::mutex>& lock) {
+  if (tPinned) waitForPin(lock, [this] { return simIdle_ && runs_ >= tPinAt; });
+}
+
+void Engine::settle() {
+  if (!tPinned) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  settleLocked(lock);
 }
 
 void Engine::releaseLocked() {
-  if (!tHolding) return;
-  tHolding = false;
-  --holds_;
+  if (!tPinned) return;
+  tPinned = false;
+  pins_.erase(pins_.find(tPinAt));
   cv_.notify_all();
   doneCv_.notify_all();
 }
 
 void Engine::release() {
-  if (!tHolding) return;  // (the embedded node's threads never hold: no lock taken for them)
+  if (!tPinned) return;  // (the embedded node's threads are never pinned: no lock taken for them)
   Engine& e = instance();
   std::lock_guard<std::mutex> lock(e.mu_);
   e.releaseLocked();
@@ -277,16 +302,19 @@ void Engine::wakeWaiters() {
 }
 
 uint64_t Engine::wait(const CompletionPtr& c, const std::atomic<bool>* cancelled) {
-  c->awaited.fetch_add(1);
   {
     std::unique_lock<std::mutex> lock(mu_);
+    // A pinned thread's wait begins after its run: where a run pauses depends on what is awaited.
+    settleLocked(lock);
+    c->awaited.fetch_add(1);
     const Waiter w{c.get(), nullptr};
     waiters_.push_back(&w);
     releaseLocked();
     cv_.notify_all();
     // Wait for the publication that follows the pause: nowPs_ must not lag the completion. (Work
     // other threads posted meanwhile is taken in at that same time, and changes nothing the
-    // waiter reads; a replaying shared node may hold it there until the waiter has finished.)
+    // waiter reads; a replaying shared node may keep that run from starting until the waiter has
+    // finished.)
     // Once the process is exiting (quiesce) nothing runs any more: waits return at once, so that
     // a static destructor that synchronizes cannot hang the exit.
     const auto finished = [&] {
@@ -376,13 +404,19 @@ void Engine::completeAfter(const CompletionPtr& c, Work duration) {
 
 uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
   // Awaited before it is posted: even a simulation another thread keeps running pauses there.
+  // (A pinned thread's timer goes into the run after its own, and `until` is awaited once that
+  // run has ended, so that the run in progress pauses where it would have without this wait.)
   auto timer = std::make_shared<Completion>();
   timer->awaited.fetch_add(1);
-  if (until) until->awaited.fetch_add(1);
+  if (until && !tPinned) until->awaited.fetch_add(1);
   completeAfter(timer, [ps] { return ps; });
   uint64_t reached = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    if (tPinned) {
+      settleLocked(lock);
+      if (until) until->awaited.fetch_add(1);
+    }
     const Waiter w{timer.get(), until.get()};
     waiters_.push_back(&w);
     releaseLocked();
@@ -404,7 +438,8 @@ uint64_t Engine::run(Work work) {
 }
 
 uint64_t Engine::nowPs() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  settleLocked(lock);
   return nowPs_;
 }
 

@@ -14,13 +14,15 @@
 // interleaving; the timestamps then follow it too.)
 //
 // A shared node serves several processes' threads and must be replayable, so it pins each request
-// to a point between two passes of the simulation thread's loop (a "run": taking posted work in,
-// then letting time run while a waiter needs it). A request holds the simulation (hold()) when it
-// is taken in: it waits until the simulation is between runs and keeps it there while it reads the
-// clock, posts work or begins a wait; the run count it saw is recorded. The simulation's state
-// between runs is a function of the work posted and the waits begun before, so a replay that takes
-// each request in at its recorded run count, and lets the simulation run no further than the next
-// request's count (limitRuns), reads and posts at the same simulated points.
+// to the passes of the simulation thread's loop ("runs": each takes the work posted since the last
+// in, then lets time run while a waiter needs it). A request is pinned (pin()) when it is taken in,
+// at the number of runs started by then: no further run starts until it is released. Work it posts
+// goes into the next run's intake, at once; what it reads (the clock, whether work is done) and
+// the waits it begins wait for the run in progress, if any, to end. So each request acts on the
+// simulation at a point its pin names, however the threads interleave: the state after a run
+// follows from the work posted and the waits begun before. A replay pins each request at its
+// recorded count and starts no run past the next request's count (limitRuns), and so reads and
+// posts at the same simulated points as the recording.
 //
 // SystemC allows one elaboration per process: there is one engine per process, made on first
 // use, and the simulated hardware is made of plain objects driven by dynamically spawned
@@ -35,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,17 +93,22 @@ class Engine {
   uint64_t nowPs();
   EngineStats stats();
 
-  // ---- Holding the simulation between runs (a shared node's requests; see the top) ----
-  // The calling thread holds the simulation: waits until it is between runs, with at least
-  // `atLeastRuns` runs done (or none could come: nothing is left to run and nobody else holds it),
-  // and keeps it there until the thread releases it. Returns the runs done. A thread holds at most
-  // once; holding again returns the count at once.
-  uint64_t hold(uint64_t atLeastRuns = 0);
-  // Gives the calling thread's hold back; nothing when it holds none. wait(), advance() and run()
-  // give it back once their waiter is in place, so that the work they wait for can run.
+  // ---- Pinning requests to runs (a shared node's requests; see the top) ----
+  // Pins the calling thread at `runs` runs started (kRunsNow: the runs started so far): no run
+  // past that count starts until the thread is released. Returns the pin; pinning again keeps the
+  // first. Once pinned, the thread's post() waits until run `runs` has started (at once, unless
+  // replaying), and its nowPs(), wait(), advance() and settle() until run `runs` has ended, so that
+  // it posts into run `runs` + 1 and reads the state after run `runs`. Those waits end early when
+  // the count can never be reached (no run could start: nothing to do, or the limit).
+  static constexpr uint64_t kRunsNow = UINT64_MAX;
+  uint64_t pin(uint64_t runs = kRunsNow);
+  // Pinned: waits until the run the thread is pinned at has ended (see pin). Not pinned: nothing.
+  void settle();
+  // Releases the calling thread's pin; nothing when it has none. wait(), advance() and run()
+  // release it once their waiter is in place, so that the work they wait for can run.
   static void release();
-  // The simulation completes no more than `runs` runs until the limit is raised (UINT64_MAX: no
-  // limit): a replaying node keeps it from running past the next request's recorded count.
+  // No more than `runs` runs start until the limit is raised (UINT64_MAX: no limit): a replaying
+  // node keeps the simulation from starting a run the next request is to post into.
   void limitRuns(uint64_t runs);
 
   // Simulation thread only: starts a SystemC thread process running `body`.
@@ -147,12 +155,20 @@ class Engine {
   // Something to do: work posted, or a waiter to let time run for (unless the simulation stalled).
   bool hasWork() const;
   void removeWaiter(const Waiter* w);
-  // Under mu_: gives the calling thread's hold back, if it has one (release() takes the lock).
+  // Under mu_: releases the calling thread's pin, if it has one (release() takes the lock).
   void releaseLocked();
-  uint64_t runs_ = 0;                  // passes of the simulation thread's loop completed
+  // Under mu_, pinned at `at`: whether runs could still start towards it (other threads' lower
+  // pins are passing; work is waiting and the limit allows).
+  bool canStartTowards(uint64_t at) const;
+  // Under mu_: waits until `reached` holds or no run can start towards the thread's pin.
+  void waitForPin(std::unique_lock<std::mutex>& lock, const std::function<bool()>& reached);
+  // Under mu_: settle().
+  void settleLocked(std::unique_lock<std::mutex>& lock);
+  uint64_t runsStarted_ = 0;           // passes of the simulation thread's loop begun
+  uint64_t runs_ = 0;                  // ... and ended (runsStarted_ or one less)
   uint64_t runLimit_ = UINT64_MAX;     // limitRuns
-  int holds_ = 0;                      // threads holding the simulation between runs
-  int holdsWanted_ = 0;                // threads waiting for a hold with their runs done: no run starts
+  std::multiset<uint64_t> pins_;       // the pins of pinned threads: no run starts past the lowest
+  uint64_t unpinnedPosts_ = 0;         // posts of unpinned threads since the last intake
   bool stalled_ = false; // the simulation ran out of activity with waiters left
   uint64_t stallEpisode_ = 0;     // counts the times the simulation stalled
   uint64_t gaveUpEpisode_ = 0;    // the stall whose waiters were given up (0: none)
