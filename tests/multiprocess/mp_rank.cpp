@@ -183,6 +183,21 @@ CUmemGenericAllocationHandle createOrImport(const CUmulticastObjectProp& mp, uin
   return mc;
 }
 
+// A kernel of mcsim's kernel library, from a module this process loads, and a stream to launch
+// it on.
+struct Kernel {
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  CUstream stream = nullptr;
+};
+Kernel loadKernel(const char* kernel) {
+  Kernel k;
+  CU(cuModuleLoadData(&k.module, mcsim_kernel_image));
+  CU(cuModuleGetFunction(&k.fn, k.module, kernel));
+  CU(cuStreamCreate(&k.stream, CU_STREAM_NON_BLOCKING));
+  return k;
+}
+
 // ---- Scenarios ----
 
 // cuInit alone (another user's attempt): exit 0 if it succeeds, 3 if it fails.
@@ -382,19 +397,14 @@ int ncclTeam() {
   const Mapped mcRange = mapHere(mc, size, {gRank});
   barrier();
 
-  CUmodule module = nullptr;
-  CUfunction fn = nullptr;
-  CU(cuModuleLoadData(&module, mcsim_kernel_image));
-  CU(cuModuleGetFunction(&fn, module, MCSIM_KERNEL_ALLREDUCE_ONESHOT));
-  CUstream stream = nullptr;
-  CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  const Kernel k = loadKernel(MCSIM_KERNEL_ALLREDUCE_ONESHOT);
   CUdeviceptr mcBuf = mcRange.va, out = local.va + outOffset, mcSignal = mcRange.va + signalOffset,
               signal = local.va + signalOffset;
   uint64_t count = words;
   uint32_t dtype = MCSIM_DTYPE_U32, world = static_cast<uint32_t>(gRanks), epoch = 1;
   void* args[] = {&mcBuf, &out, &count, &dtype, &mcSignal, &signal, &world, &epoch};
-  CU(cuLaunchKernel(fn, 2, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
-  CU(cuStreamSynchronize(stream));
+  CU(cuLaunchKernel(k.fn, 2, 1, 1, 256, 1, 1, 0, k.stream, args, nullptr));
+  CU(cuStreamSynchronize(k.stream));
   std::vector<uint32_t> got(words);
   CU(cuMemcpyDtoH(got.data(), out, got.size() * 4));
   const uint32_t base = 1000u * static_cast<uint32_t>(gRanks * (gRanks - 1) / 2);
@@ -406,8 +416,8 @@ int ncclTeam() {
   note("allreduce", "ok");
   barrier();
 
-  CU(cuStreamDestroy(stream));
-  CU(cuModuleUnload(module));
+  CU(cuStreamDestroy(k.stream));
+  CU(cuModuleUnload(k.module));
   unmapHere(mcRange);
   CU(cuMulticastUnbind(mc, gRank, 0, size));
   CU(cuMemRelease(mc));
@@ -489,18 +499,13 @@ int stuckKernel() {
   const Mapped mcRange = mapHere(mc, size, {gRank});
   barrier();
   if (gRank == 0) {
-    CUmodule module = nullptr;
-    CUfunction fn = nullptr;
-    CU(cuModuleLoadData(&module, mcsim_kernel_image));
-    CU(cuModuleGetFunction(&fn, module, MCSIM_KERNEL_BARRIER));
-    CUstream stream = nullptr;
-    CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    const Kernel k = loadKernel(MCSIM_KERNEL_BARRIER);
     CUdeviceptr mcSignal = mcRange.va, signal = local.va;
     uint32_t world = 2, epoch = 1;
     void* args[] = {&mcSignal, &signal, &world, &epoch};
-    CU(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, stream, args, nullptr));
+    CU(cuLaunchKernel(k.fn, 1, 1, 1, 32, 1, 1, 0, k.stream, args, nullptr));
     note("launched", "1");
-    const CUresult r = cuStreamSynchronize(stream);  // killed here
+    const CUresult r = cuStreamSynchronize(k.stream);  // killed here
     note("sync", name(r));
     return 0;
   }
