@@ -165,17 +165,17 @@ struct NodeHost::State {
   // and keeps it pinned past the node's lock until the call's own engine step (a wait or an
   // advance releases it once it waits) or the end of the returned scope. Nothing at all for the
   // embedded node's calls, which are no requests.
-  struct HeldAdmission {
-    HeldAdmission() = default;
-    HeldAdmission(const HeldAdmission&) = delete;
-    HeldAdmission& operator=(const HeldAdmission&) = delete;
-    ~HeldAdmission() { model::Engine::release(); }
+  struct PinnedAdmission {
+    PinnedAdmission() = default;
+    PinnedAdmission(const PinnedAdmission&) = delete;
+    PinnedAdmission& operator=(const PinnedAdmission&) = delete;
+    ~PinnedAdmission() { model::Engine::release(); }
   };
-  [[nodiscard]] std::optional<HeldAdmission> admitRequest() {
+  [[nodiscard]] std::optional<PinnedAdmission> admitRequest() {
     if (currentRequest() == nullptr) return std::nullopt;
     std::unique_lock<std::mutex> lock(mu);
     admission.admit(lock);
-    return std::optional<HeldAdmission>(std::in_place);
+    return std::optional<PinnedAdmission>(std::in_place);
   }
   // Hash maps: lookups stay flat however many objects live. Nothing iterates them where order
   // could show, except digests, which sort their keys (sortedKeys).
@@ -645,7 +645,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   uint64_t waitFor(const WorkDone& w) override {
-    const auto held = n_.admitRequest();  // taken in like any request; the wait itself is outside the lock
+    const auto pinned = n_.admitRequest();  // taken in like any request; the wait itself is outside the lock
     model::Engine& engine = model::Engine::instance();
     // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
     // with the hang policy of team waits and the kernels this node has waiting.
@@ -670,7 +670,7 @@ class ProcessNode final : public AttachedNode {
   }
 
   bool poll(const WorkDone& w) override {
-    const auto held = n_.admitRequest();
+    const auto pinned = n_.admitRequest();
     model::Engine& engine = model::Engine::instance();
     engine.settle();  // done or not as of the request's run
     if (w->done()) return true;
@@ -679,11 +679,11 @@ class ProcessNode final : public AttachedNode {
   }
 
   uint64_t nowPs() override {
-    const auto held = n_.admitRequest();  // a clock read is a request like any other: where it falls decides what it reads
+    const auto pinned = n_.admitRequest();  // a clock read is a request like any other: where it falls decides what it reads
     return model::Engine::instance().nowPs();
   }
   bool isDone(const WorkDone& w) override {
-    const auto held = n_.admitRequest();
+    const auto pinned = n_.admitRequest();
     model::Engine::instance().settle();  // done or not as of the request's run
     return w->done();
   }
