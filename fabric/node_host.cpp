@@ -659,14 +659,19 @@ class ProcessNode final : public AttachedNode {
       };
       engine.setStallPolicy(std::move(p));
     });
-    return engine.wait(w, &abandoned_);
+    return engine.wait(w, abandoned_.get());
   }
 
-  void abandonWaits(int pid) override {
-    abandoned_.store(true);
-    if (model::Engine::exists()) model::Engine::instance().wakeWaiters();
+  size_t abandonWaits(int pid) override {
+    abandoned_->store(true);
+    size_t stopped = 0;
+    if (model::Engine::exists()) {
+      model::Engine::instance().wakeWaiters();
+      stopped = n_.model->stopKernels(abandoned_);
+    }
     std::lock_guard<std::mutex> lock(n_.mu);
     n_.waiter.abandon(pid);
+    return stopped;
   }
 
   bool poll(const WorkDone& w) override {
@@ -1270,6 +1275,7 @@ class ProcessNode final : public AttachedNode {
   Status planKernel(const DeviceOp& op, DeviceWork* work) {
     using K = KernelStep::Kind;
     work->kind = DeviceWork::Kind::kKernel;
+    work->abandoned = abandoned_;
     work->threads = op.threads;
     work->blocks = op.blocks;
     work->bytesInFlightPerThread = op.bytesInFlightPerThread;
@@ -1475,7 +1481,8 @@ class ProcessNode final : public AttachedNode {
   std::shared_ptr<NodeHost::State> state_;
   NodeHost::State& n_;  // *state_
   uint64_t number_ = 0;  // the order in which it attached
-  std::atomic<bool> abandoned_{false};  // the process died: its waits for device work give up
+  // The process died: its waits for device work give up, and its kernels stop (DeviceWork).
+  std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);
   uint64_t vaBase_;
   AddressSpace space_;
   std::unordered_map<uint64_t, HandleEntry> handles_;

@@ -46,8 +46,8 @@ class AttachedNode : public Node {
   virtual NodeStats held() = 0;
   // The process (`pid`) died: the calls it was waiting in, for teams, fault holds or device work,
   // return at once (kHang, or Engine::kGaveUp for device work), without a report, so that it can
-  // be detached.
-  virtual void abandonWaits(int pid) = 0;
+  // be detached; its kernels that wait at a signal word stop and end. Returns how many did.
+  virtual size_t abandonWaits(int pid) = 0;
 };
 
 class NodeHost {

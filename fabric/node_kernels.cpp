@@ -109,6 +109,17 @@ std::string NodeModel::describeWaitingKernels() {
   return out;
 }
 
+size_t NodeModel::stopKernels(const std::shared_ptr<const std::atomic<bool>>& abandoned) {
+  size_t waiting = 0;
+  {
+    std::lock_guard<std::mutex> lock(waitingMu_);
+    for (const auto& [id, k] : waitingKernels_) waiting += k.abandoned == abandoned.get() ? 1 : 0;
+  }
+  // The waiting kernels look at their words again, see that they are to stop, and end.
+  if (waiting > 0) Engine::instance().post([self = shared_from_this()] { self->signalled().notify(sc_core::SC_ZERO_TIME); });
+  return waiting;
+}
+
 sc_core::sc_event& NodeModel::signalled() {
   if (signalled_ == nullptr) signalled_ = new sc_core::sc_event(sc_core::sc_gen_unique_name("signalled"));
   return *signalled_;
@@ -340,11 +351,13 @@ void NodeModel::executeKernel(DeviceWork& w) {
       {
         std::lock_guard<std::mutex> lock(waitingMu_);
         id = nextWaitingId_++;
-        waitingKernels_[id] = WaitingKernel{w.engineGpu, w.label, &st};
+        waitingKernels_[id] = WaitingKernel{w.engineGpu, w.label, &st, w.abandoned.get()};
       }
-      while (!reached()) sc_core::wait(signalled());
+      const auto stopped = [&] { return w.abandoned != nullptr && w.abandoned->load(); };
+      while (!reached() && !stopped()) sc_core::wait(signalled());
       std::lock_guard<std::mutex> lock(waitingMu_);
       waitingKernels_.erase(id);
+      if (stopped()) break;  // its process died: the rest of the kernel never runs
       continue;
     }
     if (st.kind == K::kSignal) {

@@ -10,6 +10,7 @@
 // transfers that share a link, a switch or an HBM stack slow each other down.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <map>
@@ -83,6 +84,9 @@ struct DeviceWork {
   uint64_t threads = 0;
   uint64_t blocks = 0;
   uint32_t bytesInFlightPerThread = 0;  // 0: the GPU's default
+  // Set when the process that launched it died: a kernel waiting at a signal word stops there
+  // and ends, as a real driver tears a dead process's kernels down (NodeModel::stopKernels).
+  std::shared_ptr<const std::atomic<bool>> abandoned;
 };
 
 class NodeModel : public std::enable_shared_from_this<NodeModel> {
@@ -101,6 +105,9 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   model::CompletionPtr submit(std::shared_ptr<DeviceWork> work, std::vector<model::CompletionPtr> after);
   // Host threads: allocation `alloc` on `gpu` was freed; its cached lines go.
   void forget(int gpu, uint64_t alloc);
+  // Host threads, once `abandoned` is set: the kernels launched with it that wait at a signal
+  // word stop waiting and end. Returns how many were waiting.
+  size_t stopKernels(const std::shared_ptr<const std::atomic<bool>>& abandoned);
 
   int gpuCount() const { return static_cast<int>(gpus_.size()); }
 
@@ -153,6 +160,7 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
     int gpu = 0;
     std::string label;
     const ResolvedStep* step = nullptr;
+    const std::atomic<bool>* abandoned = nullptr;  // its launching process's (DeviceWork)
   };
   std::mutex waitingMu_;
   std::map<uint64_t, WaitingKernel> waitingKernels_;

@@ -393,7 +393,7 @@ class NodeServer {
       if (--livePids_[c->pid] == 0) livePids_.erase(c->pid);
       threadCache_.reset();
     }
-    c->node->abandonWaits(c->pid);
+    const size_t stoppedKernels = c->node->abandonWaits(c->pid);
     std::vector<std::unique_ptr<Worker>> workers;
     {
       std::lock_guard<std::mutex> lock(c->mu);
@@ -422,7 +422,8 @@ class NodeServer {
       clients_.erase(c->number);
     }
     log("process " + who(*c) + " left; reclaimed " + std::to_string(held.handles) + " handles, " +
-        std::to_string(held.mappings) + " mappings, " + std::to_string(held.reservations) + " reservations");
+        std::to_string(held.mappings) + " mappings, " + std::to_string(held.reservations) + " reservations" +
+        (stoppedKernels > 0 ? "; stopped " + std::to_string(stoppedKernels) + " of its kernels that waited" : ""));
   }
 
   // Blocks whose work is done (or that never had any) go back to the segment. Under mu_.
