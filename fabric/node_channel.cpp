@@ -64,6 +64,14 @@ void get(wire::Reader& r, MulticastProps* p) {
   p->handleTypes = r.get<uint32_t>();
 }
 
+void put(wire::Writer& w, const Admission& a) { w.put(a.number).put(a.finishedBefore).put(a.simRuns); }
+
+void get(wire::Reader& r, Admission* a) {
+  a->number = r.get<uint64_t>();
+  a->finishedBefore = r.get<uint64_t>();
+  a->simRuns = r.get<uint64_t>();
+}
+
 void put(wire::Writer& w, const DeviceOp& op) {
   w.put(op.kind).put(op.engineDevice).put(op.dst).put(op.src).put(op.dstDevice).put(op.srcDevice);
   w.put(op.dstPinned).put(op.srcPinned).put(op.dstAccessor).put(op.srcAccessor).put(op.bytes);

@@ -183,6 +183,9 @@ void get(wire::Reader& r, MulticastProps* p);
 // A device operation but its host pointers (which the transport replaces).
 void put(wire::Writer& w, const DeviceOp& op);
 void get(wire::Reader& r, DeviceOp* op);
+// A request's admission, as every answer starts (kAdmissionBytes).
+void put(wire::Writer& w, const Admission& a);
+void get(wire::Reader& r, Admission* a);
 void put(wire::Writer& w, const std::vector<FaultRule>& rules);
 void get(wire::Reader& r, std::vector<FaultRule>* rules);
 void put(wire::Writer& w, const std::vector<FaultRuleCounts>& counts);

@@ -540,9 +540,7 @@ class ClientNode final : public Node {
   // The admission an answer starts with, kept for endTraced while the thread's requests are traced.
   void noteAdmission(wire::Reader& r) {
     Admission a;
-    a.number = r.get<uint64_t>();
-    a.finishedBefore = r.get<uint64_t>();
-    a.simRuns = r.get<uint64_t>();
+    channel::get(r, &a);
     if (tTraced) tAdmissions.push_back(a);
   }
 

@@ -351,11 +351,9 @@ class NodeServer {
     }
     UniqueFd owned(fd);
     std::vector<uint8_t> out;
-    wire::Writer(&out)
-        .put(request.admission.number)
-        .put(request.admission.finishedBefore)
-        .put(request.admission.simRuns)
-        .put(s);
+    wire::Writer ow(&out);
+    channel::put(ow, request.admission);
+    ow.put(s);
     // Sent, the descriptor lives in the process; the node's copy closes here.
     ipc::sendMessage(c.sock.get(), ipc::Msg::kDescriptor, out, s == Status::kOk ? owned.get() : -1);
   }
@@ -469,10 +467,8 @@ class NodeServer {
         handle(*c, r, w, &request);
         host_->finishRequest();
       }
-      wire::Writer(ch->responseData, channel::kAdmissionBytes)
-          .put(request.admission.number)
-          .put(request.admission.finishedBefore)
-          .put(request.admission.simRuns);
+      wire::Writer aw(ch->responseData, channel::kAdmissionBytes);
+      channel::put(aw, request.admission);
       ch->responseBytes = channel::kAdmissionBytes + w.size();
       header_->faultsActive.store(c->node->faultsActive() ? 1 : 0, std::memory_order_release);
       header_->imexPresent.store(c->node->imexChannelPresent() ? 1 : 0, std::memory_order_release);
