@@ -138,10 +138,7 @@ void Engine::threadMain() {
     bool run = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] {
-        const uint64_t lowestPin = pins_.empty() ? UINT64_MAX : *pins_.begin();
-        return stopping_ || (runsStarted_ < lowestPin && runsStarted_ < runLimit_ && hasWork());
-      });
+      cv_.wait(lock, [this] { return stopping_ || mayStartRun(pins_.empty() ? UINT64_MAX : *pins_.begin()); });
       if (stopping_) {
         doneCv_.notify_all();
         return;  // the process is exiting; quiesce() joins this thread
@@ -224,6 +221,10 @@ void Engine::post(std::function<void()> fn) {
 
 bool Engine::hasWork() const { return !posted_.empty() || (needsRun() && !stalled_); }
 
+bool Engine::mayStartRun(uint64_t pinnedAt) const {
+  return runsStarted_ < pinnedAt && runsStarted_ < runLimit_ && hasWork();
+}
+
 uint64_t Engine::pin(uint64_t runs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (tPinned) return tPinAt;
@@ -237,7 +238,7 @@ bool Engine::canStartTowards(uint64_t at) const {
   // A lower pin is another thread's, passing through (its post or read comes first); it is
   // released without anything of this thread's.
   if (!pins_.empty() && *pins_.begin() < at && runsStarted_ >= *pins_.begin()) return true;
-  return runsStarted_ < at && runsStarted_ < runLimit_ && hasWork();
+  return mayStartRun(at);
 }
 
 void Engine::waitForPin(std::unique_lock<std::mutex>& lock, const std::function<bool()>& reached) {

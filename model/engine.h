@@ -154,6 +154,9 @@ class Engine {
   bool needsRun() const;
   // Something to do: work posted, or a waiter to let time run for (unless the simulation stalled).
   bool hasWork() const;
+  // Under mu_: whether a run may start, with pins up to `pinnedAt` (no run past it), the limit,
+  // and something to do.
+  bool mayStartRun(uint64_t pinnedAt) const;
   void removeWaiter(const Waiter* w);
   // Under mu_: releases the calling thread's pin, if it has one (release() takes the lock).
   void releaseLocked();
