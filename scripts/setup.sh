@@ -25,3 +25,6 @@ ninja -C build
 echo
 echo "== build/bin/mcsim run -- build/examples/node_tour"
 build/bin/mcsim run -- build/examples/node_tour
+echo
+echo "== build/bin/mcsim run -- build/examples/allreduce_tour"
+build/bin/mcsim run -- build/examples/allreduce_tour
