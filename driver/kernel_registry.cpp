@@ -27,10 +27,16 @@ Registry& registry() {
 
 }  // namespace
 
+namespace driver {
+
 void registerKernelModel(const std::string& name, KernelModel model) {
   Registry& r = registry();
+  // Destroyed after the lock is let go: a C model's release function may call back in.
+  KernelModel replaced;
   std::lock_guard<std::mutex> lock(r.mu);
-  r.models[name] = std::move(model);
+  KernelModel& slot = r.models[name];
+  replaced = std::move(slot);
+  slot = std::move(model);
 }
 
 bool hasKernelModel(const std::string& name) {
@@ -38,8 +44,6 @@ bool hasKernelModel(const std::string& name) {
   std::lock_guard<std::mutex> lock(r.mu);
   return r.models.count(name) != 0;
 }
-
-namespace driver {
 
 bool findKernelModel(const std::string& name, KernelModel* out) {
   Registry& r = registry();

@@ -9,6 +9,12 @@
 
 namespace mcsim::driver {
 
+// Registers (or replaces) the model of kernels named `name` (the C API's
+// mcsim_register_kernel_model, api_kernel_models.cpp). Thread-safe; takes effect for launches made
+// after it returns.
+void registerKernelModel(const std::string& name, KernelModel model);
+// Whether a model is registered under `name`.
+bool hasKernelModel(const std::string& name);
 // A copy of the model registered under `name`; false when there is none.
 bool findKernelModel(const std::string& name, KernelModel* out);
 // Registers the models of mcsim's kernel library (include/mcsim/kernels.h) through `add`.

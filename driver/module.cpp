@@ -228,7 +228,7 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   if (!findKernelModel(fn->name, &model)) {
     std::fprintf(stderr,
                  "mcsim: kernel '%s' has no behavioural model, so it cannot run in the simulator "
-                 "(register one with mcsim::registerKernelModel: docs/multimem.md)\n",
+                 "(register one with mcsim_register_kernel_model or mcsim::registerKernelModel: docs/multimem.md)\n",
                  fn->name.c_str());
     return CUDA_ERROR_NOT_FOUND;
   }

@@ -172,6 +172,14 @@ class Node {
   // Whether `w` is done, letting no time run (its donePs() is valid once it is).
   virtual bool isDone(const WorkDone& w) { return w->done(); }
   virtual uint64_t nowPs() = 0;
+  // Lets `ps` of simulated time pass, as a host thread sleeping that long would (device work runs
+  // meanwhile), and sets the time reached. kNotSupported where the process runs no simulation of
+  // its own to advance (a shared node's client), the default.
+  virtual Status advanceTime(uint64_t ps, uint64_t* reachedPs) {
+    (void)ps;
+    (void)reachedPs;
+    return Status::kNotSupported;
+  }
 
   // Synchronous data movement (submit, then wait), for callers outside any stream. Device
   // addresses are resolved against the rights of device `accessor`; host pointers are plain

@@ -687,6 +687,11 @@ class ProcessNode final : public AttachedNode {
     const auto pinned = n_.admitRequest();  // a clock read is a request like any other: where it falls decides what it reads
     return model::Engine::instance().nowPs();
   }
+  Status advanceTime(uint64_t ps, uint64_t* reachedPs) override {
+    const auto pinned = n_.admitRequest();
+    *reachedPs = model::Engine::instance().advance(ps);
+    return Status::kOk;
+  }
   bool isDone(const WorkDone& w) override {
     const auto pinned = n_.admitRequest();
     model::Engine::instance().settle();  // done or not as of the request's run

@@ -21,18 +21,22 @@
 //   };
 //   mcsim::registerKernelModel("scale_by_two", scale);
 //
-// docs/multimem.md has the worked example in full. The functions are exported by mcsim's
-// libcuda.so.1; a program that wants to run on real GPUs too guards the calls (they exist only
-// under mcsim: look them up with dlsym, or build the registration into a separate library).
+// docs/multimem.md has the worked example in full. registerKernelModel goes through the C API of
+// mcsim/mcsim.h (mcsim_register_kernel_model), which mcsim's libcuda.so.1 exports; a program that
+// wants to run on real GPUs too registers its models through mcsim_load_api there instead (the
+// functions exist only under mcsim).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "mcsim/kernels.h"
+#include "mcsim/mcsim.h"
 
 namespace mcsim {
 
@@ -130,10 +134,72 @@ struct KernelModel {
   std::function<std::string(const KernelLaunch&, KernelSteps&)> expand;
 };
 
-// Registers (or replaces) the model of kernels named `name`. Thread-safe; takes effect for
-// launches made after it returns.
-void registerKernelModel(const std::string& name, KernelModel model);
+namespace detail {
+
+// The C API's expand function for a C++ model (`user` is the KernelModel): the launch in C++
+// terms, the model's steps handed back one by one.
+inline void expandCppModel(void* user, const mcsim_kernel_launch* c, mcsim_kernel_steps* out) {
+  const KernelModel& model = *static_cast<const KernelModel*>(user);
+  KernelLaunch l;
+  l.name = c->name;
+  l.device = c->device;
+  l.grid = Dim3{c->grid.x, c->grid.y, c->grid.z};
+  l.block = Dim3{c->block.x, c->block.y, c->block.z};
+  l.sharedMemBytes = c->shared_mem_bytes;
+  for (size_t i = 0; i < c->param_count; ++i) {
+    const auto* p = static_cast<const uint8_t*>(c->params[i]);
+    l.params.emplace_back(p, p + c->param_bytes[i]);
+  }
+  KernelSteps steps;
+  std::string why;
+  try {
+    why = model.expand ? model.expand(l, steps) : std::string("the model has no expand function");
+  } catch (const std::exception& e) {
+    why = std::string("the model threw: ") + e.what();
+  } catch (...) {
+    why = "the model threw";
+  }
+  if (!why.empty()) {
+    mcsim_kernel_steps_reject(out, why.c_str());
+    return;
+  }
+  for (const KernelStep& s : steps.steps()) {
+    const mcsim_kernel_step step = {static_cast<uint32_t>(s.kind), s.dst, s.src, s.src2, s.mc, s.bytes,
+                                    s.count, s.dtype, s.op, s.value};
+    mcsim_kernel_steps_add(out, &step);
+  }
+  mcsim_kernel_steps_set_bytes_in_flight_per_thread(out, steps.bytesInFlightPerThread());
+}
+
+inline void releaseCppModel(void* user) { delete static_cast<KernelModel*>(user); }
+
+// KernelStep::Kind and mcsim_step_kind number the kinds alike (the cast above relies on it).
+static_assert(static_cast<uint32_t>(KernelStep::Kind::kCopy) == MCSIM_STEP_COPY &&
+                  static_cast<uint32_t>(KernelStep::Kind::kReduce) == MCSIM_STEP_REDUCE &&
+                  static_cast<uint32_t>(KernelStep::Kind::kMultimemStore) == MCSIM_STEP_MULTIMEM_STORE &&
+                  static_cast<uint32_t>(KernelStep::Kind::kMultimemReduce) == MCSIM_STEP_MULTIMEM_REDUCE &&
+                  static_cast<uint32_t>(KernelStep::Kind::kMultimemLoadReduce) == MCSIM_STEP_MULTIMEM_LOAD_REDUCE &&
+                  static_cast<uint32_t>(KernelStep::Kind::kMultimemLoadReduceStore) ==
+                      MCSIM_STEP_MULTIMEM_LOAD_REDUCE_STORE &&
+                  static_cast<uint32_t>(KernelStep::Kind::kSignal) == MCSIM_STEP_SIGNAL &&
+                  static_cast<uint32_t>(KernelStep::Kind::kWait) == MCSIM_STEP_WAIT,
+              "KernelStep::Kind and mcsim_step_kind differ");
+
+}  // namespace detail
+
+// Registers (or replaces) the model of kernels named `name`, through the C API
+// (mcsim_register_kernel_model). Thread-safe; takes effect for launches made after it returns.
+// Throws std::invalid_argument for an empty name or a parameter of 0 bytes.
+inline void registerKernelModel(const std::string& name, KernelModel model) {
+  const std::vector<size_t> paramBytes = model.paramBytes;
+  auto* held = new KernelModel(std::move(model));
+  if (mcsim_register_kernel_model(name.c_str(), paramBytes.data(), paramBytes.size(), &detail::expandCppModel, held,
+                                  &detail::releaseCppModel) != MCSIM_SUCCESS) {
+    delete held;  // not registered: still ours
+    throw std::invalid_argument(mcsim_last_error());
+  }
+}
 // Whether a model is registered under `name`.
-bool hasKernelModel(const std::string& name);
+inline bool hasKernelModel(const std::string& name) { return mcsim_has_kernel_model(name.c_str()) != 0; }
 
 }  // namespace mcsim

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "mcsim/mcsim.h"
 #include "traces/lib/trace_format.h"
 
 namespace mcsim::trace {
@@ -33,8 +34,14 @@ struct Target {
   uint64_t (*finished)() = nullptr;
   void (*close)() = nullptr;
   void (*nodePlan)(const uint64_t*, const uint64_t*, size_t) = nullptr;  // mcsim_trace_node_plan
-  bool (*initialized)() = nullptr;         // mcsim::api::initialized
-  uint64_t (*stateDigest)() = nullptr;     // mcsim::api::stateDigest
+  // mcsim's C API (mcsim/mcsim.h), present in mcsim's libcuda.so.1 only.
+  decltype(&mcsim_initialized) initialized = nullptr;
+  decltype(&mcsim_get_state_digest) getStateDigest = nullptr;
+  uint64_t stateDigest() const {
+    uint64_t d = 0;
+    getStateDigest(&d);
+    return d;
+  }
   std::vector<void*> fns;
 };
 
@@ -111,7 +118,7 @@ class Replay {
         }
       }
     }
-    const bool check = o_.checkInvariants && t_.threads <= 1 && target_.stateDigest != nullptr && target_.initialized() &&
+    const bool check = o_.checkInvariants && t_.threads <= 1 && target_.getStateDigest != nullptr && target_.initialized() != 0 &&
                        o_.nodeName.empty();
     const uint64_t before = check ? target_.stateDigest() : 0;
     if (!o_.nodeName.empty() && target_.nodePlan != nullptr) {
@@ -270,9 +277,10 @@ int childMain(const Trace& t, const ReplayOptions& o) {
     return 3;
   }
   if (o.simulated) {
-    target.initialized = reinterpret_cast<bool (*)()>(::dlsym(target.lib, "_ZN5mcsim3api11initializedEv"));
-    target.stateDigest = reinterpret_cast<uint64_t (*)()>(::dlsym(target.lib, "_ZN5mcsim3api11stateDigestEv"));
-    if (target.initialized == nullptr) target.stateDigest = nullptr;
+    target.initialized = reinterpret_cast<decltype(&mcsim_initialized)>(::dlsym(target.lib, "mcsim_initialized"));
+    target.getStateDigest =
+        reinterpret_cast<decltype(&mcsim_get_state_digest)>(::dlsym(target.lib, "mcsim_get_state_digest"));
+    if (target.initialized == nullptr) target.getStateDigest = nullptr;
   }
   for (size_t i = 0; i < callCount(); ++i) target.fns.push_back(::dlsym(target.lib, callTable()[i].symbol));
   // Every call must reach the target's recorder, or the admission turns of later calls never come.
