@@ -32,8 +32,16 @@ DriverLibraryDir findDriverLibraryDir(const std::string& subdir) {
   std::error_code ec;
   const fs::path self = selfPath(ec);
   if (ec) return {"", "cannot locate the mcsim executable (" + ec.message() + "); set MCSIM_LIB_DIR"};
-  DriverLibraryDir found = check(self.parent_path().parent_path() / "lib" / subdir, "next to " + self.string());
-  if (found.dir.empty()) found.problem += "; set MCSIM_LIB_DIR to the directory that holds it";
+  const fs::path bin = self.parent_path();
+  std::string problems;
+#ifdef MCSIM_DRIVER_DIR_FROM_BIN
+  // An installed prefix keeps the driver in a directory of its own (cmake/McsimInstall.cmake).
+  const DriverLibraryDir installed = check(bin / MCSIM_DRIVER_DIR_FROM_BIN / subdir, "the installed layout");
+  if (!installed.dir.empty()) return installed;
+  problems = installed.problem + "; ";
+#endif
+  DriverLibraryDir found = check(bin.parent_path() / "lib" / subdir, "next to " + self.string());
+  if (found.dir.empty()) found.problem = problems + found.problem + "; set MCSIM_LIB_DIR to the directory that holds it";
   return found;
 }
 

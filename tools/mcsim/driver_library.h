@@ -13,9 +13,10 @@ struct DriverLibraryDir {
   std::string problem;  // why not, for the user
 };
 
-// MCSIM_LIB_DIR when set; otherwise <directory of this executable>/../lib, the layout of both
-// the build tree (bin/ beside lib/) and an installed prefix. With `subdir` ("record-real"), the
-// directory of that name inside it.
+// MCSIM_LIB_DIR when set; otherwise the installed layout, <prefix>/lib/mcsim beside
+// <prefix>/bin (the lib directory is the install's CMAKE_INSTALL_LIBDIR), and then the build
+// tree's, <directory of this executable>/../lib. With `subdir` ("record-real"), the directory of
+// that name inside it.
 DriverLibraryDir findDriverLibraryDir(const std::string& subdir = "");
 
 struct CompanionProgram {
