@@ -5,7 +5,8 @@
 // memory, each attached process's handles and virtual address space, exported handles, and
 // (later) the fabric manager's multicast objects. Calls are plain data in, Status and plain data
 // out, so that the same interface can be served in-process (the embedded node) or across
-// processes (a shared node). The driver does not know which transport it has.
+// processes (a shared node). The driver does not know which transport it has. The calls are
+// declared once, in node_ops.def, which makes both this interface and the shared node's transport.
 //
 // Every failing call leaves the node exactly as it was: no half-made object, no leaked handle.
 #pragma once
@@ -19,6 +20,7 @@
 #include "fabric/fabric_manager.h"
 #include "fabric/fault_injector.h"
 #include "fabric/memory_types.h"
+#include "fabric/node_op_macros.h"
 #include "fabric/preset.h"
 #include "mcsim/kernel_model.h"
 #include "model/address_space.h"
@@ -105,76 +107,35 @@ class Node {
  public:
   virtual ~Node() = default;
 
+  // What a process reads without asking the node (a shared node's client has them from the
+  // attach and the segment's header).
   virtual const Preset& preset() const = 0;
   // The simulated device virtual address range; host pointers never fall inside it.
   virtual uint64_t vaBase() const = 0;
   virtual uint64_t vaLimit() const = 0;
+  // Whether a fault plan is installed (onEntry need not be asked otherwise).
+  virtual bool faultsActive() const = 0;
+  // Whether an IMEX channel is present (the preset's answer, until a fault plan changes it).
+  virtual bool imexChannelPresent() const = 0;
 
-  // Physical memory (cuMemCreate and friends). A handle value is per process.
-  virtual Status createAllocation(const AllocationProps& props, uint64_t* handle) = 0;
-  virtual Status releaseHandle(uint64_t handle) = 0;
-  // An imported handle reports no shareable handle types, as the real driver's do.
-  virtual Status handleProps(uint64_t handle, AllocationProps* props) = 0;
-  // The allocation mapped at `va`, by the handle value this process first had for it (even if
-  // that handle was released since), with one more reference on it.
-  virtual Status retainHandleAt(uint64_t va, uint64_t* handle) = 0;
+  // What a driver call's fault-plan check (onEntry) answers.
+  struct FaultOutcome {
+    bool fail = false;
+    std::string result;  // a CUresult name for `return` rules (the driver resolves it)
+    Status status = Status::kOk;  // kHang when a block was given up
+  };
 
-  // Shareable handles. A POSIX fd export is a real open descriptor owned by the caller; like the
-  // real driver's, it keeps the allocation alive for as long as it is open anywhere in the
-  // process, so an import succeeds after every handle was released. A descriptor that is not one
-  // of this node's exports is kNotShareable.
-  virtual Status exportPosixFd(uint64_t handle, int* fd) = 0;
-  virtual Status importPosixFd(int fd, uint64_t* handle) = 0;
-  virtual Status exportFabric(uint64_t handle, uint8_t out[64]) = 0;
-  virtual Status importFabric(const uint8_t in[64], uint64_t* handle) = 0;
+  // The node's operations, one pure virtual per NODE_OP and NODE_CALL line of node_ops.def, where
+  // each is declared and described.
+#define NODE_OP(Return, name, params) virtual Return name(MCSIM_NODE_DECLS(params)) = 0;
+#define NODE_CALL(Return, name, params) virtual Return name(MCSIM_NODE_DECLS(params)) = 0;
+#define NODE_WIRE(name, inputs, outputs)
+#include "fabric/node_ops.def"
 
-  // Virtual memory. `map` takes a whole allocation at offset 0 (kNotSupported otherwise, as the
-  // real driver answers).
-  virtual Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) = 0;
-  virtual Status freeReservation(uint64_t va, uint64_t size) = 0;
-  virtual Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) = 0;
-  virtual Status unmap(uint64_t va, uint64_t size) = 0;
-  virtual Status setAccess(uint64_t va, uint64_t size, int device, Access access) = 0;
-  virtual Status getAccess(uint64_t va, int device, Access* access) = 0;
-
-  // Linear device memory (cuMemAlloc): reserved, backed and mapped in one step, readable and
-  // writable by every device's copy engines.
-  virtual Status allocLinear(int device, uint64_t size, uint64_t* va) = 0;
-  virtual Status freeLinear(uint64_t va) = 0;
-  // Stream-ordered pool memory (cuMemAllocAsync): made like linear memory, but it keeps the
-  // pool's properties (location, shareable handle types), `accessors` get read-write access,
-  // and cuMulticastBindAddr accepts it.
-  virtual Status allocPooled(const AllocationProps& props, uint64_t size, const std::vector<int>& accessors,
-                             uint64_t* va) = 0;
-  virtual Status freePooled(uint64_t va) = 0;
-  // cuMemPoolSetAccess, applied to one of the pool's allocations.
-  virtual Status setPooledAccess(uint64_t va, int device, Access access) = 0;
-
-  virtual Status pointerInfo(uint64_t va, int device, PointerInfo* info) = 0;
-  // Device memory left and in all (cuMemGetInfo).
-  virtual Status memoryInfo(int device, uint64_t* free, uint64_t* total) = 0;
-
-  // Device work. `submit` checks the operation (addresses mapped, rights, links up), then queues
-  // it. A kernel whose steps touch memory they may not (an unmapped or inaccessible address,
-  // multimem on an address that is no multicast mapping, a multicast range some member has no
-  // memory bound for) is refused with kIllegalAddress, a misaligned operand with kMisaligned:
-  // the driver turns those into the context's sticky error. Otherwise `submit` queues
-  // it to run once everything in `after` has completed; the operation takes simulated time in
-  // the node's timing model. A refused operation changes nothing.
-  virtual Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) = 0;
-  // Blocks until `w` completes (simulated time runs as far as that); returns the time it did, or
-  // model::Engine::kGaveUp when the work can never complete and the wait was given up (reported
-  // on stderr as the hang policy says).
-  virtual uint64_t waitFor(const WorkDone& w) = 0;
-  // Whether `w` is done; when it is not, lets simulated time run on for the host's polling
-  // interval first (so that a program spinning on a query makes progress, deterministically).
-  virtual bool poll(const WorkDone& w) = 0;
-  // Whether `w` is done, letting no time run (its donePs() is valid once it is).
-  virtual bool isDone(const WorkDone& w) { return w->done(); }
-  virtual uint64_t nowPs() = 0;
   // Lets `ps` of simulated time pass, as a host thread sleeping that long would (device work runs
   // meanwhile), and sets the time reached. kNotSupported where the process runs no simulation of
-  // its own to advance (a shared node's client), the default.
+  // its own to advance (a shared node's client), the default. (Not in node_ops.def: it does not
+  // cross to a shared node, whose time every attached process shares.)
   virtual Status advanceTime(uint64_t ps, uint64_t* reachedPs) {
     (void)ps;
     (void)reachedPs;
@@ -190,43 +151,6 @@ class Node {
   Status copy(uint64_t dstVa, uint64_t srcVa, uint64_t bytes, int dstAccessor, int srcAccessor);
   Status fill(uint64_t va, uint32_t value, unsigned elementBytes, uint64_t count, int accessor);
 
-  // Multicast, through the fabric manager. Multicast handles share the value space of
-  // allocation handles: releaseHandle, map, export and import take either kind.
-  virtual Status multicastCreate(const MulticastProps& props, uint64_t* handle) = 0;
-  virtual Status multicastAddDevice(uint64_t handle, int device) = 0;
-  // Binds block until every device of the team has been added. `device` < 0 binds for the
-  // memory's own device (cuMulticastBindMem / BindAddr); >= 0 is the _v2 forms' device.
-  virtual Status multicastBindMem(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t memHandle,
-                                  uint64_t memOffset, uint64_t size) = 0;
-  virtual Status multicastBindAddr(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t va,
-                                   uint64_t size) = 0;
-  virtual Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) = 0;
-  virtual FabricManagerState fabricManagerState() = 0;
-  virtual void setFabricManagerState(FabricManagerState s) = 0;
-
-  // Fault injection. Before a driver call does anything, the driver asks what the plan says
-  // about it: `symbol` is the exported name, `device` the call's device (-1: none), `rank` the
-  // process's MCSIM_RANK (-1: unset), `args` the `argCount` arguments it reports for argument
-  // filters (fault_arguments.def). Fabric-level rules (when `fabricMoment`) (fabric manager, IMEX, links, switches)
-  // are evaluated at every such event too. A blocked call waits here, and counts as blocked in
-  // the driver for deadlock detection.
-  struct FaultOutcome {
-    bool fail = false;
-    std::string result;  // a CUresult name for `return` rules (the driver resolves it)
-    Status status = Status::kOk;  // kHang when a block was given up
-  };
-  virtual bool faultsActive() const = 0;
-  virtual FaultOutcome onEntry(const char* symbol, int device, int rank, const FaultArgument* args,
-                               size_t argCount, bool fabricMoment) = 0;
-  virtual void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) = 0;
-  virtual void releaseFault(const std::string& label) = 0;
-  virtual std::vector<FaultRuleCounts> faultCounts() = 0;
-  virtual std::vector<FaultRule> faultRules() = 0;
-  // Whether an IMEX channel is present (the preset's answer, until a fault plan changes it).
-  virtual bool imexChannelPresent() const = 0;
-  // Whether `gpu`'s NVLinks are up (a fault plan can take them down).
-  virtual bool nvlinkUp(int gpu) = 0;
-
   // A shared node's admission order (admission.h), which traces record. The requests this thread
   // makes from beginTraced to endTraced are traced: the node counts them as finished for the
   // requests after them, and endTraced returns their admissions in the order the node took them
@@ -238,10 +162,6 @@ class Node {
   // A shared node's settings as JSON (name, topology, seed, fault plan, hang grace), as it told
   // this process when it attached; "" for the embedded node.
   virtual std::string sharedSettings() const { return ""; }
-
-  // A digest of all state a call can change (for "a failure leaves no trace" checks).
-  virtual uint64_t stateDigest() = 0;
-  virtual NodeStats stats() = 0;
 };
 
 // A node hosted inside this process: the default.

@@ -5,7 +5,7 @@
 //     (whether a fault plan is installed, whether the IMEX channel is present);
 //   - request channels, one per application thread that is inside a driver call at the moment:
 //     a request and a response buffer and two process-shared semaphores. The client writes a
-//     Node call as plain data (its Op, then its arguments, wire.h), posts `request` and waits on
+//     Node call as plain data (node_ops.h: a header, then its inputs), posts `request` and waits on
 //     `response`; a node thread that serves that channel alone carries the call out against the
 //     process's Node and writes the result back. A call that blocks (a bind waiting for its team)
 //     holds its channel and its node thread, nothing else;
@@ -111,84 +111,78 @@ struct Channel {
   uint8_t responseData[kChannelBytes];
 };
 
-// The calls. Each request starts with the Op, the calling thread's id, the admission number a
-// replay wants it to take (0: none) and whether it is traced (admission.h), the completions the
-// client dropped and the blocks it is done with; then the call's arguments. Each response starts
-// with the request's admission (kAdmissionBytes: its number, the traced requests finished before
-// it, the simulation's runs done), the Status (then, for kHang, the report), then the outputs.
-constexpr uint64_t kAdmissionBytes = 24;
-enum class Op : uint32_t {
-  kCreateAllocation = 1,
-  kReleaseHandle,
-  kHandleProps,
-  kRetainHandleAt,
-  kImportPosixFile,
-  kExportFabric,
-  kImportFabric,
-  kReserve,
-  kFreeReservation,
-  kMap,
-  kUnmap,
-  kSetAccess,
-  kGetAccess,
-  kAllocLinear,
-  kFreeLinear,
-  kAllocPooled,
-  kFreePooled,
-  kSetPooledAccess,
-  kPointerInfo,
-  kMemoryInfo,
-  kStage,       // a block for host data to come: its offset
-  kSubmit,
-  kWaitFor,
-  kPoll,
-  kIsDone,
-  kNowPs,
-  kMulticastCreate,
-  kMulticastAddDevice,
-  kMulticastBindMem,
-  kMulticastBindAddr,
-  kMulticastUnbind,
-  kFabricManagerState,
-  kSetFabricManagerState,
-  kOnEntry,
-  kInstallFaultPlan,
-  kReleaseFault,
-  kFaultCounts,
-  kFaultRules,
-  kNvlinkUp,
-  kStateDigest,
-  kStats,
-  kSkipAdmissions,  // recorded admission numbers a replayed call did not use
-  kCount,
-};
-
 // How the host side of a copy crosses (DeviceOp::src / dst when not device memory).
 enum class HostData : uint32_t {
   kNone = 0,
-  kInline,   // source bytes follow in the request
-  kBlock,    // source bytes are in a staged block (kStage): its offset follows
+  kInline,   // source bytes follow in the request (Request<Op::submit>::data)
+  kBlock,    // source bytes are in a staged block (Op::stage): its offset follows
   kReturn,   // destination: the node writes into a block it makes and returns the offset
 };
 
-// Plain data of the Node interface, written and read the same way on both sides.
-void put(wire::Writer& w, const AllocationProps& p);
-void get(wire::Reader& r, AllocationProps* p);
-void put(wire::Writer& w, const PointerInfo& p);
-void get(wire::Reader& r, PointerInfo* p);
-void put(wire::Writer& w, const NodeStats& s);
-void get(wire::Reader& r, NodeStats* s);
-void put(wire::Writer& w, const MulticastProps& p);
-void get(wire::Reader& r, MulticastProps* p);
-// A device operation but its host pointers (which the transport replaces).
-void put(wire::Writer& w, const DeviceOp& op);
-void get(wire::Reader& r, DeviceOp* op);
-// A request's admission, as every answer starts (kAdmissionBytes).
-void put(wire::Writer& w, const Admission& a);
-void get(wire::Reader& r, Admission* a);
-void put(wire::Writer& w, const std::vector<FaultRule>& rules);
-void get(wire::Reader& r, std::vector<FaultRule>* rules);
-void put(wire::Writer& w, const std::vector<FaultRuleCounts>& counts);
-void get(wire::Reader& r, std::vector<FaultRuleCounts>* counts);
+// Bytes that stay where they are: a copy's host source written straight from the program's
+// memory into the request, and read by the node where it lies in the request.
+struct ByteRun {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
+// A FaultArgument as values (its pointers cannot cross).
+struct WireFaultArgument {
+  std::string name;
+  uint64_t value = 0;
+  std::string text;
+  bool isText = false;
+  bool present = true;
+};
 
 }  // namespace mcsim::fabric::channel
+
+// The wire form of the Node interface's plain data: each struct's fields, in wire order (wire.h).
+// A field added to one of these structs must be added here too, or it does not cross.
+namespace mcsim::fabric::wire {
+
+#define MCSIM_WIRE_FIELDS(Type, ...)                   \
+  template <>                                           \
+  struct Fields<Type> {                                 \
+    template <typename S, typename V>                   \
+    static void visit(S& s, V&& v) {                    \
+      v(__VA_ARGS__);                                   \
+    }                                                   \
+  };
+MCSIM_WIRE_FIELDS(Location, s.kind, s.id)
+MCSIM_WIRE_FIELDS(AllocationProps, s.location, s.size, s.handleTypes, s.compressionType, s.gpuDirectRdmaCapable,
+                  s.usage)
+MCSIM_WIRE_FIELDS(PointerInfo, s.mapped, s.linear, s.pooled, s.location, s.allocationId, s.handleTypes,
+                  s.gpuDirectRdmaCapable, s.access, s.mappingBase, s.mappingSize, s.reservationBase,
+                  s.reservationSize, s.requestedSize)
+MCSIM_WIRE_FIELDS(NodeStats, s.allocations, s.handles, s.reservations, s.mappings, s.exportedFds, s.residentBytes,
+                  s.multicastObjects, s.freeMulticastSlots)
+MCSIM_WIRE_FIELDS(MulticastProps, s.numDevices, s.size, s.handleTypes)
+MCSIM_WIRE_FIELDS(Admission, s.number, s.finishedBefore, s.simRuns)
+MCSIM_WIRE_FIELDS(KernelStep, s.kind, s.dst, s.src, s.src2, s.mc, s.bytes, s.count, s.dtype, s.op, s.value)
+// A device operation but its host pointers' meaning (the transport replaces them).
+MCSIM_WIRE_FIELDS(DeviceOp, s.kind, s.engineDevice, s.dst, s.src, s.dstDevice, s.srcDevice, s.dstPinned, s.srcPinned,
+                  s.dstAccessor, s.srcAccessor, s.bytes, s.value, s.elementBytes, s.count, s.callerWaits,
+                  s.stageSource, s.crossGpu, s.steps, s.threads, s.blocks, s.bytesInFlightPerThread, s.label,
+                  s.stream)
+MCSIM_WIRE_FIELDS(ArgValue, s.number, s.symbol)
+MCSIM_WIRE_FIELDS(ArgFilter, s.name, s.op, s.text, s.values)
+MCSIM_WIRE_FIELDS(FaultRule, s.file, s.line, s.text, s.point, s.entry, s.prefix, s.devices, s.ranks, s.gpu, s.args,
+                  s.nth, s.after, s.max, s.probability, s.atPs, s.always, s.action, s.result, s.label, s.timePs,
+                  s.untilPs, s.forPs, s.state)
+MCSIM_WIRE_FIELDS(FaultRuleCounts, s.matched, s.fired)
+MCSIM_WIRE_FIELDS(Node::FaultOutcome, s.fail, s.result, s.status)
+MCSIM_WIRE_FIELDS(channel::WireFaultArgument, s.name, s.value, s.text, s.isText, s.present)
+#undef MCSIM_WIRE_FIELDS
+
+template <>
+struct Codec<channel::ByteRun> {
+  static void put(Writer& w, const channel::ByteRun& b) { w.count(b.size).bytes(b.data, b.size); }
+  static void get(Reader& r, channel::ByteRun* b) {
+    b->size = r.count();
+    b->data = r.view(b->size);
+    if (b->data == nullptr) b->size = 0;
+  }
+};
+
+}  // namespace mcsim::fabric::wire

@@ -27,6 +27,7 @@
 
 #include "fabric/node.h"
 #include "fabric/node_channel.h"
+#include "fabric/node_ops.h"
 #include "fabric/node_host.h"
 #include "fabric/node_ipc.h"
 #include "fabric/unique_fd.h"
@@ -75,21 +76,14 @@ class ClientNode final : public Node {
   uint64_t vaBase() const override { return vaBase_; }
   uint64_t vaLimit() const override { return vaLimit_; }
 
-  Status createAllocation(const AllocationProps& props, uint64_t* handle) override {
-    return call(Op::kCreateAllocation, [&](wire::Writer& w) { channel::put(w, props); },
-                [&](wire::Reader& r) { *handle = r.get<uint64_t>(); });
+  // Every NODE_OP of node_ops.def: its arguments cross, its answer comes back.
+#define NODE_OP(Return, name, params)                                                                   \
+  Return name(MCSIM_NODE_DECLS(params)) override {                                                      \
+    return remote<Return>(Op::name, wire::Kinds<MCSIM_NODE_KINDS(params)>{} MCSIM_NODE_COMMA_NAMES(params)); \
   }
-  Status releaseHandle(uint64_t handle) override {
-    return call(Op::kReleaseHandle, [&](wire::Writer& w) { w.put(handle); });
-  }
-  Status handleProps(uint64_t handle, AllocationProps* props) override {
-    return call(Op::kHandleProps, [&](wire::Writer& w) { w.put(handle); },
-                [&](wire::Reader& r) { channel::get(r, props); });
-  }
-  Status retainHandleAt(uint64_t va, uint64_t* handle) override {
-    return call(Op::kRetainHandleAt, [&](wire::Writer& w) { w.put(va); },
-                [&](wire::Reader& r) { *handle = r.get<uint64_t>(); });
-  }
+#define NODE_CALL(Return, name, params)
+#define NODE_WIRE(name, inputs, outputs)
+#include "fabric/node_ops.def"
 
   Status exportPosixFd(uint64_t handle, int* fd) override {
     // A descriptor crosses only a socket: the export is asked for there, and the node's answer
@@ -125,103 +119,37 @@ class ClientNode final : public Node {
     // descriptor refers to none, as in the embedded node.
     struct stat st {};
     if (fd < 0 || fstat(fd, &st) != 0) return Status::kNotShareable;
-    return call(Op::kImportPosixFile,
-                [&](wire::Writer& w) { w.put(static_cast<uint64_t>(st.st_dev)).put(static_cast<uint64_t>(st.st_ino)); },
-                [&](wire::Reader& r) { *handle = r.get<uint64_t>(); });
-  }
-
-  Status exportFabric(uint64_t handle, uint8_t out[64]) override {
-    return call(Op::kExportFabric, [&](wire::Writer& w) { w.put(handle); },
-                [&](wire::Reader& r) { r.bytes(out, 64); });
-  }
-  Status importFabric(const uint8_t in[64], uint64_t* handle) override {
-    return call(Op::kImportFabric, [&](wire::Writer& w) { w.bytes(in, 64); },
-                [&](wire::Reader& r) { *handle = r.get<uint64_t>(); });
-  }
-
-  Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) override {
-    return call(Op::kReserve, [&](wire::Writer& w) { w.put(size).put(alignment).put(hint); },
-                [&](wire::Reader& r) { *va = r.get<uint64_t>(); });
-  }
-  Status freeReservation(uint64_t va, uint64_t size) override {
-    return call(Op::kFreeReservation, [&](wire::Writer& w) { w.put(va).put(size); });
-  }
-  Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle) override {
-    return call(Op::kMap, [&](wire::Writer& w) { w.put(va).put(size).put(offset).put(handle); });
-  }
-  Status unmap(uint64_t va, uint64_t size) override {
-    return call(Op::kUnmap, [&](wire::Writer& w) { w.put(va).put(size); });
-  }
-  Status setAccess(uint64_t va, uint64_t size, int device, Access access) override {
-    return call(Op::kSetAccess, [&](wire::Writer& w) { w.put(va).put(size).put(device).put(access); });
-  }
-  Status getAccess(uint64_t va, int device, Access* access) override {
-    return call(Op::kGetAccess, [&](wire::Writer& w) { w.put(va).put(device); },
-                [&](wire::Reader& r) { *access = r.get<Access>(); });
-  }
-  Status allocLinear(int device, uint64_t size, uint64_t* va) override {
-    return call(Op::kAllocLinear, [&](wire::Writer& w) { w.put(device).put(size); },
-                [&](wire::Reader& r) { *va = r.get<uint64_t>(); });
-  }
-  Status freeLinear(uint64_t va) override {
-    return call(Op::kFreeLinear, [&](wire::Writer& w) { w.put(va); });
-  }
-  Status allocPooled(const AllocationProps& props, uint64_t size, const std::vector<int>& accessors,
-                     uint64_t* va) override {
-    return call(Op::kAllocPooled, [&](wire::Writer& w) { channel::put(w, props); w.put(size).put(accessors); },
-                [&](wire::Reader& r) { *va = r.get<uint64_t>(); });
-  }
-  Status freePooled(uint64_t va) override {
-    return call(Op::kFreePooled, [&](wire::Writer& w) { w.put(va); });
-  }
-  Status setPooledAccess(uint64_t va, int device, Access access) override {
-    return call(Op::kSetPooledAccess, [&](wire::Writer& w) { w.put(va).put(device).put(access); });
-  }
-  Status pointerInfo(uint64_t va, int device, PointerInfo* info) override {
-    return call(Op::kPointerInfo, [&](wire::Writer& w) { w.put(va).put(device); },
-                [&](wire::Reader& r) { channel::get(r, info); });
-  }
-  Status memoryInfo(int device, uint64_t* free, uint64_t* total) override {
-    return call(Op::kMemoryInfo, [&](wire::Writer& w) { w.put(device); }, [&](wire::Reader& r) {
-      *free = r.get<uint64_t>();
-      *total = r.get<uint64_t>();
-    });
+    channel::Reply<Op::importPosixFile> a;
+    const Status s = ask<Op::importPosixFile>({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}, &a);
+    if (s == Status::kOk) *handle = a.handle;
+    return s;
   }
 
   Status submit(const DeviceOp& op, const std::vector<WorkDone>& after, WorkDone* done) override {
     const bool copy = op.kind == DeviceOp::Kind::kCopy;
-    HostData src = HostData::kNone;
-    uint64_t srcBlock = 0;
+    channel::Request<Op::submit> q;
+    q.op = op;
     if (copy && !op.srcDevice) {
-      src = HostData::kInline;
+      q.src = HostData::kInline;
+      q.data = channel::ByteRun{reinterpret_cast<const uint8_t*>(op.src), op.bytes};
       if (op.bytes > channel::kInlineBytes) {
         // Too much for the request: a block of the segment first, filled from here.
-        const Status s = call(Op::kStage, [&](wire::Writer& w) { w.put(op.bytes); },
-                              [&](wire::Reader& r) { srcBlock = r.get<uint64_t>(); });
+        channel::Reply<Op::stage> staged;
+        const Status s = ask<Op::stage>({op.bytes}, &staged);
         if (s != Status::kOk) return s;
-        std::memcpy(segmentAt(srcBlock), reinterpret_cast<const void*>(op.src), op.bytes);
-        src = HostData::kBlock;
+        std::memcpy(segmentAt(staged.block), reinterpret_cast<const void*>(op.src), op.bytes);
+        q.src = HostData::kBlock;
+        q.data = {};
+        q.srcBlock = staged.block;
       }
     }
     const bool dstHost = copy && !op.dstDevice;
-    std::vector<uint64_t> afterIds;
-    for (const WorkDone& w : after) afterIds.push_back(remoteId(w));
-    uint64_t id = 0, dstBlock = 0;
-    const Status s = call(
-        Op::kSubmit,
-        [&](wire::Writer& w) {
-          channel::put(w, op);
-          w.put(src);
-          if (src == HostData::kInline) w.bytes(reinterpret_cast<const void*>(op.src), op.bytes);
-          if (src == HostData::kBlock) w.put(srcBlock);
-          w.put(dstHost ? HostData::kReturn : HostData::kNone);
-          w.put(afterIds);
-        },
-        [&](wire::Reader& r) {
-          id = r.get<uint64_t>();
-          if (dstHost) dstBlock = r.get<uint64_t>();
-        });
+    q.dst = dstHost ? HostData::kReturn : HostData::kNone;
+    for (const WorkDone& w : after) q.after.push_back(remoteId(w));
+    channel::Reply<Op::submit> a;
+    const Status s = ask<Op::submit>(q, &a);
     if (s != Status::kOk) return s;
+    const uint64_t id = a.work, dstBlock = a.dstBlock;
     *done = localCompletion(id);
     // The bytes come back once the work is known to be done (a block of 0: the node moves no
     // data, MCSIM_TIMING_ONLY).
@@ -234,73 +162,30 @@ class ClientNode final : public Node {
 
   uint64_t waitFor(const WorkDone& w) override {
     uint64_t ps = 0;
-    askDone(Op::kWaitFor, w, &ps);
+    askDone<Op::waitFor>(w, &ps);
     return ps;
   }
   bool poll(const WorkDone& w) override {
     uint64_t ps = 0;
-    return askDone(Op::kPoll, w, &ps);
+    return askDone<Op::poll>(w, &ps);
   }
   bool isDone(const WorkDone& w) override {
     if (w->done()) return true;
     uint64_t ps = 0;
-    return askDone(Op::kIsDone, w, &ps);
+    return askDone<Op::isDone>(w, &ps);
   }
-  uint64_t nowPs() override {
-    uint64_t ps = 0;
-    call(Op::kNowPs, [](wire::Writer&) {}, [&](wire::Reader& r) { ps = r.get<uint64_t>(); });
-    return ps;
-  }
-
-  Status multicastCreate(const MulticastProps& props, uint64_t* handle) override {
-    return call(Op::kMulticastCreate, [&](wire::Writer& w) { channel::put(w, props); },
-                [&](wire::Reader& r) { *handle = r.get<uint64_t>(); });
-  }
-  Status multicastAddDevice(uint64_t handle, int device) override {
-    return call(Op::kMulticastAddDevice, [&](wire::Writer& w) { w.put(handle).put(device); });
-  }
-  Status multicastBindMem(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t memHandle, uint64_t memOffset,
-                          uint64_t size) override {
-    return call(Op::kMulticastBindMem, [&](wire::Writer& w) {
-      w.put(mcHandle).put(device).put(mcOffset).put(memHandle).put(memOffset).put(size);
-    });
-  }
-  Status multicastBindAddr(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t va, uint64_t size) override {
-    return call(Op::kMulticastBindAddr,
-                [&](wire::Writer& w) { w.put(mcHandle).put(device).put(mcOffset).put(va).put(size); });
-  }
-  Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) override {
-    return call(Op::kMulticastUnbind, [&](wire::Writer& w) { w.put(mcHandle).put(device).put(mcOffset).put(size); });
-  }
-  FabricManagerState fabricManagerState() override {
-    FabricManagerState st = FabricManagerState::kNotStarted;
-    call(Op::kFabricManagerState, [](wire::Writer&) {}, [&](wire::Reader& r) { st = r.get<FabricManagerState>(); });
-    return st;
-  }
-  void setFabricManagerState(FabricManagerState s) override {
-    call(Op::kSetFabricManagerState, [&](wire::Writer& w) { w.put(s); });
-  }
-
   bool faultsActive() const override { return header_->faultsActive.load(std::memory_order_acquire) != 0; }
 
   FaultOutcome onEntry(const char* symbol, int device, int rank, const FaultArgument* args, size_t argCount,
                        bool fabricMoment) override {
-    FaultOutcome out;
-    const Status s = call(
-        Op::kOnEntry,
-        [&](wire::Writer& w) {
-          w.put(std::string(symbol)).put(device).put(rank).put(fabricMoment).put<uint64_t>(argCount);
-          for (size_t i = 0; i < argCount; ++i) {
-            const FaultArgument& a = args[i];
-            w.put(std::string(a.name)).put(a.value).put(std::string(a.text != nullptr ? a.text : ""));
-            w.put(a.isText).put(a.present);
-          }
-        },
-        [&](wire::Reader& r) {
-          out.fail = r.getBool();
-          out.result = r.getString();
-          out.status = r.get<Status>();
-        });
+    channel::Request<Op::onEntry> q{symbol, device, rank, fabricMoment, {}};
+    for (size_t i = 0; i < argCount; ++i) {
+      const FaultArgument& a = args[i];
+      q.args.push_back({a.name, a.value, a.text != nullptr ? a.text : "", a.isText, a.present});
+    }
+    channel::Reply<Op::onEntry> a;
+    const Status s = ask<Op::onEntry>(q, &a);
+    FaultOutcome out{a.fail, a.result, a.status};
     if (s != Status::kOk) {
       // The node is gone (or the call was given up while it was held): the call fails.
       out.fail = true;
@@ -309,42 +194,7 @@ class ClientNode final : public Node {
     return out;
   }
 
-  void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) override {
-    call(Op::kInstallFaultPlan, [&](wire::Writer& w) {
-      channel::put(w, rules);
-      w.put(seed);
-    });
-  }
-  void releaseFault(const std::string& label) override {
-    call(Op::kReleaseFault, [&](wire::Writer& w) { w.put(label); });
-  }
-  std::vector<FaultRuleCounts> faultCounts() override {
-    std::vector<FaultRuleCounts> out;
-    call(Op::kFaultCounts, [](wire::Writer&) {}, [&](wire::Reader& r) { channel::get(r, &out); });
-    return out;
-  }
-  std::vector<FaultRule> faultRules() override {
-    std::vector<FaultRule> out;
-    call(Op::kFaultRules, [](wire::Writer&) {}, [&](wire::Reader& r) { channel::get(r, &out); });
-    return out;
-  }
   bool imexChannelPresent() const override { return header_->imexPresent.load(std::memory_order_acquire) != 0; }
-  bool nvlinkUp(int gpu) override {
-    bool up = false;
-    call(Op::kNvlinkUp, [&](wire::Writer& w) { w.put(gpu); }, [&](wire::Reader& r) { up = r.getBool(); });
-    return up;
-  }
-  uint64_t stateDigest() override {
-    uint64_t d = 0;
-    call(Op::kStateDigest, [](wire::Writer&) {}, [&](wire::Reader& r) { d = r.get<uint64_t>(); });
-    return d;
-  }
-  NodeStats stats() override {
-    NodeStats s;
-    call(Op::kStats, [](wire::Writer&) {}, [&](wire::Reader& r) { channel::get(r, &s); });
-    return s;
-  }
-
   void beginTraced(std::vector<uint64_t> tags) override {
     tTraced = false;  // the notice of tags given up is no traced request
     giveUpTags();
@@ -387,29 +237,37 @@ class ClientNode final : public Node {
       *error = "cannot reserve the simulated device address space";
       return false;
     }
-    std::vector<uint8_t> hello;
-    wire::Writer(&hello).put(ipc::HelloKind::kAttach).put(ipc::kProtocolVersion).put(rank).put(vaBase_);
+    ipc::Hello hello;
+    hello.kind = ipc::HelloKind::kAttach;
+    hello.rank = rank;
+    hello.vaBase = vaBase_;
     ipc::Msg type{};
     std::vector<uint8_t> reply;
-    if (!ipc::sendMessage(sock_.get(), ipc::Msg::kHello, hello) || !ipc::receiveMessage(sock_.get(), &type, &reply)) {
+    if (!ipc::sendMessage(sock_.get(), ipc::Msg::kHello, ipc::encode(hello)) ||
+        !ipc::receiveMessage(sock_.get(), &type, &reply)) {
       *error = "node '" + name + "' did not answer";
       return false;
     }
-    wire::Reader r(reply.data(), reply.size());
     if (type != ipc::Msg::kWelcome) {
-      *error = "node '" + name + "' refused: " + r.getString();
+      *error = ipc::describeRefusal(name, reply);
       return false;
     }
-    nodePid_ = r.get<int>();
-    const std::string segment = r.getString();
-    const std::string topology = r.getString();
-    vaLimit_ = r.get<uint64_t>();
-    const uint64_t firstChannel = r.get<uint64_t>();
-    settings_ = r.getString();
-    if (!r.ok()) {
+    ipc::Welcome welcome;
+    if (!ipc::decode(reply, &welcome)) {
       *error = "node '" + name + "' answered with a malformed welcome";
       return false;
     }
+    if ((welcome.capabilities & ipc::kNeeded) != ipc::kNeeded) {
+      *error = "node '" + name + "' lacks what this driver needs: " +
+               ipc::capabilityNames(ipc::kNeeded & ~welcome.capabilities);
+      return false;
+    }
+    nodePid_ = welcome.nodePid;
+    const std::string& segment = welcome.segment;
+    const std::string& topology = welcome.topology;
+    vaLimit_ = welcome.vaLimit;
+    const uint64_t firstChannel = welcome.firstChannel;
+    settings_ = welcome.settings;
     try {
       segment_ = std::make_unique<bip::managed_shared_memory>(bip::open_only, segment.c_str());
     } catch (const bip::interprocess_exception& e) {
@@ -482,8 +340,11 @@ class ClientNode final : public Node {
     Channel* ch = takeChannel();
     if (ch == nullptr) return Status::kNodeLost;
     wire::Writer w(ch->requestData, channel::kChannelBytes);
-    const uint64_t tag = nextTag();
-    w.put(op).put(static_cast<int64_t>(syscall(SYS_gettid))).put(tag).put(tTraced);
+    channel::RequestHeader header;
+    header.op = op;
+    header.thread = static_cast<int64_t>(syscall(SYS_gettid));
+    header.tag = nextTag();
+    header.traced = tTraced;
     // What rides along is taken out of its list, and put back if the request cannot go.
     auto takeSome = [](std::mutex& mu, std::vector<uint64_t>& from) {
       std::lock_guard<std::mutex> lock(mu);
@@ -492,9 +353,11 @@ class ClientNode final : public Node {
       from.erase(from.begin(), from.begin() + n);
       return taken;
     };
-    const std::vector<uint64_t> released = takeSome(ledger_->mu, ledger_->released);
-    const std::vector<uint64_t> freed = takeSome(mu_, freedBlocks_);
-    w.put(released).put(freed);
+    header.released = takeSome(ledger_->mu, ledger_->released);
+    header.freed = takeSome(mu_, freedBlocks_);
+    const std::vector<uint64_t>& released = header.released;
+    const std::vector<uint64_t>& freed = header.freed;
+    w.put(header);
     args(w);
     if (!w.fits()) {
       {
@@ -504,7 +367,7 @@ class ClientNode final : public Node {
       std::lock_guard<std::mutex> lock(mu_);
       freedBlocks_.insert(freedBlocks_.end(), freed.begin(), freed.end());
       idle_.push_back(ch);
-      if (tag != 0) --tNextTag;  // the tag stays for the next request
+      if (header.tag != 0) --tNextTag;  // the tag stays for the next request
       return Status::kInvalidValue;  // a request larger than a channel: nothing this driver sends
     }
     ch->requestBytes = w.size();
@@ -527,20 +390,43 @@ class ClientNode final : public Node {
     }
     if (s == Status::kOk) {
       outs(r);
-      if (!r.ok()) s = Status::kInvalidValue;
+      if (!r.ok() || !r.atEnd()) s = Status::kInvalidValue;  // an answer this driver cannot read
     }
     giveChannel(ch);
     return s;
   }
-  template <typename Args>
-  Status call(Op op, Args args) {
-    return call(op, args, [](wire::Reader&) {});
+  // A transport request of node_ops.def (NODE_WIRE).
+  template <Op op>
+  Status ask(const channel::Request<op>& q, channel::Reply<op>* a) {
+    return call(op, [&](wire::Writer& w) { w.put(q); }, [&](wire::Reader& r) { r.read(a); });
+  }
+
+  // A NODE_OP of node_ops.def: its inputs cross, its return value and outputs come back.
+  template <typename R, typename... K, typename... A>
+  R remote(Op op, wire::Kinds<K...> kinds, const A&... a) {
+    std::conditional_t<wire::kReturnsValue<R>, R, int> result{};
+    const Status s = call(
+        op, [&](wire::Writer& w) { wire::sendInputs(kinds, w, a...); },
+        [&](wire::Reader& r) {
+          if constexpr (wire::kReturnsValue<R>) {
+            wire::receiveOutputs(kinds, r, &result, a...);
+          } else {
+            wire::receiveOutputs<R>(kinds, r, nullptr, a...);
+          }
+        });
+    if constexpr (std::is_same_v<R, Status>) {
+      return s;
+    } else if constexpr (wire::kReturnsValue<R>) {
+      return result;  // (the type's default when the node is gone)
+    } else {
+      (void)s;
+    }
   }
 
   // The admission an answer starts with, kept for endTraced while the thread's requests are traced.
   void noteAdmission(wire::Reader& r) {
     Admission a;
-    channel::get(r, &a);
+    r.read(&a);
     if (tTraced) tAdmissions.push_back(a);
   }
 
@@ -553,7 +439,8 @@ class ClientNode final : public Node {
     std::vector<uint64_t> unused(tTags.begin() + static_cast<long>(std::min(tNextTag, tTags.size())), tTags.end());
     tTags.clear();
     tNextTag = 0;
-    if (!unused.empty()) call(Op::kSkipAdmissions, [&](wire::Writer& w) { w.put(unused); });
+    channel::Reply<Op::skipAdmissions> none;
+    if (!unused.empty()) ask<Op::skipAdmissions>({unused}, &none);
   }
 
   // The node's id of a local completion.
@@ -581,23 +468,21 @@ class ClientNode final : public Node {
 
   // waitFor / poll / isDone of `w`, which also asks after the copies whose bytes are still to
   // come back, settles what is done and copies those bytes out. Returns whether `w` is done.
-  bool askDone(Op op, const WorkDone& w, uint64_t* ps) {
+  template <Op op>
+  bool askDone(const WorkDone& w, uint64_t* ps) {
     std::vector<CopyOut> pending;
     {
       std::lock_guard<std::mutex> lock(mu_);
       pending.swap(copyOuts_);
     }
-    std::vector<uint64_t> ids;
-    for (const CopyOut& c : pending) ids.push_back(c.id);
-    bool done = false;
-    std::vector<uint64_t> doneAt;  // per pending copy: 0 = not done, else 1 + its time
-    const Status s = call(
-        op, [&](wire::Writer& wr) { wr.put(remoteId(w)).put(ids); },
-        [&](wire::Reader& r) {
-          done = r.getBool();
-          *ps = r.get<uint64_t>();
-          doneAt = r.getVector<uint64_t>();
-        });
+    channel::Request<op> q;
+    q.work = remoteId(w);
+    for (const CopyOut& c : pending) q.pending.push_back(c.id);
+    channel::Reply<op> a;
+    const Status s = ask<op>(q, &a);
+    const bool done = a.done;
+    *ps = a.ps;
+    const std::vector<uint64_t>& doneAt = a.doneAt;  // per pending copy: 0 = not done, else 1 + its time
     if (s == Status::kOk && done) w->settle(*ps);
     std::vector<CopyOut> still;
     for (size_t i = 0; i < pending.size(); ++i) {

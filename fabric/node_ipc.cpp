@@ -11,19 +11,128 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "fabric/unique_fd.h"
+#include "fabric/wire.h"
+
+namespace mcsim::fabric::wire {
+
+template <>
+struct Fields<ipc::Hello> {
+  template <typename S, typename V>
+  static void visit(S& s, V&& v) {
+    v(s.version, s.capabilities, s.kind, s.rank, s.vaBase);
+  }
+};
+template <>
+struct Fields<ipc::Refusal> {
+  template <typename S, typename V>
+  static void visit(S& s, V&& v) {
+    v(s.version, s.capabilities, s.reason);
+  }
+};
+template <>
+struct Fields<ipc::Welcome> {
+  template <typename S, typename V>
+  static void visit(S& s, V&& v) {
+    v(s.version, s.capabilities, s.nodePid, s.segment, s.topology, s.vaLimit, s.firstChannel, s.settings);
+  }
+};
+
+}  // namespace mcsim::fabric::wire
 
 namespace mcsim::fabric::ipc {
 
 namespace {
 
-struct Header {
-  uint32_t type;
-  uint32_t length;
-};
+// Every socket message starts with its type and its payload's length, 4 bytes each, little-endian.
+constexpr size_t kHeaderBytes = 8;
+
+template <typename T>
+std::vector<uint8_t> encodeStruct(const T& t) {
+  std::vector<uint8_t> out;
+  wire::Writer(&out).put(t);
+  return out;
+}
+
+template <typename T>
+bool decodeStruct(const std::vector<uint8_t>& payload, T* t) {
+  wire::Reader r(payload.data(), payload.size());
+  r.read(t);
+  return r.ok() && r.atEnd();
+}
 
 }  // namespace
+
+std::string capabilityNames(uint64_t bits) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {kCapDescriptors, "descriptors"}, {kCapStagedData, "staged-data"}, {kCapAdmissionOrder, "admission-order"}};
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if ((bits & bit) == 0) continue;
+    out += out.empty() ? "" : " ";
+    out += name;
+    bits &= ~bit;
+  }
+  if (bits != 0) out += (out.empty() ? "" : " ") + std::string("unknown bits ") + std::to_string(bits);
+  return out.empty() ? "none" : out;
+}
+
+std::vector<uint8_t> encode(const Hello& h) { return encodeStruct(h); }
+
+bool decode(const std::vector<uint8_t>& payload, Hello* h, uint32_t* version) {
+  wire::Reader r(payload.data(), payload.size());
+  *version = r.get<uint32_t>();
+  if (!r.ok()) {
+    *version = 0;
+    return false;
+  }
+  if (*version != kProtocolVersion) {
+    // Protocols 1 to 3 began with the kind (1 to 3) and the version as 8-byte fields.
+    if (*version <= 3 && payload.size() >= 16) {
+      wire::Reader old(payload.data() + 8, 8);
+      *version = static_cast<uint32_t>(old.get<uint64_t>());
+    }
+    return false;
+  }
+  return decodeStruct(payload, h);
+}
+
+std::vector<uint8_t> encode(const Refusal& r) { return encodeStruct(r); }
+
+std::string describeRefusal(const std::string& name, const std::vector<uint8_t>& payload) {
+  Refusal refusal;
+  if (decodeStruct(payload, &refusal)) {
+    if (refusal.version != kProtocolVersion) {
+      return "node '" + name + "' speaks wire protocol " + std::to_string(refusal.version) + ", this driver " +
+             std::to_string(kProtocolVersion) + ": use a driver and a node of the same mcsim build";
+    }
+    return "node '" + name + "' refused: " + refusal.reason;
+  }
+  // A node of protocol 3 or before: its reason, as an 8-byte length and the text.
+  wire::Reader old(payload.data(), payload.size());
+  const uint64_t n = old.get<uint64_t>();
+  const uint8_t* text = n <= payload.size() ? old.view(n) : nullptr;
+  if (text != nullptr && old.atEnd()) {
+    return "node '" + name + "' refused: " + std::string(reinterpret_cast<const char*>(text), n) +
+           " (the node speaks an older wire protocol; this driver speaks " + std::to_string(kProtocolVersion) + ")";
+  }
+  return "node '" + name + "' refused the attach with an answer this driver cannot read (wire protocol " +
+         std::to_string(kProtocolVersion) + ")";
+}
+
+std::vector<uint8_t> encodeRefusalForVersion3(const std::string& reason) {
+  std::vector<uint8_t> out;
+  wire::Writer w(&out);
+  w.put<uint64_t>(reason.size());
+  w.bytes(reason.data(), reason.size());
+  return out;
+}
+
+std::vector<uint8_t> encode(const Welcome& w) { return encodeStruct(w); }
+
+bool decode(const std::vector<uint8_t>& payload, Welcome* w) { return decodeStruct(payload, w); }
 
 bool validNodeName(const std::string& name) {
   if (name.empty() || name.size() > 64 || name[0] == '.') return false;
@@ -73,10 +182,10 @@ bool sendMessage(int sock, Msg type, const std::vector<uint8_t>& payload, int fd
     errno = EMSGSIZE;
     return false;
   }
-  std::vector<uint8_t> buf(sizeof(Header) + payload.size());
-  const Header h{static_cast<uint32_t>(type), static_cast<uint32_t>(payload.size())};
-  std::memcpy(buf.data(), &h, sizeof h);
-  if (!payload.empty()) std::memcpy(buf.data() + sizeof h, payload.data(), payload.size());
+  std::vector<uint8_t> buf;
+  buf.reserve(kHeaderBytes + payload.size());
+  wire::Writer(&buf).put(static_cast<uint32_t>(type)).put(static_cast<uint32_t>(payload.size()));
+  buf.insert(buf.end(), payload.begin(), payload.end());
   iovec io{buf.data(), buf.size()};
   msghdr m{};
   m.msg_iov = &io;
@@ -101,7 +210,7 @@ bool sendMessage(int sock, Msg type, const std::vector<uint8_t>& payload, int fd
 
 bool receiveMessage(int sock, Msg* type, std::vector<uint8_t>* payload, int* fd) {
   if (fd != nullptr) *fd = -1;
-  std::vector<uint8_t> buf(sizeof(Header) + kMaxMessage);
+  std::vector<uint8_t> buf(kHeaderBytes + kMaxMessage);
   iovec io{buf.data(), buf.size()};
   msghdr m{};
   m.msg_iov = &io;
@@ -124,7 +233,7 @@ bool receiveMessage(int sock, Msg* type, std::vector<uint8_t>* payload, int* fd)
       else close(got);
     }
   }
-  if (n <= 0 || static_cast<size_t>(n) < sizeof(Header) || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+  if (n <= 0 || static_cast<size_t>(n) < kHeaderBytes || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
     if (fd != nullptr && *fd >= 0) {
       close(*fd);
       *fd = -1;
@@ -132,14 +241,19 @@ bool receiveMessage(int sock, Msg* type, std::vector<uint8_t>* payload, int* fd)
     if (n > 0) errno = EPROTO;
     return false;
   }
-  Header h{};
-  std::memcpy(&h, buf.data(), sizeof h);
-  if (h.length != static_cast<size_t>(n) - sizeof h) {
+  wire::Reader header(buf.data(), kHeaderBytes);
+  const auto kind = header.get<uint32_t>();
+  const auto length = header.get<uint32_t>();
+  if (length != static_cast<size_t>(n) - kHeaderBytes) {
+    if (fd != nullptr && *fd >= 0) {
+      close(*fd);
+      *fd = -1;
+    }
     errno = EPROTO;
     return false;
   }
-  *type = static_cast<Msg>(h.type);
-  payload->assign(buf.begin() + sizeof h, buf.begin() + n);
+  *type = static_cast<Msg>(kind);
+  payload->assign(buf.begin() + kHeaderBytes, buf.begin() + n);
   return true;
 }
 

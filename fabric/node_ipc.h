@@ -18,7 +18,23 @@
 
 namespace mcsim::fabric::ipc {
 
-constexpr uint32_t kProtocolVersion = 3;  // 3: admissions carry the simulation's run count
+// The wire protocol: the socket's messages, the channels' requests (node_ops.def, node_ops.h) and
+// their encoding (wire.h). 3: admissions carry the simulation's run count. 4: every field at its
+// own width (was: 8 bytes each), counts of 4 bytes, the hello with capabilities, the operations
+// numbered from node_ops.def.
+constexpr uint32_t kProtocolVersion = 4;
+
+// What a side of the connection can do, announced in the hello and the welcome: a driver
+// attaches only to a node that has every capability it needs (kNeeded).
+enum Capability : uint64_t {
+  kCapDescriptors = 1u << 0,     // exports cross the socket as descriptors (SCM_RIGHTS)
+  kCapStagedData = 1u << 1,      // host data crosses in blocks of the segment
+  kCapAdmissionOrder = 1u << 2,  // requests are numbered in admission order (traces, replays)
+};
+constexpr uint64_t kCapabilities = kCapDescriptors | kCapStagedData | kCapAdmissionOrder;
+constexpr uint64_t kNeeded = kCapDescriptors | kCapStagedData | kCapAdmissionOrder;
+// The capability bits' names, for messages ("descriptors staged-data").
+std::string capabilityNames(uint64_t bits);
 
 // Names: 1 to 64 of [A-Za-z0-9._-], not starting with '.'.
 bool validNodeName(const std::string& name);
@@ -45,6 +61,49 @@ enum class Msg : uint32_t {
   kStopping,     // node -> `mcsim node stop`
 };
 enum class HelloKind : uint32_t { kAttach = 1, kStatus, kStop };
+
+// The first message of every connection. Its first two fields keep their place and width in every
+// protocol version to come, so that a node and a driver of different versions can tell each other
+// so: the version (uint32_t), then the capabilities (uint64_t).
+struct Hello {
+  uint32_t version = kProtocolVersion;
+  uint64_t capabilities = kCapabilities;
+  HelloKind kind = HelloKind::kAttach;
+  int32_t rank = -1;     // kAttach: the process's MCSIM_RANK (-1: unset)
+  uint64_t vaBase = 0;   // kAttach: where the process reserved the device window
+};
+std::vector<uint8_t> encode(const Hello& h);
+// false when the message is no hello of this version; `version` is then what the sender speaks
+// (0: it cannot be told), and the hello is not read further.
+bool decode(const std::vector<uint8_t>& payload, Hello* h, uint32_t* version);
+
+// The node's answer to a hello it does not take (Msg::kRefused). Version and capabilities first,
+// as in the hello.
+struct Refusal {
+  uint32_t version = kProtocolVersion;
+  uint64_t capabilities = kCapabilities;
+  std::string reason;
+};
+std::vector<uint8_t> encode(const Refusal& r);
+// The one line a driver shows for a refusal from node `name`: both versions when they differ.
+// (A node of protocol 3 answered with its reason alone, encoded as that version did.)
+std::string describeRefusal(const std::string& name, const std::vector<uint8_t>& payload);
+// The refusal for a hello of protocol 3, encoded as that version reads it.
+std::vector<uint8_t> encodeRefusalForVersion3(const std::string& reason);
+
+// The node's answer to an attach it takes (Msg::kWelcome).
+struct Welcome {
+  uint32_t version = kProtocolVersion;
+  uint64_t capabilities = kCapabilities;
+  int32_t nodePid = 0;
+  std::string segment;    // the shared memory object's name
+  std::string topology;   // what loadPreset takes
+  uint64_t vaLimit = 0;   // the end of the process's device window
+  uint64_t firstChannel = 0;  // the offset of its first request channel in the segment
+  std::string settings;   // the node's settings, JSON (Node::sharedSettings)
+};
+std::vector<uint8_t> encode(const Welcome& w);
+bool decode(const std::vector<uint8_t>& payload, Welcome* w);
 
 // One message: its type, a payload (at most kMaxMessage bytes) and at most one descriptor.
 constexpr size_t kMaxMessage = 256 * 1024;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "fabric/node_channel.h"
+#include "fabric/node_ops.h"
 #include "fabric/node_host.h"
 #include "fabric/node_ipc.h"
 #include "fabric/unique_fd.h"
@@ -245,14 +246,27 @@ class NodeServer {
     ipc::Msg type{};
     std::vector<uint8_t> msg;
     if (!ipc::receiveMessage(sock.get(), &type, &msg) || type != ipc::Msg::kHello) return;
-    wire::Reader r(msg.data(), msg.size());
-    const auto kind = r.get<ipc::HelloKind>();
-    const auto version = r.get<uint32_t>();
-    if (version != ipc::kProtocolVersion) {
-      refuse(sock.get(), "protocol version " + std::to_string(version) + " is not the node's (" +
-                             std::to_string(ipc::kProtocolVersion) + "): a driver and a node from different builds");
+    ipc::Hello hello;
+    uint32_t version = 0;
+    if (!ipc::decode(msg, &hello, &version)) {
+      const std::string why = version == ipc::kProtocolVersion
+                                  ? "a malformed hello"
+                                  : "wire protocol " + std::to_string(version) + ", this node speaks " +
+                                        std::to_string(ipc::kProtocolVersion);
+      log("refused process " + std::to_string(cred.pid) + ": " + why);
+      const std::string reason = version == ipc::kProtocolVersion
+                                     ? "node '" + options_.name + "' could not read the hello"
+                                     : "protocol version " + std::to_string(version) + " is not the node's (" +
+                                           std::to_string(ipc::kProtocolVersion) +
+                                           "): a driver and a node from different builds";
+      if (version != 0 && version < 4) {
+        ipc::sendMessage(sock.get(), ipc::Msg::kRefused, ipc::encodeRefusalForVersion3(reason));
+      } else {
+        refuse(sock.get(), reason);
+      }
       return;
     }
+    const ipc::HelloKind kind = hello.kind;
     if (kind == ipc::HelloKind::kStatus) {
       std::vector<uint8_t> out;
       wire::Writer(&out).put(statusText());
@@ -264,17 +278,14 @@ class NodeServer {
       onStopSignal(0);
       return;
     }
-    if (kind != ipc::HelloKind::kAttach) return;
-    const int rank = r.get<int>();
-    const uint64_t vaBase = r.get<uint64_t>();
-    if (!r.ok() || vaBase == 0) return;
-    attached(std::move(sock), cred.pid, rank, vaBase);
+    if (kind != ipc::HelloKind::kAttach || hello.vaBase == 0) return;
+    attached(std::move(sock), cred.pid, hello.rank, hello.vaBase);
   }
 
   void refuse(int sock, const std::string& why) {
-    std::vector<uint8_t> out;
-    wire::Writer(&out).put(why);
-    ipc::sendMessage(sock, ipc::Msg::kRefused, out);
+    ipc::Refusal refusal;
+    refusal.reason = why;
+    ipc::sendMessage(sock, ipc::Msg::kRefused, ipc::encode(refusal));
   }
 
   // A process attached: its Node, its first channel, then its socket until it goes away.
@@ -298,11 +309,14 @@ class NodeServer {
       threadCache_.reset();
     }
     const uint64_t first = newChannel(c);
-    std::vector<uint8_t> welcome;
-    wire::Writer w(&welcome);
-    w.put(static_cast<int>(getpid())).put(paths_.segment).put(options_.topology).put(c->node->vaLimit()).put(first);
-    w.put(settings_);
-    if (first == 0 || !ipc::sendMessage(c->sock.get(), ipc::Msg::kWelcome, welcome)) {
+    ipc::Welcome welcome;
+    welcome.nodePid = static_cast<int32_t>(getpid());
+    welcome.segment = paths_.segment;
+    welcome.topology = options_.topology;
+    welcome.vaLimit = c->node->vaLimit();
+    welcome.firstChannel = first;
+    welcome.settings = settings_;
+    if (first == 0 || !ipc::sendMessage(c->sock.get(), ipc::Msg::kWelcome, ipc::encode(welcome))) {
       detach(c);
       return;
     }
@@ -352,7 +366,7 @@ class NodeServer {
     UniqueFd owned(fd);
     std::vector<uint8_t> out;
     wire::Writer ow(&out);
-    channel::put(ow, request.admission);
+    ow.put(request.admission);
     ow.put(s);
     // Sent, the descriptor lives in the process; the node's copy closes here.
     ipc::sendMessage(c.sock.get(), ipc::Msg::kDescriptor, out, s == Status::kOk ? owned.get() : -1);
@@ -468,7 +482,7 @@ class NodeServer {
         host_->finishRequest();
       }
       wire::Writer aw(ch->responseData, channel::kAdmissionBytes);
-      channel::put(aw, request.admission);
+      aw.put(request.admission);
       ch->responseBytes = channel::kAdmissionBytes + w.size();
       header_->faultsActive.store(c->node->faultsActive() ? 1 : 0, std::memory_order_release);
       header_->imexPresent.store(c->node->imexChannelPresent() ? 1 : 0, std::memory_order_release);
@@ -520,18 +534,16 @@ class NodeServer {
 
   // One request: what rides along, then the call.
   void handle(Client& c, wire::Reader& r, wire::Writer& w, Request* request) {
-    const Op op = r.get<Op>();
-    const long tid = r.get<int64_t>();
-    request->tag = r.get<uint64_t>();
-    request->traced = r.getBool();
+    channel::RequestHeader header;
+    r.read(&header);
+    request->tag = header.tag;
+    request->traced = header.traced;
     {
-      const uint64_t n = r.getCount();
       std::lock_guard<std::mutex> lock(c.mu);
-      for (uint64_t i = 0; i < n; ++i) c.work.erase(r.get<uint64_t>());
+      for (uint64_t id : header.released) c.work.erase(id);
     }
-    const uint64_t freed = r.getCount();
-    for (uint64_t i = 0; i < freed; ++i) freeBlock(c, r.get<uint64_t>());
-    CallerScope caller(Caller{c.pid, tid, c.rank});
+    for (uint64_t block : header.freed) freeBlock(c, block);
+    CallerScope caller(Caller{c.pid, static_cast<long>(header.thread), c.rank});
     AttachedNode& n = *c.node;
     auto reply = [&](Status s) -> wire::Writer& {
       w.put(s);
@@ -542,263 +554,135 @@ class NodeServer {
       reply(Status::kInvalidValue);
       return;
     }
-    switch (op) {
-      case Op::kCreateAllocation: {
-        AllocationProps p;
-        channel::get(r, &p);
-        uint64_t h = 0;
-        const Status s = n.createAllocation(p, &h);
-        reply(s).put(h);
+    switch (header.op) {
+      // Every NODE_OP of node_ops.def: its inputs, the call on the process's Node, the answer.
+#define NODE_OP(Return, name, params)                                                                 \
+  case Op::name:                                                                                       \
+    wire::serve<Return>(wire::Kinds<MCSIM_NODE_KINDS(params)>{}, r, reply,                             \
+                        [&n](auto&&... a) -> Return { return n.name(std::forward<decltype(a)>(a)...); }); \
+    return;
+#define NODE_CALL(Return, name, params)
+#define NODE_WIRE(name, inputs, outputs)
+#include "fabric/node_ops.def"
+      case Op::importPosixFile: {
+        channel::Request<Op::importPosixFile> q;
+        channel::Reply<Op::importPosixFile> a;
+        if (!readRequest(r, &q)) break;
+        const Status s = n.importPosixFile(q.dev, q.ino, &a.handle);
+        answer(reply(s), s, a);
         return;
       }
-      case Op::kReleaseHandle: reply(n.releaseHandle(r.get<uint64_t>())); return;
-      case Op::kHandleProps: {
-        AllocationProps p;
-        const Status s = n.handleProps(r.get<uint64_t>(), &p);
-        reply(s);
-        channel::put(w, p);
+      case Op::stage: {
+        channel::Request<Op::stage> q;
+        channel::Reply<Op::stage> a;
+        if (!readRequest(r, &q)) break;
+        a.block = newBlock(c, q.bytes);
+        const Status s = a.block == 0 ? Status::kOutOfMemory : Status::kOk;
+        answer(reply(s), s, a);
         return;
       }
-      case Op::kRetainHandleAt: {
-        uint64_t h = 0;
-        const Status s = n.retainHandleAt(r.get<uint64_t>(), &h);
-        reply(s).put(h);
+      case Op::submit: {
+        channel::Request<Op::submit> q;
+        if (!readRequest(r, &q)) break;
+        submit(c, q, reply);
         return;
       }
-      case Op::kImportPosixFile: {
-        const uint64_t dev = r.get<uint64_t>(), ino = r.get<uint64_t>();
-        uint64_t h = 0;
-        const Status s = n.importPosixFile(dev, ino, &h);
-        reply(s).put(h);
+      case Op::waitFor: askDone<Op::waitFor>(c, r, reply); return;
+      case Op::poll: askDone<Op::poll>(c, r, reply); return;
+      case Op::isDone: askDone<Op::isDone>(c, r, reply); return;
+      case Op::onEntry: {
+        channel::Request<Op::onEntry> q;
+        if (!readRequest(r, &q)) break;
+        onEntry(n, q, reply);
         return;
       }
-      case Op::kExportFabric: {
-        uint8_t out[64] = {};
-        const Status s = n.exportFabric(r.get<uint64_t>(), out);
-        reply(s).bytes(out, 64);
-        return;
-      }
-      case Op::kImportFabric: {
-        uint8_t in[64] = {};
-        r.bytes(in, 64);
-        uint64_t h = 0;
-        const Status s = n.importFabric(in, &h);
-        reply(s).put(h);
-        return;
-      }
-      case Op::kReserve: {
-        const uint64_t size = r.get<uint64_t>(), align = r.get<uint64_t>(), hint = r.get<uint64_t>();
-        uint64_t va = 0;
-        const Status s = n.reserve(size, align, hint, &va);
-        reply(s).put(va);
-        return;
-      }
-      case Op::kFreeReservation: {
-        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>();
-        reply(n.freeReservation(va, size));
-        return;
-      }
-      case Op::kMap: {
-        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>(), off = r.get<uint64_t>(), h = r.get<uint64_t>();
-        reply(n.map(va, size, off, h));
-        return;
-      }
-      case Op::kUnmap: {
-        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>();
-        reply(n.unmap(va, size));
-        return;
-      }
-      case Op::kSetAccess: {
-        const uint64_t va = r.get<uint64_t>(), size = r.get<uint64_t>();
-        const int dev = r.get<int>();
-        reply(n.setAccess(va, size, dev, r.get<Access>()));
-        return;
-      }
-      case Op::kGetAccess: {
-        const uint64_t va = r.get<uint64_t>();
-        Access a = Access::kNone;
-        const Status s = n.getAccess(va, r.get<int>(), &a);
-        reply(s).put(a);
-        return;
-      }
-      case Op::kAllocLinear: {
-        const int dev = r.get<int>();
-        uint64_t va = 0;
-        const Status s = n.allocLinear(dev, r.get<uint64_t>(), &va);
-        reply(s).put(va);
-        return;
-      }
-      case Op::kFreeLinear: reply(n.freeLinear(r.get<uint64_t>())); return;
-      case Op::kAllocPooled: {
-        AllocationProps p;
-        channel::get(r, &p);
-        const uint64_t size = r.get<uint64_t>();
-        const std::vector<int> accessors = r.getVector<int>();
-        uint64_t va = 0;
-        const Status s = n.allocPooled(p, size, accessors, &va);
-        reply(s).put(va);
-        return;
-      }
-      case Op::kFreePooled: reply(n.freePooled(r.get<uint64_t>())); return;
-      case Op::kSetPooledAccess: {
-        const uint64_t va = r.get<uint64_t>();
-        const int dev = r.get<int>();
-        reply(n.setPooledAccess(va, dev, r.get<Access>()));
-        return;
-      }
-      case Op::kPointerInfo: {
-        const uint64_t va = r.get<uint64_t>();
-        PointerInfo info;
-        const Status s = n.pointerInfo(va, r.get<int>(), &info);
-        reply(s);
-        channel::put(w, info);
-        return;
-      }
-      case Op::kMemoryInfo: {
-        uint64_t free = 0, total = 0;
-        const Status s = n.memoryInfo(r.get<int>(), &free, &total);
-        reply(s).put(free).put(total);
-        return;
-      }
-      case Op::kStage: {
-        const uint64_t bytes = r.get<uint64_t>();
-        const uint64_t offset = newBlock(c, bytes);
-        if (offset == 0) {
-          reply(Status::kOutOfMemory);
-          return;
-        }
-        reply(Status::kOk).put(offset);
-        return;
-      }
-      case Op::kSubmit: submit(c, r, w); return;
-      case Op::kWaitFor:
-      case Op::kPoll:
-      case Op::kIsDone: {
-        const WorkDone work = workOf(c, r.get<uint64_t>());
-        const std::vector<uint64_t> others = r.getVector<uint64_t>();
-        bool done = true;
-        uint64_t ps = 0;
-        if (work) {
-          if (op == Op::kWaitFor) {
-            ps = n.waitFor(work);
-          } else {
-            done = op == Op::kPoll ? n.poll(work) : n.isDone(work);
-            ps = done ? work->donePs() : 0;
-          }
-        } else {
-          ps = n.nowPs();
-        }
-        std::vector<uint64_t> doneAt;
-        for (uint64_t id : others) {
-          const WorkDone o = workOf(c, id);
-          doneAt.push_back(!o ? 1 : o->done() ? o->donePs() + 1 : 0);
-        }
-        reply(Status::kOk).put(done).put(ps).put(doneAt);
-        return;
-      }
-      case Op::kNowPs: reply(Status::kOk).put(n.nowPs()); return;
-      case Op::kMulticastCreate: {
-        MulticastProps p;
-        channel::get(r, &p);
-        uint64_t h = 0;
-        const Status s = n.multicastCreate(p, &h);
-        reply(s).put(h);
-        return;
-      }
-      case Op::kMulticastAddDevice: {
-        const uint64_t h = r.get<uint64_t>();
-        reply(n.multicastAddDevice(h, r.get<int>()));
-        return;
-      }
-      case Op::kMulticastBindMem: {
-        const uint64_t mc = r.get<uint64_t>();
-        const int dev = r.get<int>();
-        const uint64_t mcOff = r.get<uint64_t>(), mem = r.get<uint64_t>(), memOff = r.get<uint64_t>(),
-                       size = r.get<uint64_t>();
-        reply(n.multicastBindMem(mc, dev, mcOff, mem, memOff, size));
-        return;
-      }
-      case Op::kMulticastBindAddr: {
-        const uint64_t mc = r.get<uint64_t>();
-        const int dev = r.get<int>();
-        const uint64_t mcOff = r.get<uint64_t>(), va = r.get<uint64_t>(), size = r.get<uint64_t>();
-        reply(n.multicastBindAddr(mc, dev, mcOff, va, size));
-        return;
-      }
-      case Op::kMulticastUnbind: {
-        const uint64_t mc = r.get<uint64_t>();
-        const int dev = r.get<int>();
-        const uint64_t mcOff = r.get<uint64_t>(), size = r.get<uint64_t>();
-        reply(n.multicastUnbind(mc, dev, mcOff, size));
-        return;
-      }
-      case Op::kFabricManagerState: reply(Status::kOk).put(n.fabricManagerState()); return;
-      case Op::kSetFabricManagerState: {
-        n.setFabricManagerState(r.get<FabricManagerState>());
+      case Op::skipAdmissions: {
+        channel::Request<Op::skipAdmissions> q;
+        if (!readRequest(r, &q)) break;
+        host_->skipAdmissions(q.numbers);
         reply(Status::kOk);
         return;
       }
-      case Op::kOnEntry: onEntry(n, r, w, reply); return;
-      case Op::kInstallFaultPlan: {
-        std::vector<FaultRule> rules;
-        channel::get(r, &rules);
-        const uint64_t seed = r.get<uint64_t>();
-        if (!r.ok()) {
-          reply(Status::kInvalidValue);
-          return;
-        }
-        n.installFaultPlan(std::move(rules), seed);
-        reply(Status::kOk);
-        return;
-      }
-      case Op::kReleaseFault: n.releaseFault(r.getString()); reply(Status::kOk); return;
-      case Op::kFaultCounts: reply(Status::kOk); channel::put(w, n.faultCounts()); return;
-      case Op::kFaultRules: reply(Status::kOk); channel::put(w, n.faultRules()); return;
-      case Op::kNvlinkUp: reply(Status::kOk).put(n.nvlinkUp(r.get<int>())); return;
-      case Op::kStateDigest: reply(Status::kOk).put(n.stateDigest()); return;
-      case Op::kStats: reply(Status::kOk); channel::put(w, n.stats()); return;
-      case Op::kSkipAdmissions: host_->skipAdmissions(r.getVector<uint64_t>()); reply(Status::kOk); return;
+      case Op::kNone:
       case Op::kCount: break;
     }
-    reply(Status::kInvalidValue);
+    reply(Status::kInvalidValue);  // an Op this node does not know, or a malformed request
+  }
+
+  // A transport request's inputs: false when the message is malformed or has bytes left over.
+  template <typename Q>
+  static bool readRequest(wire::Reader& r, Q* q) {
+    r.read(q);
+    return r.ok() && r.atEnd();
+  }
+
+  // A transport request's outputs, after its Status, when that is kOk.
+  template <typename A>
+  static void answer(wire::Writer& w, Status s, const A& a) {
+    if (s == Status::kOk) w.put(a);
+  }
+
+  // waitFor / poll / isDone, which also say which of the process's pending copies are done.
+  template <Op op, typename Reply>
+  void askDone(Client& c, wire::Reader& r, Reply& reply) {
+    channel::Request<op> q;
+    if (!readRequest(r, &q)) {
+      reply(Status::kInvalidValue);
+      return;
+    }
+    AttachedNode& n = *c.node;
+    channel::Reply<op> a;
+    a.done = true;
+    if (const WorkDone work = workOf(c, q.work)) {
+      if constexpr (op == Op::waitFor) {
+        a.ps = n.waitFor(work);
+      } else {
+        a.done = op == Op::poll ? n.poll(work) : n.isDone(work);
+        a.ps = a.done ? work->donePs() : 0;
+      }
+    } else {
+      a.ps = n.nowPs();
+    }
+    for (uint64_t id : q.pending) {
+      const WorkDone o = workOf(c, id);
+      a.doneAt.push_back(!o ? 1 : o->done() ? o->donePs() + 1 : 0);
+    }
+    answer(reply(Status::kOk), Status::kOk, a);
   }
 
   // Submit: a host source arrives in the request, and is staged by the node at once, or in a
-  // block (kStage), which the node frees once the copy is done; a host destination is a block
+  // block (Op::stage), which the node frees once the copy is done; a host destination is a block
   // the node writes and the process copies out.
-  void submit(Client& c, wire::Reader& r, wire::Writer& w) {
-    DeviceOp op;
-    channel::get(r, &op);
-    const auto src = r.get<HostData>();
+  template <typename Reply>
+  void submit(Client& c, channel::Request<Op::submit>& q, Reply& reply) {
+    DeviceOp& op = q.op;
     uint64_t srcBlock = 0;
-    if (src == HostData::kInline) {
-      op.src = reinterpret_cast<uint64_t>(r.view(op.bytes));
+    if (q.src == HostData::kInline) {
+      op.src = q.data.size >= op.bytes ? reinterpret_cast<uint64_t>(q.data.data) : 0;
       op.stageSource = true;
-    } else if (src == HostData::kBlock) {
-      srcBlock = r.get<uint64_t>();
+    } else if (q.src == HostData::kBlock) {
+      srcBlock = q.srcBlock;
       op.src = reinterpret_cast<uint64_t>(ownBlock(c, srcBlock, op.bytes));
     }
-    const auto dst = r.get<HostData>();
-    const std::vector<uint64_t> afterIds = r.getVector<uint64_t>();
-    if (!r.ok() || (src != HostData::kNone && op.src == 0)) {
+    if (q.src != HostData::kNone && op.src == 0) {
       if (srcBlock != 0) freeBlock(c, srcBlock);
-      w.put(Status::kInvalidValue);
+      reply(Status::kInvalidValue);
       return;
     }
     uint64_t dstBlock = 0;
-    if (dst == HostData::kReturn && host_->movesData()) {
+    if (q.dst == HostData::kReturn && host_->movesData()) {
       dstBlock = newBlock(c, op.bytes);
       if (dstBlock == 0) {
         if (srcBlock != 0) freeBlock(c, srcBlock);
-        w.put(Status::kOutOfMemory);
+        reply(Status::kOutOfMemory);
         return;
       }
       op.dst = reinterpret_cast<uint64_t>(blockAt(dstBlock));
-    } else if (dst == HostData::kReturn) {
+    } else if (q.dst == HostData::kReturn) {
       op.dst = reinterpret_cast<uint64_t>(&scratch_);  // timing only: nothing is written
     }
     std::vector<WorkDone> after;
-    for (uint64_t id : afterIds) {
+    for (uint64_t id : q.after) {
       if (WorkDone a = workOf(c, id)) after.push_back(std::move(a));
     }
     WorkDone done;
@@ -806,8 +690,7 @@ class NodeServer {
     if (s != Status::kOk) {
       if (srcBlock != 0) freeBlock(c, srcBlock);
       if (dstBlock != 0) freeBlock(c, dstBlock);
-      w.put(s);
-      if (s == Status::kHang) w.put(host_->lastHangReport());
+      reply(s);
       return;
     }
     if (srcBlock != 0) {
@@ -822,47 +705,34 @@ class NodeServer {
       std::lock_guard<std::mutex> lock(mu_);
       graveyard_.push_back({srcBlock, std::move(b)});
     }
-    std::lock_guard<std::mutex> lock(c.mu);
-    const uint64_t id = ++c.nextWork;
-    c.work[id] = done;
-    if (dstBlock != 0) c.blocks[dstBlock].user = done;
-    w.put(Status::kOk).put(id);
-    if (dst == HostData::kReturn) w.put(dstBlock);
+    channel::Reply<Op::submit> a;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      a.work = ++c.nextWork;
+      c.work[a.work] = done;
+      if (dstBlock != 0) c.blocks[dstBlock].user = done;
+    }
+    a.dstBlock = dstBlock;
+    answer(reply(Status::kOk), Status::kOk, a);
   }
 
   template <typename Reply>
-  void onEntry(AttachedNode& n, wire::Reader& r, wire::Writer& w, Reply reply) {
-    const std::string symbol = r.getString();
-    const int device = r.get<int>();
-    const int rank = r.get<int>();
-    const bool fabricMoment = r.getBool();
-    const uint64_t count = r.getCount(40);
-    std::vector<std::string> names(count), texts(count);
+  void onEntry(AttachedNode& n, const channel::Request<Op::onEntry>& q, Reply& reply) {
     std::vector<FaultArgument> args;
-    for (uint64_t i = 0; i < count; ++i) {
-      names[i] = r.getString();
-      const uint64_t value = r.get<uint64_t>();
-      texts[i] = r.getString();
-      FaultArgument a("", value);
-      a.isText = r.getBool();
-      a.present = r.getBool();
+    for (const channel::WireFaultArgument& w : q.args) {
+      FaultArgument a("", w.value);
+      a.name = w.name.c_str();
+      a.isText = w.isText;
+      a.present = w.present;
+      a.text = w.isText && w.present ? w.text.c_str() : nullptr;
       args.push_back(a);
     }
-    if (!r.ok()) {
-      reply(Status::kInvalidValue);
-      return;
-    }
-    for (uint64_t i = 0; i < count; ++i) {
-      args[i].name = names[i].c_str();
-      args[i].text = args[i].isText && args[i].present ? texts[i].c_str() : nullptr;
-    }
-    const Node::FaultOutcome o = n.onEntry(symbol.c_str(), device, rank, args.data(), args.size(), fabricMoment);
+    const Node::FaultOutcome o = n.onEntry(q.symbol.c_str(), q.device, q.rank, args.data(), args.size(), q.fabricMoment);
     if (o.status == Status::kHang) {
       reply(Status::kHang);  // a block given up: the process shows the report
       return;
     }
-    reply(Status::kOk).put(o.fail).put(o.result).put(o.status);
-    (void)w;
+    answer(reply(Status::kOk), Status::kOk, channel::Reply<Op::onEntry>{o.fail, o.result, o.status});
   }
 
   // ---- Status and stop ----

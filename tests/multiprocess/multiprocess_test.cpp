@@ -25,6 +25,8 @@
 #include <map>
 #include <set>
 
+#include "fabric/node_ipc.h"
+#include "fabric/wire.h"
 #include "tests/multiprocess/broker.h"
 
 namespace {
@@ -183,6 +185,53 @@ TEST_F(SharedNode, AnotherUserCannotAttach) {
   EXPECT_EQ(3, WEXITSTATUS(st)) << text;  // cuInit failed
   EXPECT_TRUE(contains(text, "CUDA_ERROR_NO_DEVICE")) << text;
   EXPECT_TRUE(contains(text, "Permission denied")) << text;
+  EXPECT_TRUE(contains(status(), "processes: 0 attached"));
+}
+
+// A driver of another wire protocol is refused before anything else, with one clear line on both
+// sides: the node's log names the process and the version it speaks, the driver is told the node's
+// version. The node serves on.
+TEST_F(SharedNode, ADriverOfAnotherProtocolVersionIsRefusedOnBothSides) {
+  startNode();
+  namespace ipc = mcsim::fabric::ipc;
+  ASSERT_EQ(0, setenv("MCSIM_NODE_DIR", dir_.c_str(), 1));
+  const ipc::NodePaths paths = ipc::nodePaths(name_);
+  auto hello = [&](const std::vector<uint8_t>& payload, ipc::Msg* type, std::vector<uint8_t>* reply) {
+    std::string error;
+    const int sock = ipc::connectToNode(paths, &error);
+    ASSERT_GE(sock, 0) << error;
+    ASSERT_TRUE(ipc::sendMessage(sock, ipc::Msg::kHello, payload));
+    ASSERT_TRUE(ipc::receiveMessage(sock, type, reply));
+    close(sock);
+  };
+
+  ipc::Hello future;
+  future.version = ipc::kProtocolVersion + 1;
+  future.vaBase = 0x200000000000ull;
+  ipc::Msg type{};
+  std::vector<uint8_t> reply;
+  hello(ipc::encode(future), &type, &reply);
+  EXPECT_EQ(ipc::Msg::kRefused, type);
+  mcsim::fabric::wire::Reader r(reply.data(), reply.size());
+  EXPECT_EQ(ipc::kProtocolVersion, r.get<uint32_t>());  // the node's version comes first
+  const std::string v = std::to_string(ipc::kProtocolVersion), next = std::to_string(ipc::kProtocolVersion + 1);
+  EXPECT_EQ("node '" + name_ + "' refused: protocol version " + next + " is not the node's (" + v +
+                "): a driver and a node from different builds",
+            ipc::describeRefusal(name_, reply));
+  const std::string log = readFile(dir_ + "/" + name_ + ".log");
+  EXPECT_TRUE(contains(log, "refused process " + std::to_string(getpid()) + ": wire protocol " + next +
+                                ", this node speaks " + v + "\n"))
+      << log;
+
+  // A driver of protocol 3 (8-byte fields, the kind first) is told in the form it reads.
+  std::vector<uint8_t> old;
+  mcsim::fabric::wire::Writer(&old).put<uint64_t>(1).put<uint64_t>(3).put<uint64_t>(0).put<uint64_t>(1);
+  hello(old, &type, &reply);
+  EXPECT_EQ(ipc::Msg::kRefused, type);
+  EXPECT_TRUE(contains(ipc::describeRefusal(name_, reply), "protocol version 3 is not the node's (" + v + ")"));
+  EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"),
+                       "refused process " + std::to_string(getpid()) + ": wire protocol 3, this node speaks " + v));
+
   EXPECT_TRUE(contains(status(), "processes: 0 attached"));
 }
 

@@ -49,10 +49,10 @@ TEST(NodeChannel, ADeviceOpCrossesWithEveryField) {
 
   std::vector<uint8_t> bytes;
   wire::Writer w(&bytes);
-  channel::put(w, op);
+  w.put(op);
   wire::Reader r(bytes.data(), bytes.size());
   DeviceOp back;
-  channel::get(r, &back);
+  r.read(&back);
   ASSERT_TRUE(r.ok());
 
   EXPECT_EQ(back.kind, op.kind);
@@ -98,11 +98,11 @@ TEST(NodeChannel, ATruncatedDeviceOpIsRefused) {
   op.label = "k";
   std::vector<uint8_t> bytes;
   wire::Writer w(&bytes);
-  channel::put(w, op);
+  w.put(op);
   for (size_t cut : {size_t{0}, size_t{1}, bytes.size() / 2, bytes.size() - 1}) {
     wire::Reader r(bytes.data(), cut);
     DeviceOp back;
-    channel::get(r, &back);
+    r.read(&back);
     EXPECT_FALSE(r.ok()) << "cut at " << cut;
   }
 }

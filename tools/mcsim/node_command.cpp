@@ -57,9 +57,9 @@ bool askNode(const ipc::NodePaths& paths, ipc::HelloKind kind, ipc::Msg* type, s
              std::string* error) {
   UniqueFd s(ipc::connectToNode(paths, error));
   if (!s) return false;
-  std::vector<uint8_t> hello;
-  fabric::wire::Writer(&hello).put(kind).put(ipc::kProtocolVersion);
-  if (!ipc::sendMessage(s.get(), ipc::Msg::kHello, hello) || !ipc::receiveMessage(s.get(), type, reply)) {
+  ipc::Hello hello;
+  hello.kind = kind;
+  if (!ipc::sendMessage(s.get(), ipc::Msg::kHello, ipc::encode(hello)) || !ipc::receiveMessage(s.get(), type, reply)) {
     *error = "the node did not answer";
     return false;
   }
@@ -197,11 +197,11 @@ int status(const NodeOptions& o) {
     std::fprintf(stderr, "mcsim node status: node '%s' (pid %d): %s\n", o.name.c_str(), pid, error.c_str());
     return kExitFailure;
   }
-  fabric::wire::Reader r(reply.data(), reply.size());
   if (type != ipc::Msg::kStatusText) {
-    std::fprintf(stderr, "mcsim node status: %s\n", r.getString().c_str());
+    std::fprintf(stderr, "mcsim node status: %s\n", ipc::describeRefusal(o.name, reply).c_str());
     return kExitFailure;
   }
+  fabric::wire::Reader r(reply.data(), reply.size());
   std::fputs(r.getString().c_str(), stdout);
   return kExitOk;
 }
