@@ -2,6 +2,8 @@
 #include "driver/driver.h"
 #include "model/timeline.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -234,11 +236,21 @@ extern "C" {
 // one changes nothing either: the process stays initialized. Errors of the node itself (a bad
 // preset or plan) are final, as before.
 CUresult CUDAAPI cuInit(unsigned int Flags) {
-  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   DriverState& s = state();
+  if (s.forkedChild.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED;
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
   std::call_once(s.initOnce, [&] {
     s.initResult = bringUpNode();
-    if (s.initResult == CUDA_SUCCESS) s.nodeUp.store(true, std::memory_order_release);
+    if (s.initResult == CUDA_SUCCESS) {
+      s.nodeUp.store(true, std::memory_order_release);
+      // A child forked from here on is cut off from the node: every call, cuInit too, answers
+      // NOT_INITIALIZED, as the real driver's do. Only the forking thread lives on in the child,
+      // so the handler touches nothing but two atomics.
+      pthread_atfork(nullptr, nullptr, [] {
+        state().initialized.store(false, std::memory_order_release);
+        state().forkedChild.store(true, std::memory_order_release);
+      });
+    }
   });
   if (s.initResult != CUDA_SUCCESS) return s.initResult;
   MCSIM_FAULT_POINT_ARGS({"flags", Flags});

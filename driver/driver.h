@@ -36,6 +36,11 @@ struct DriverState {
   // fault plan fails leaves the process uninitialized, but the plan stays loaded, so that it can
   // let a later cuInit through.
   std::atomic<bool> nodeUp{false};
+  // This process is a child forked (without exec) after cuInit. The real driver answers every
+  // call there, cuInit included, with CUDA_ERROR_NOT_INITIALIZED (docs/real-driver.md, "Edges
+  // the driver judges"); the child must not touch the parent's node (its engine thread, or a
+  // shared node's channel, belongs to the parent).
+  std::atomic<bool> forkedChild{false};
   CUresult initResult = CUDA_SUCCESS;
   std::unique_ptr<fabric::Node> node;
   int deviceCount = 0;

@@ -1,5 +1,8 @@
 // Before cuInit, cuInit's flags, the driver version, and every error name and string. Every TEST
 // runs in a process of its own (ctest), so the PreInit cases really run before any cuInit.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 
@@ -100,6 +103,61 @@ TEST(Init, DriverVersionAfterInit) {
 
 // probe: null.drvver
 TEST(Init, DriverVersionNullOut) { EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuDriverGetVersion(nullptr)); }
+
+// edge probe (docs/real-driver/edge-probe-h100-2026-11-25.txt): fork.child.*, fork.parent.*.
+// A child forked without exec after cuInit gets NOT_INITIALIZED from every call, cuInit too, at
+// once; the parent carries on. The child reports its answers through a pipe and leaves with
+// _exit, as a child of a threaded process must.
+TEST(Init, AChildForkedAfterInitIsNotInitialized) {
+  ASSERT_CU(CUDA_SUCCESS, cuInit(0));
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  ASSERT_CU(CUDA_SUCCESS, cuDeviceGet(&dev, 0));
+  ASSERT_CU(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&ctx, dev));
+  ASSERT_CU(CUDA_SUCCESS, cuCtxSetCurrent(ctx));
+  CUdeviceptr d = 0;
+  ASSERT_CU(CUDA_SUCCESS, cuMemAlloc(&d, 1 << 20));
+  int fds[2];
+  ASSERT_EQ(0, pipe(fds));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char host[64] = {};
+    CUdeviceptr d2 = 0;
+    int count = -1;
+    CUcontext current = nullptr;
+    const int answers[] = {
+        static_cast<int>(cuInit(0)),
+        static_cast<int>(cuDeviceGetCount(&count)),
+        static_cast<int>(cuCtxGetCurrent(&current)),
+        static_cast<int>(cuMemcpyHtoD(d, host, sizeof host)),
+        static_cast<int>(cuMemAlloc(&d2, 1 << 20)),
+        static_cast<int>(cuCtxSynchronize()),
+    };
+    const ssize_t n = write(fds[1], answers, sizeof answers);
+    _exit(n == static_cast<ssize_t>(sizeof answers) ? 0 : 1);
+  }
+  close(fds[1]);
+  int answers[6] = {};
+  size_t got = 0;
+  while (got < sizeof answers) {
+    const ssize_t n = read(fds[0], reinterpret_cast<char*>(answers) + got, sizeof answers - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child did not finish its calls";
+  ASSERT_EQ(sizeof answers, got);
+  const char* const calls[] = {"cuInit", "cuDeviceGetCount", "cuCtxGetCurrent", "cuMemcpyHtoD", "cuMemAlloc",
+                               "cuCtxSynchronize"};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(CUDA_ERROR_NOT_INITIALIZED, answers[i]) << "the child's " << calls[i];
+  const char host[64] = {};
+  EXPECT_CU(CUDA_SUCCESS, cuMemcpyHtoD(d, host, sizeof host));
+  EXPECT_CU(CUDA_SUCCESS, cuMemFree(d));
+  EXPECT_CU(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(dev));
+}
 
 struct ResultText {
   int code;
