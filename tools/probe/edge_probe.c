@@ -4,6 +4,8 @@
  * per answer, as driver_probe prints. Calls no cuMulticast* function.
  *
  *   cc -I/usr/local/cuda/include edge_probe.c -L/usr/lib/x86_64-linux-gnu -lcuda -o edge_probe
+ *
+ * or the CMake target edge_probe, as driver_probe is built (tools/probe/README.md).
  */
 #include <cuda.h>
 #include <signal.h>
