@@ -363,6 +363,10 @@ int forged() {
   if (statsAfter.allocations != statsBefore.allocations || statsAfter.handles != statsBefore.handles) {
     fail("the refusals changed the node's counts");
   }
+  // The node's clock moves only with the node: a process attached to it cannot advance it.
+  if (mcsim_advance_simulated_time(1000, nullptr) != MCSIM_ERROR_NOT_SUPPORTED) {
+    fail(std::string("mcsim_advance_simulated_time on a shared node: ") + mcsim_last_error());
+  }
   // Our own export still imports.
   CU(cuMemImportFromShareableHandle(&h, &myFabric, CU_MEM_HANDLE_TYPE_FABRIC));
   CU(cuMemRelease(h));
