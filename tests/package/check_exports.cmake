@@ -9,7 +9,7 @@ if(NOT rc EQUAL 0)
 endif()
 
 # The C API: every function the header declares (its static inline helpers are no exports).
-file(STRINGS "${HEADER}" declarations REGEX "^[a-z_0-9 ]+[ *]+mcsim_[a-z_0-9]+\\(")
+file(STRINGS "${HEADER}" declarations REGEX "^[a-z][a-z_0-9 ]*[ *]+mcsim_[a-z_0-9]+\\(")
 set(api)
 foreach(line IN LISTS declarations)
   if(line MATCHES "^static ")
