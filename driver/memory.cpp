@@ -19,7 +19,7 @@ namespace mcsim::driver {
 namespace {
 
 struct MemoryTables {
-  std::mutex mu;
+  OrderedMutex mu{LockRank::kDriverMemory};
   std::map<uint64_t, HostAllocation> host;   // pinned host memory by base address
   std::map<uint64_t, CUctx_st*> linearOwner;  // cuMemAlloc base -> owning context
   uint64_t nextHostId = 0;
@@ -39,7 +39,7 @@ int currentDevice(CUresult* r) {
 }  // namespace
 
 bool findHostAllocation(uint64_t p, HostAllocation* out) {
-  std::lock_guard<std::mutex> lock(tables().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   auto it = tables().host.upper_bound(p);
   if (it == tables().host.begin()) return false;
   --it;
@@ -49,13 +49,13 @@ bool findHostAllocation(uint64_t p, HostAllocation* out) {
 }
 
 CUctx_st* linearOwner(uint64_t base) {
-  std::lock_guard<std::mutex> lock(tables().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   auto it = tables().linearOwner.find(base);
   return it == tables().linearOwner.end() ? nullptr : it->second;
 }
 
 void addMemoryTablesToDigest(model::Digest& d) {
-  std::lock_guard<std::mutex> lock(tables().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   // Host addresses come from the host's mmap, so only sizes and flags enter the digest.
   d.add(tables().host.size());
   for (const auto& [base, h] : tables().host) d.add(h.size).add(h.flags);
@@ -64,7 +64,7 @@ void addMemoryTablesToDigest(model::Digest& d) {
 }
 
 uint64_t hostAllocationCount() {
-  std::lock_guard<std::mutex> lock(tables().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   return tables().host.size();
 }
 
@@ -72,7 +72,7 @@ void releaseContextResources(CUctx_st* ctx) {
   releaseContextStreams(ctx);  // its work finishes before its memory goes
   std::vector<uint64_t> linear, host;
   {
-    std::lock_guard<std::mutex> lock(tables().mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     for (const auto& [va, owner] : tables().linearOwner) {
       if (owner == ctx) linear.push_back(va);
     }
@@ -227,7 +227,7 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   uint64_t va = 0;
   MCSIM_TRY(toResult(state().node->allocLinear(ctx->device, bytesize, &va)));
   {
-    std::lock_guard<std::mutex> lock(tables().mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     tables().linearOwner[va] = ctx;
   }
   *dptr = va;
@@ -239,7 +239,7 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   MCSIM_TRY(checkFreeContext());
   if (dptr == 0) return CUDA_SUCCESS;
   {
-    std::lock_guard<std::mutex> lock(tables().mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     if (tables().linearOwner.erase(dptr) == 0) return CUDA_ERROR_INVALID_VALUE;
   }
   return toResult(state().node->freeLinear(dptr));
@@ -288,7 +288,7 @@ static CUresult hostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   const auto base = reinterpret_cast<uint64_t>(p);
   {
-    std::lock_guard<std::mutex> lock(tables().mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     // Buffer ids of host memory count down from the top, clear of the node's allocation ids.
     tables().host[base] = HostAllocation{base, bytesize, Flags, ctx, ~uint64_t{0} - tables().nextHostId++};
   }
@@ -300,7 +300,7 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
   MCSIM_REQUIRE_INIT();
   MCSIM_TRY(checkFreeContext());
   if (p == nullptr) return CUDA_SUCCESS;
-  std::lock_guard<std::mutex> lock(tables().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
   if (it == tables().host.end()) return CUDA_ERROR_INVALID_VALUE;
   munmap(p, it->second.size);
@@ -334,6 +334,7 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int* pFlags, void* p) {
 // asking for a version before 3.2 as the real driver does (gpa.v2.cuMemAlloc.2000: its exported
 // cuMemAlloc). No simulated device address fits in 32 bits, so it never succeeds.
 #include "driver/abi_names.h"
+#include "model/ordered_mutex.h"
 extern "C" CUresult CUDAAPI cuMemAlloc(unsigned int* dptr, unsigned int bytesize) {
   MCSIM_REQUIRE_INIT();
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -8,13 +8,14 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/memory.h"
+#include "model/ordered_mutex.h"
 
 namespace mcsim::driver {
 
 namespace {
 
 struct Pools {
-  std::mutex mu;
+  OrderedMutex mu{LockRank::kDriverPools};
   std::set<CUmemPoolHandle_st*> registry;     // every pool ever made (membership checks only)
   std::vector<CUmemPoolHandle_st*> defaults;  // per device
   std::vector<CUmemPoolHandle_st*> current;   // per device: what cuDeviceGetMemPool answers
@@ -77,7 +78,7 @@ CUresult poolAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream 
     *dptr = 0;
     return CUDA_SUCCESS;
   }
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   ensureDefaults();
   if (pool == nullptr) pool = pools().current[static_cast<size_t>(ctx->device)];
   if (!livePool(pool)) return CUDA_ERROR_INVALID_VALUE;
@@ -97,7 +98,7 @@ CUresult poolFree(CUdeviceptr dptr, CUstream stream) {
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   if (dptr == 0) return CUDA_SUCCESS;  // as cuMemFree(0)
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   auto it = pools().byAddress.find(dptr);
   if (it == pools().byAddress.end()) return CUDA_ERROR_INVALID_VALUE;
   fabric::PointerInfo info;
@@ -111,7 +112,7 @@ CUresult poolFree(CUdeviceptr dptr, CUstream stream) {
 }
 
 CUmemoryPool poolOf(uint64_t va) {
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   auto it = pools().byAddress.upper_bound(va);
   if (it == pools().byAddress.begin()) return nullptr;
   --it;
@@ -121,7 +122,7 @@ CUmemoryPool poolOf(uint64_t va) {
 }
 
 void addPoolsToDigest(model::Digest& d) {
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   d.add(pools().creationOrder.size());
   for (const CUmemPoolHandle_st* p : pools().creationOrder) {
     d.add(p->destroyed ? 1 : 0).add(p->usedBytes).add(p->releaseThreshold).add(p->allocations.size());
@@ -176,7 +177,7 @@ CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev)
   MCSIM_REQUIRE_INIT_DEV(dev);
   if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   ensureDefaults();
   *pool_out = pools().defaults[static_cast<size_t>(dev)];
   return CUDA_SUCCESS;
@@ -186,7 +187,7 @@ CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
   MCSIM_REQUIRE_INIT_DEV(dev);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   ensureDefaults();
   *pool = pools().current[static_cast<size_t>(dev)];
   return CUDA_SUCCESS;
@@ -195,7 +196,7 @@ CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
 CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   ensureDefaults();
   // A device's current pool must hold that device's memory.
   if (!livePool(pool) || pool->props.location.kind != fabric::LocationKind::kDevice || pool->props.location.id != dev) {
@@ -210,7 +211,7 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolP
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   fabric::AllocationProps props;
   MCSIM_TRY(readPoolProps(poolProps, &props));
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   ensureDefaults();
   *pool = newPool(props, false);
   return CUDA_SUCCESS;
@@ -218,7 +219,7 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolP
 
 CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
   MCSIM_REQUIRE_INIT();
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   ensureDefaults();
   if (!livePool(pool) || pool->isDefault) return CUDA_ERROR_INVALID_VALUE;
   // Allocations still out stay valid until freed (the reference: the pool's resources go once
@@ -233,14 +234,14 @@ CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
 CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   MCSIM_REQUIRE_INIT();
   (void)minBytesToKeep;  // freed memory goes back at once, so there is nothing to trim
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   return livePool(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
   MCSIM_REQUIRE_INIT();
   if (map == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   if (!livePool(pool)) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {
     if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || !validDevice(map[i].location.id)) {
@@ -268,7 +269,7 @@ CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPo
   MCSIM_REQUIRE_INIT();
   if (flags == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || !validDevice(location->id)) return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   if (!livePool(memPool)) return CUDA_ERROR_INVALID_VALUE;
   *flags = static_cast<CUmemAccess_flags>(memPool->access[static_cast<size_t>(location->id)]);
   return CUDA_SUCCESS;
@@ -277,7 +278,7 @@ CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPo
 CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   MCSIM_REQUIRE_INIT();
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   if (!livePool(pool)) return CUDA_ERROR_INVALID_VALUE;
   switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
@@ -305,7 +306,7 @@ CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
 CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   MCSIM_REQUIRE_INIT();
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(pools().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
   if (!livePool(pool)) return CUDA_ERROR_INVALID_VALUE;
   cuuint64_t v = 0;
   switch (attr) {

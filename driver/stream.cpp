@@ -18,7 +18,7 @@ namespace mcsim::driver {
 namespace {
 
 struct StreamTables {
-  std::mutex mu;
+  OrderedMutex mu{LockRank::kDriverStreams};
   std::map<const CUstream_st*, std::unique_ptr<CUstream_st>> created;
   std::map<const CUctx_st*, std::unique_ptr<CUstream_st>> legacy;
   std::map<std::pair<int, const CUctx_st*>, std::unique_ptr<CUstream_st>> perThread;  // by thread ordinal
@@ -94,7 +94,7 @@ bool pending(const fabric::WorkDone& w) { return w && !w->done(); }
 
 // An event's last record point (empty until recorded), read under the lock that records it.
 fabric::WorkDone recordedWork(const CUevent_st* ev) {
-  std::lock_guard<std::mutex> lock(tables().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   return ev->recorded;
 }
 
@@ -106,11 +106,11 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out) {
     CUctx_st* ctx = nullptr;
     MCSIM_TRY(currentContext(&ctx));
     const bool perThread = s == CU_STREAM_PER_THREAD || (s == nullptr && perThreadDefault);
-    std::lock_guard<std::mutex> lock(t.mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     *out = perThread ? perThreadStream(t, ctx) : legacyStream(t, ctx);
     return CUDA_SUCCESS;
   }
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.created.find(s);
   if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
   if (!usableContext(it->second->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -124,7 +124,7 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out) {
 CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter,
                  Status* submitted) {
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   std::vector<fabric::WorkDone> after;
   if (pending(st->tail)) after.push_back(st->tail);
   if (pending(alsoAfter)) after.push_back(alsoAfter);
@@ -157,7 +157,7 @@ CUresult synchronizeStream(CUstream_st* st) {
   std::vector<fabric::WorkDone> waits;
   {
     StreamTables& t = tables();
-    std::lock_guard<std::mutex> lock(t.mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     waits.push_back(st->tail);
     // Synchronizing the legacy stream waits for the blocking streams' work, which any later
     // legacy work would have waited for.
@@ -178,7 +178,7 @@ CUresult synchronizeContext(CUctx_st* ctx) {
   std::vector<fabric::WorkDone> waits;
   {
     StreamTables& t = tables();
-    std::lock_guard<std::mutex> lock(t.mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     for (CUstream_st* s : streamsOf(t, ctx)) waits.push_back(s->tail);
     auto it = t.orphans.find(ctx);
     if (it != t.orphans.end()) {
@@ -197,7 +197,7 @@ void releaseContextStreams(CUctx_st* ctx) {
   // Work that can never finish was reported; the context goes anyway.
   (void)synchronizeContext(ctx);
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   for (auto it = t.created.begin(); it != t.created.end();) {
     it = it->second->ctx == ctx ? t.created.erase(it) : std::next(it);
   }
@@ -212,7 +212,7 @@ void releaseContextStreams(CUctx_st* ctx) {
 
 CUresult checkEvent(CUevent e, CUevent_st** out) {
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.events.find(e);
   if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
   *out = it->second.get();
@@ -221,7 +221,7 @@ CUresult checkEvent(CUevent e, CUevent_st** out) {
 
 void addStreamsToDigest(model::Digest& d) {
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   // Ids, not handles: handle values are heap addresses.
   std::map<unsigned long long, unsigned> streams;
   for (const auto& [p, s] : t.created) streams[s->id] = s->flags;
@@ -245,7 +245,7 @@ CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
   op.kind = fabric::DeviceOp::Kind::kMarker;
   fabric::WorkDone w;
   MCSIM_TRY(enqueue(st, op, &w));
-  std::lock_guard<std::mutex> lock(tables().mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   ev->recorded = w;
   return CUDA_SUCCESS;
 }
@@ -261,7 +261,7 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   fabric::WorkDone tail;
   {
-    std::lock_guard<std::mutex> lock(tables().mu);
+    std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     tail = st->tail;
   }
   if (!pending(tail)) return CUDA_SUCCESS;
@@ -307,7 +307,7 @@ static CUresult createStream(CUstream* phStream, unsigned flags, int priority) {
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   std::unique_ptr<CUstream_st> s = newStream(t, CUstream_st::Kind::kCreated, ctx, flags, priority, "");
   CUstream_st* raw = s.get();
   t.created[raw] = std::move(s);
@@ -338,7 +338,7 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPr
 CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   MCSIM_REQUIRE_INIT();
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.created.find(hStream);
   if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
   // Work already submitted still runs; the handle goes at once.
@@ -357,7 +357,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto e = std::make_unique<CUevent_st>();
   e->ctx = ctx;
   e->flags = Flags;
@@ -371,7 +371,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
 CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   StreamTables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.events.find(hEvent);
   if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
   t.events.erase(it);  // a record still pending completes on its own
@@ -424,6 +424,7 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUe
 // The CUDA 2.0 names of the destroy calls, which cuGetProcAddress hands to callers asking for a
 // version before 4.0.
 #include "driver/abi_names.h"
+#include "model/ordered_mutex.h"
 extern "C" CUresult CUDAAPI cuStreamDestroy(CUstream hStream) { return cuStreamDestroy_v2(hStream); }
 extern "C" CUresult CUDAAPI cuEventDestroy(CUevent hEvent) { return cuEventDestroy_v2(hEvent); }
 // The CUDA 2.0 cuEventElapsedTime; cuda.h's name now means the 12.8 _v2, which answers alike.

@@ -53,7 +53,7 @@ bool AdmissionOrder::turnOf(size_t index) const {
   return index == next_ && finishedTraced_ >= schedule_[index].finishedBefore;
 }
 
-void AdmissionOrder::admit(std::unique_lock<std::mutex>& lock) {
+void AdmissionOrder::admit(OrderedLock& lock) {
   Request* r = tRequest;
   if (r == nullptr || r->admitted()) return;
   if (following_ && r->tag != 0) {
@@ -95,7 +95,7 @@ void AdmissionOrder::admit(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void AdmissionOrder::finish(std::unique_lock<std::mutex>& lock) {
+void AdmissionOrder::finish(OrderedLock& lock) {
   Request* r = tRequest;
   if (r == nullptr) return;
   admit(lock);

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "model/ordered_mutex.h"
+
 namespace mcsim::fabric {
 
 struct Admission {
@@ -67,9 +69,9 @@ class AdmissionOrder {
   // when following, once its turn has come. The thread is then pinned to the simulation's runs
   // (model::Engine::pin) until released: the node releases it when the request's lock scope ends,
   // or its wait begins.
-  void admit(std::unique_lock<std::mutex>& lock);
+  void admit(OrderedLock& lock);
   // The current thread's request is done (admitting it first, if nothing did).
-  void finish(std::unique_lock<std::mutex>& lock);
+  void finish(OrderedLock& lock);
   // Recorded numbers that a replayed call did not use: their turns pass.
   void skip(const std::vector<uint64_t>& numbers);
   // Why the node stopped following the schedule ("" while it follows, or never did).
@@ -90,7 +92,7 @@ class AdmissionOrder {
   size_t next_ = 0;               // first entry not done
   double patienceSeconds_ = 60;
   std::chrono::steady_clock::time_point lastProgress_;
-  std::condition_variable turn_;
+  OrderedCondition turn_;
   std::string divergence_;
 };
 

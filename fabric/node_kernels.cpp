@@ -97,7 +97,7 @@ uint32_t loadU32(const MemorySpan& span) {
 }  // namespace
 
 std::string NodeModel::describeWaitingKernels() {
-  std::lock_guard<std::mutex> lock(waitingMu_);
+  std::lock_guard<OrderedMutex> lock(waitingMu_);
   std::string out;
   for (const auto& [id, k] : waitingKernels_) {
     char line[256];
@@ -112,7 +112,7 @@ std::string NodeModel::describeWaitingKernels() {
 size_t NodeModel::stopKernels(const std::shared_ptr<const std::atomic<bool>>& abandoned) {
   size_t waiting = 0;
   {
-    std::lock_guard<std::mutex> lock(waitingMu_);
+    std::lock_guard<OrderedMutex> lock(waitingMu_);
     for (const auto& [id, k] : waitingKernels_) waiting += k.abandoned == abandoned.get() ? 1 : 0;
   }
   // The waiting kernels look at their words again, see that they are to stop, and end.
@@ -349,13 +349,13 @@ void NodeModel::executeKernel(DeviceWork& w) {
       if (reached()) continue;
       uint64_t id = 0;
       {
-        std::lock_guard<std::mutex> lock(waitingMu_);
+        std::lock_guard<OrderedMutex> lock(waitingMu_);
         id = nextWaitingId_++;
         waitingKernels_[id] = WaitingKernel{w.engineGpu, w.label, &st, w.abandoned.get()};
       }
       const auto stopped = [&] { return w.abandoned != nullptr && w.abandoned->load(); };
       while (!reached() && !stopped()) sc_core::wait(signalled());
-      std::lock_guard<std::mutex> lock(waitingMu_);
+      std::lock_guard<OrderedMutex> lock(waitingMu_);
       waitingKernels_.erase(id);
       if (stopped()) break;  // its process died: the rest of the kernel never runs
       continue;

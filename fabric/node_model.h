@@ -25,6 +25,7 @@
 #include "model/bandwidth_server.h"
 #include "model/completion.h"
 #include "model/gpu.h"
+#include "model/ordered_mutex.h"
 
 namespace mcsim::fabric {
 
@@ -162,7 +163,7 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
     const ResolvedStep* step = nullptr;
     const std::atomic<bool>* abandoned = nullptr;  // its launching process's (DeviceWork)
   };
-  std::mutex waitingMu_;
+  OrderedMutex waitingMu_{LockRank::kNodeModelWaiting};
   std::map<uint64_t, WaitingKernel> waitingKernels_;
   uint64_t nextWaitingId_ = 0;
 

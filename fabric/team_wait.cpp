@@ -39,7 +39,7 @@ CallerScope::~CallerScope() { tCaller = saved_; }
 
 TeamWaiter::TeamWaiter(HangPolicy policy) : policy_(policy), threadCount_(&model::Engine::applicationThreads) {}
 
-Status TeamWaiter::wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
+Status TeamWaiter::wait(OrderedLock& lock, const std::string& call, uint64_t object,
                         const std::function<bool()>& ready,
                         const std::function<std::string(uint64_t)>& describe, uint64_t wakeAtPs) {
   if (ready()) return Status::kOk;

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 
+#include "model/ordered_mutex.h"
 #include "model/status.h"
 
 namespace mcsim::fabric {
@@ -74,7 +75,7 @@ class TeamWaiter {
   // without progress), time instead jumps to the earliest such deadline, as a discrete-event
   // simulator does when nothing else can happen first.
   static constexpr uint64_t kNoDeadline = UINT64_MAX;
-  Status wait(std::unique_lock<std::mutex>& lock, const std::string& call, uint64_t object,
+  Status wait(OrderedLock& lock, const std::string& call, uint64_t object,
               const std::function<bool()>& ready, const std::function<std::string(uint64_t)>& describe,
               uint64_t wakeAtPs = kNoDeadline);
 
@@ -114,7 +115,7 @@ class TeamWaiter {
   HangPolicy policy_;
   std::function<int()> threadCount_;
   std::string lastReport_;
-  std::condition_variable cv_;
+  OrderedCondition cv_;
   std::map<uint64_t, Waiter> waiters_;  // by ticket, in arrival order
   uint64_t nextTicket_ = 0;
   uint64_t progress_ = 0;

@@ -2,8 +2,10 @@
 // Fields are fed in a fixed order by the caller, never by iterating unordered containers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace mcsim::model {
 
@@ -27,5 +29,15 @@ class Digest {
   }
   uint64_t h_ = 0xcbf29ce484222325ull;
 };
+
+// The keys of a map, sorted: how a digest walks a hash map.
+template <typename Map>
+std::vector<typename Map::key_type> sortedKeys(const Map& m) {
+  std::vector<typename Map::key_type> keys;
+  keys.reserve(m.size());
+  for (const auto& kv : m) keys.push_back(kv.first);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
 
 }  // namespace mcsim::model

@@ -1,0 +1,154 @@
+// The node's fault plan (fault_service.h).
+#include "fabric/fault_service.h"
+
+#include "fabric/multicast_service.h"
+#include "model/engine.h"
+
+namespace mcsim::fabric {
+
+FaultService::FaultService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
+                           const MulticastService& waits)
+    : preset_(preset), fabric_(fabric), waiter_(waiter), health_(health), waits_(waits) {}
+
+void FaultService::install(std::vector<FaultRule> rules, uint64_t seed) {
+  injector_ = FaultInjector(std::move(rules), seed);
+  active_.store(!injector_.empty(), std::memory_order_release);
+}
+
+bool FaultService::vetoSlot() {
+  FaultEvent e;
+  e.point = FaultPointKind::kMulticastSlot;
+  // The rank of the bind that asks for the slot (it went through onEntry first), so that rank=
+  // filters on multicast-slot rules match; they never did with the rank left unset.
+  e.rank = rank_;
+  if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
+  const auto fired = injector_.consult(e);
+  return fired && injector_.rule(*fired).action == FaultActionKind::kExhaust;
+}
+
+Node::FaultOutcome FaultService::onEntry(OrderedLock& lock, const char* symbol, int device, int rank,
+                                         const FaultArgument* args, size_t argCount, bool fabricMoment) {
+  Node::FaultOutcome out;
+  if (injector_.empty()) return out;
+  rank_ = rank;
+  FaultEvent e;
+  e.rank = rank;
+  if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
+  // Fabric-level rules see every driver call that acts on the node as a moment at which they
+  // may fire.
+  for (FaultPointKind p : {FaultPointKind::kFabricManager, FaultPointKind::kImex, FaultPointKind::kLink,
+                           FaultPointKind::kSwitch}) {
+    if (!fabricMoment) break;
+    e.point = p;
+    if (auto i = injector_.consult(e)) applyFabricRule(injector_.rule(*i));
+  }
+  e.point = FaultPointKind::kEntryPoint;
+  e.entry = FaultInjector::baseName(symbol);
+  e.device = device;
+  e.args = args;
+  e.argCount = argCount;
+  const auto fired = injector_.consult(e);
+  if (!fired) return out;
+  const FaultRule& r = injector_.rule(*fired);
+  switch (r.action) {
+    case FaultActionKind::kReturn:
+      // "delay 7s return ...": the call takes its time before it fails (a stalled manager).
+      if (r.timePs > 0) delay(r.timePs);
+      out.fail = true;
+      out.result = r.result;
+      return out;
+    case FaultActionKind::kRelease:
+      injector_.release(r.label);
+      waiter_.progress();
+      return out;
+    case FaultActionKind::kDelay:
+      delay(r.timePs);
+      return out;
+    case FaultActionKind::kBlock:
+      return block(r, symbol, device, lock);
+    default:
+      return out;
+  }
+}
+
+void FaultService::release(const std::string& label) {
+  injector_.release(label);
+  waiter_.progress();
+}
+
+// A `delay` (or the delay of "delay T return ...") : simulated time passes for the call. Timed
+// blocks may end meanwhile, so waiters look again.
+void FaultService::delay(uint64_t ps) {
+  model::Engine::instance().run([ps] { return ps; });
+  waiter_.progress();
+}
+
+// A call held by a `block` rule: until its label is released (a release rule, the API), or
+// simulated time reaches the rule's until= (for=: that long after the call arrived), whichever
+// comes first; or until the wait is given up as a deadlock or hang.
+Node::FaultOutcome FaultService::block(const FaultRule& r, const char* symbol, int device, OrderedLock& lock) {
+  Node::FaultOutcome out;
+  const std::string label = r.label;
+  uint64_t wakeAt = TeamWaiter::kNoDeadline;
+  if (r.untilPs >= 0) wakeAt = static_cast<uint64_t>(r.untilPs);
+  if (r.forPs >= 0) wakeAt = model::Engine::instance().nowPs() + static_cast<uint64_t>(r.forPs);
+  std::string releasedBy;
+  if (!label.empty()) releasedBy = "'release " + label + "' or mcsim::api::releaseFault";
+  if (wakeAt != TeamWaiter::kNoDeadline) {
+    releasedBy += (releasedBy.empty() ? "" : ", or ") + std::string("simulated time ") + std::to_string(wakeAt) + " ps";
+  }
+  const std::string who = std::string(symbol) + (device >= 0 ? " on device " + std::to_string(device) : "") +
+                          " (held by the fault rule at " + r.file + ":" + std::to_string(r.line) +
+                          (releasedBy.empty() ? ", unnamed: never released)" : ", released by " + releasedBy + ")");
+  // A block counts as a call blocked in the driver, so that a plan that holds the thread which
+  // would complete a team shows up as the deadlock it is. Its wait object is kFaultHold;
+  // describeWait names both kinds, since whichever waiter notices the deadlock writes the report
+  // for all (with a describer of its own, a team waiter's report called the fault hold "a
+  // released multicast object", a fault waiter's called every team a fault hold).
+  const Status s = waiter_.wait(
+      lock, who, MulticastService::kFaultHold,
+      [&] {
+        return (!label.empty() && injector_.isReleased(label)) ||
+               (wakeAt != TeamWaiter::kNoDeadline && model::Engine::instance().nowPs() >= wakeAt);
+      },
+      [&](uint64_t object) { return waits_.describeWait(object); }, wakeAt);
+  if (s != Status::kOk) {
+    out.fail = true;
+    out.status = s;
+  }
+  return out;
+}
+
+// What a fired fabric-level rule does to the node.
+void FaultService::applyFabricRule(const FaultRule& r) {
+  switch (r.action) {
+    case FaultActionKind::kState:
+      if (r.state == "restarted") fabric_.restart();
+      else if (r.state == "not-started") fabric_.setState(FabricManagerState::kNotStarted);
+      else if (r.state == "initialising") fabric_.setState(FabricManagerState::kInitialising);
+      else if (r.state == "ready") fabric_.setState(FabricManagerState::kReady);
+      else fabric_.setState(FabricManagerState::kDegraded);
+      break;
+    case FaultActionKind::kRelease: injector_.release(r.label); break;
+    case FaultActionKind::kAbsent: health_.imexPresent.store(false); break;
+    case FaultActionKind::kPresent: health_.imexPresent.store(true); break;
+    case FaultActionKind::kDown:
+    case FaultActionKind::kUp: {
+      const bool down = r.action == FaultActionKind::kDown;
+      if (r.point == FaultPointKind::kSwitch) {
+        health_.switchDown = down;
+        break;
+      }
+      for (int g = 0; g < preset_.gpuCount; ++g) {
+        if (r.gpu >= 0 && g != r.gpu) continue;
+        if (down) health_.linksDown.insert(g);
+        else health_.linksDown.erase(g);
+      }
+      break;
+    }
+    default: break;
+  }
+  waiter_.progress();
+}
+
+}  // namespace mcsim::fabric

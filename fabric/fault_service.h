@@ -1,0 +1,76 @@
+// The node's fault plan: its evaluation at every driver call, what its rules do, and what they
+// did to the fabric (FabricHealth).
+//
+// Before a driver call does anything, the driver asks the node what the plan says about it
+// (Node::onEntry): a rule may fail the call, delay it in simulated time, hold it until a label is
+// released or a simulated time comes (a hold waits like a team wait, and counts as a blocked
+// call for deadlock detection), or, at fabric-level points, change the fabric manager's state,
+// take IMEX, links or switches down and up. The switch slot point is consulted by the fabric
+// manager itself (slot veto).
+//
+// Guarded by the node's lock (node_host.cpp), but for whether a plan is installed and whether an
+// IMEX channel exists, which the driver reads without it (atomics).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fabric/fault_injector.h"
+#include "fabric/node.h"
+#include "fabric/team_wait.h"
+#include "model/ordered_mutex.h"
+
+namespace mcsim::fabric {
+
+class MulticastService;
+
+// What fault plans did to the fabric: read by the calls that use it (exports, multicast, device
+// work). Under the node's lock, but `imexPresent`.
+struct FabricHealth {
+  // Whether an IMEX channel exists: the preset's answer until a fault plan changes it.
+  std::atomic<bool> imexPresent{false};
+  std::set<int> linksDown;  // GPUs whose NVLinks are down
+  bool switchDown = false;
+  // A copy between two GPUs needs both GPUs' NVLinks (a < 0 or b < 0: host memory).
+  bool linkPathUp(int a, int b) const {
+    if (linksDown.empty() || a < 0 || b < 0 || a == b) return true;
+    return linksDown.count(a) == 0 && linksDown.count(b) == 0;
+  }
+};
+
+class FaultService {
+ public:
+  // `waits` describes what a blocked call waits for in reports (a hold, or a team).
+  FaultService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
+               const MulticastService& waits);
+
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  void install(std::vector<FaultRule> rules, uint64_t seed);
+  // Node::onEntry, with the node's `lock` held (a hold waits on it).
+  Node::FaultOutcome onEntry(OrderedLock& lock, const char* symbol, int device, int rank, const FaultArgument* args,
+                             size_t argCount, bool fabricMoment);
+  void release(const std::string& label);
+  std::vector<FaultRuleCounts> counts() const { return injector_.counts(); }
+  std::vector<FaultRule> rules() const { return injector_.rules(); }
+  // The multicast-slot point: whether the plan denies the switch group slot a bind asks for.
+  bool vetoSlot();
+
+ private:
+  void delay(uint64_t ps);
+  Node::FaultOutcome block(const FaultRule& r, const char* symbol, int device, OrderedLock& lock);
+  void applyFabricRule(const FaultRule& r);
+
+  const Preset& preset_;
+  FabricManager& fabric_;
+  TeamWaiter& waiter_;
+  FabricHealth& health_;
+  const MulticastService& waits_;
+  FaultInjector injector_;
+  std::atomic<bool> active_{false};
+  int rank_ = -1;  // MCSIM_RANK as the driver last passed it to onEntry
+};
+
+}  // namespace mcsim::fabric

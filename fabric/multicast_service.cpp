@@ -1,0 +1,158 @@
+// Multicast binds, maps and team waits (multicast_service.h).
+#include "fabric/multicast_service.h"
+
+namespace mcsim::fabric {
+
+MulticastService::MulticastService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter,
+                                   ObjectTable& objects, const FabricHealth& health)
+    : preset_(preset), fabric_(fabric), waiter_(waiter), objects_(objects), health_(health) {}
+
+MulticastObject* MulticastService::live(uint64_t id) {
+  MulticastObject* mc = fabric_.find(id);
+  return mc != nullptr && mc->stale ? nullptr : mc;
+}
+
+Status MulticastService::addDevice(MulticastObject& mc, int device) {
+  Status s = fabric_.addDevice(mc, device);
+  if (s == Status::kOk) waiter_.progress();  // a bind or map may be waiting for this device
+  return s;
+}
+
+void MulticastService::setState(FabricManagerState s) {
+  fabric_.setState(s);
+  waiter_.progress();
+}
+
+Status MulticastService::gate() const {
+  if (health_.switchDown) return Status::kIllegalState;
+  return fabric_.gate();
+}
+
+Status MulticastService::bindSourceOf(model::AllocId id, uint64_t offset, uint64_t size, BindSource* src) const {
+  const Allocation& a = objects_.at(id);
+  if (offset > a.props.size || size > a.props.size - offset) return Status::kInvalidValue;
+  *src = BindSource{id, a.props.location, a.props.size, a.props.handleTypes, offset};
+  return Status::kOk;
+}
+
+// The first forms bind for the memory's own device, which must be device memory; the _v2 forms
+// name the device, and device memory must be on it, host memory on the NUMA node closest to it
+// (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID).
+Status MulticastService::bindDevice(int requested, const BindSource& src, int* device) const {
+  const Location& loc = src.location;
+  if (requested < 0) {
+    if (loc.kind != LocationKind::kDevice) return Status::kInvalidDevice;
+    *device = loc.id;
+    return Status::kOk;
+  }
+  if (loc.kind == LocationKind::kDevice) {
+    if (loc.id != requested) return Status::kInvalidDevice;
+  } else {
+    const int numa = loc.kind == LocationKind::kHost ? 0 : loc.id;
+    if (numa != preset_.gpuNumaNode[static_cast<size_t>(requested)]) return Status::kInvalidValue;
+  }
+  *device = requested;
+  return Status::kOk;
+}
+
+Status MulticastService::bind(OrderedLock& lock, const char* call, const ObjectLookup& object, int device,
+                              uint64_t mcOffset, uint64_t size, const SourceLookup& source, uint64_t owner) {
+  auto check = [&](MulticastObject** mc, BindSource* src) {
+    *mc = object();
+    if (*mc == nullptr) return Status::kInvalidValue;
+    Status s = source(src);
+    if (s != Status::kOk) return s;
+    if (mcOffset > (*mc)->props.size || size > (*mc)->props.size - mcOffset) return Status::kInvalidValue;
+    // Externally shareable and imported multicast objects bind only shareable memory.
+    if ((*mc)->props.handleTypes != 0 && src->handleTypes == 0) return Status::kInvalidValue;
+    return Status::kOk;
+  };
+  MulticastObject* mc = nullptr;
+  BindSource src;
+  Status s = check(&mc, &src);
+  if (s != Status::kOk) return s;
+  const uint64_t id = mc->id;
+  s = waitForTeam(lock, id, call, device);
+  if (s != Status::kOk) return s;
+  s = check(&mc, &src);
+  if (s != Status::kOk) return s;
+  if (mc->id != id) return Status::kInvalidValue;
+  // The fabric manager sets the team up when it is first used.
+  s = gate();
+  if (s != Status::kOk) return s;
+  int dev = 0;
+  s = bindDevice(device, src, &dev);
+  if (s != Status::kOk) return s;
+  // Objects that only since-closed descriptors kept are gone in fact, and so are their switch
+  // slots: sweep them before the slot check, or a loop of create / export / bind / release /
+  // close runs out of slots at its 129th bind (multicast.Slots.ClosingTheLastDescriptorFreesTheSlot).
+  // Neither `mc` nor the bound memory can be swept: a handle or a mapping holds each.
+  objects_.sweep();
+  src.owner = owner;
+  s = fabric_.bind(*mc, dev, mcOffset, src, size);
+  if (s != Status::kOk) return s;
+  objects_.retain(src.alloc);  // the binding keeps the bound memory alive
+  return Status::kOk;
+}
+
+Status MulticastService::unbind(MulticastObject& mc, int device, uint64_t mcOffset, uint64_t size) {
+  if (mcOffset > mc.props.size || size > mc.props.size - mcOffset) return Status::kInvalidValue;
+  MulticastBinding removed;
+  Status s = fabric_.unbind(mc, device, mcOffset, size, &removed);
+  if (s != Status::kOk) return s;
+  objects_.release(removed.alloc);
+  return Status::kOk;
+}
+
+void MulticastService::unbindOwnedBy(uint64_t owner) {
+  for (const MulticastBinding& b : fabric_.unbindOwnedBy(owner)) objects_.release(b.alloc);
+}
+
+Status MulticastService::map(OrderedLock& lock, ProcessSpace& space, uint64_t va, uint64_t size, uint64_t offset,
+                             uint64_t id) {
+  const uint64_t gran = preset_.multicast.granularityMinimum;
+  MulticastObject* mc = fabric_.find(id);
+  // An object from before a fabric manager restart is refused here as by every other multicast
+  // call (live); the map used to go through and map an object the manager forgot.
+  if (mc->stale) return Status::kInvalidValue;
+  if (offset != 0) return Status::kNotSupported;
+  if (size == 0 || size > mc->props.size || size % gran != 0 || va % gran != 0) return Status::kInvalidValue;
+  const model::Reservation* r = space.space().reservationContaining(va);
+  if (r == nullptr || r->internal) return Status::kInvalidValue;
+  Status s = waitForTeam(lock, id, "cuMemMap", -1);
+  if (s != Status::kOk) return s;
+  mc = fabric_.find(id);
+  if (mc == nullptr || mc->stale) return Status::kInvalidValue;
+  s = gate();
+  if (s != Status::kOk) return s;
+  s = space.space().map(va, size, id, 0);
+  if (s != Status::kOk) return s;
+  ++mc->refs;
+  return Status::kOk;
+}
+
+// `call` and `device` only name the waiter in reports, so nothing is formatted unless the call
+// really has to wait.
+Status MulticastService::waitForTeam(OrderedLock& lock, uint64_t id, const char* call, int device) {
+  auto ready = [&] {
+    const MulticastObject* mc = fabric_.find(id);
+    return mc == nullptr || mc->complete();  // a released object wakes its waiters too
+  };
+  if (ready()) return Status::kOk;
+  const std::string who = std::string(call) + (device >= 0 ? " on device " + std::to_string(device) : "") +
+                          " (multicast object " + std::to_string(id & ~kMulticastIdBit) + ")";
+  return waiter_.wait(lock, who, id, ready, [&](uint64_t object) { return describeWait(object); });
+}
+
+std::string MulticastService::describeWait(uint64_t object) const {
+  if (object == kFaultHold) return "calls held by fault plan block rules (each waiting call below names its rule)";
+  const MulticastObject* mc = fabric_.find(object);
+  if (mc == nullptr) return std::string("a released multicast object");
+  std::string added;
+  for (int d : mc->members) added += (added.empty() ? "" : " ") + std::to_string(d);
+  return "multicast object " + std::to_string(object & ~kMulticastIdBit) + ": team of " +
+         std::to_string(mc->props.numDevices) + ", devices added [" + added + "], " +
+         std::to_string(mc->props.numDevices - mc->members.size()) + " still to be added";
+}
+
+}  // namespace mcsim::fabric

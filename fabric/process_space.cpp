@@ -1,0 +1,134 @@
+// One process's device address space (process_space.h).
+#include "fabric/process_space.h"
+
+#include "fabric/fabric_manager.h"
+
+namespace mcsim::fabric {
+
+using model::AllocId;
+
+ProcessSpace::ProcessSpace(uint64_t vaBase, uint64_t size, int gpuCount, ObjectTable& objects,
+                           const FabricManager& fabric)
+    : space_(vaBase, size, gpuCount), gpuCount_(gpuCount), objects_(objects), fabric_(fabric) {}
+
+Status ProcessSpace::reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) {
+  return space_.reserve(size, alignment, hint, false, va);
+}
+
+Status ProcessSpace::freeReservation(uint64_t va, uint64_t size) {
+  const model::Reservation* r = space_.reservationContaining(va);
+  if (r == nullptr || r->internal) return Status::kInvalidValue;
+  return space_.free(va, size);
+}
+
+Status ProcessSpace::mapAllocation(uint64_t va, uint64_t size, uint64_t offset, AllocId id) {
+  const Allocation& a = objects_.at(id);
+  // The real driver maps only a whole allocation, from its start.
+  if (offset != 0 || size != a.props.size) return Status::kNotSupported;
+  const model::Reservation* r = space_.reservationContaining(va);
+  if (r != nullptr && r->internal) return Status::kInvalidValue;
+  Status s = space_.map(va, size, a.id, offset);
+  if (s != Status::kOk) return s;
+  objects_.retain(id);
+  return Status::kOk;
+}
+
+Status ProcessSpace::unmap(uint64_t va, uint64_t size) {
+  const model::Reservation* r = space_.reservationContaining(va);
+  if (r == nullptr || r->internal) return Status::kInvalidValue;
+  std::vector<model::Mapping> removed;
+  Status s = space_.unmap(va, size, &removed);
+  if (s != Status::kOk) return s;
+  for (const auto& m : removed) objects_.release(m.alloc);
+  return Status::kOk;
+}
+
+Status ProcessSpace::setAccess(uint64_t va, uint64_t size, int device, Access access) {
+  const model::Reservation* r = space_.reservationContaining(va);
+  if (r != nullptr && r->internal) return Status::kInvalidValue;
+  return space_.setAccess(va, size, device, access);
+}
+
+Status ProcessSpace::getAccess(uint64_t va, int device, Access* access) const {
+  const model::Mapping* m = space_.mappingContaining(va);
+  if (m == nullptr || device < 0 || device >= gpuCount_) return Status::kInvalidValue;
+  *access = m->access[static_cast<size_t>(device)];
+  return Status::kOk;
+}
+
+Status ProcessSpace::allocInternal(AllocationProps props, uint64_t requested, AllocKind kind,
+                                   const std::vector<int>& accessors, uint64_t* va) {
+  const uint64_t rounded = (requested + kLinearGranule - 1) & ~(kLinearGranule - 1);
+  if (requested == 0 || rounded < requested) return Status::kInvalidValue;
+  props.size = rounded;
+  AllocId id = 0;
+  Status s = objects_.create(props, kind, requested, &id);
+  if (s != Status::kOk) return s;
+  uint64_t at = 0;
+  s = space_.reserve(rounded, kLinearGranule, 0, true, &at);
+  if (s != Status::kOk) {
+    objects_.destroyAllocation(id);
+    return s;
+  }
+  space_.map(at, rounded, id, 0);
+  for (int d : accessors) space_.setAccess(at, rounded, d, Access::kReadWrite);
+  internal_[at] = id;
+  *va = at;
+  return Status::kOk;
+}
+
+Status ProcessSpace::freeInternal(uint64_t va, AllocKind kind) {
+  auto it = internal_.find(va);
+  if (it == internal_.end() || objects_.at(it->second).kind != kind) return Status::kInvalidValue;
+  const uint64_t size = objects_.at(it->second).props.size;
+  std::vector<model::Mapping> removed;
+  space_.unmap(va, size, &removed);
+  space_.free(va, size);
+  internal_.erase(it);
+  for (const auto& m : removed) objects_.release(m.alloc);
+  return Status::kOk;
+}
+
+Status ProcessSpace::setPooledAccess(uint64_t va, int device, Access access) {
+  auto it = internal_.find(va);
+  if (it == internal_.end() || objects_.at(it->second).kind != AllocKind::kPooled) return Status::kInvalidValue;
+  return space_.setAccess(va, objects_.at(it->second).props.size, device, access);
+}
+
+void ProcessSpace::pointerInfo(uint64_t va, int device, PointerInfo* info) const {
+  *info = PointerInfo{};
+  const model::Mapping* m = space_.mappingContaining(va);
+  if (m == nullptr) return;
+  const model::Reservation* r = space_.reservationContaining(va);
+  info->mapped = true;
+  info->mappingBase = m->va;
+  info->mappingSize = m->size;
+  // A mapping may run past its reservation's end (the real driver allows it); then the address
+  // is in no reservation.
+  info->reservationBase = r != nullptr ? r->va : 0;
+  info->reservationSize = r != nullptr ? r->size : 0;
+  if (device >= 0 && device < gpuCount_) info->access = m->access[static_cast<size_t>(device)];
+  if (isMulticastId(m->alloc)) {
+    const MulticastObject& mc = *fabric_.find(m->alloc);
+    info->location = Location{LocationKind::kDevice, -1};  // every member's memory at once
+    info->allocationId = mc.id;
+    info->handleTypes = mc.props.handleTypes;
+    return;
+  }
+  const Allocation& a = objects_.at(m->alloc);
+  info->linear = a.kind == AllocKind::kLinear;
+  info->pooled = a.kind == AllocKind::kPooled;
+  info->location = a.props.location;
+  info->allocationId = a.id;
+  info->handleTypes = a.props.handleTypes;
+  info->gpuDirectRdmaCapable = a.kind == AllocKind::kLinear || a.props.gpuDirectRdmaCapable;
+  info->requestedSize = a.requested;
+}
+
+void ProcessSpace::releaseAll() {
+  std::vector<AllocId> mapped;
+  space_.forEachMapping([&](const model::Mapping& m) { mapped.push_back(m.alloc); });
+  for (AllocId id : mapped) objects_.release(id);
+}
+
+}  // namespace mcsim::fabric

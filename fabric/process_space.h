@@ -1,0 +1,69 @@
+// One attached process's device virtual address space, as the driver's memory calls see it.
+//
+// model::AddressSpace keeps the reservations, mappings and access rights; this service adds what
+// the node's calls need around it: the references mappings hold on the node's objects, the
+// memory the driver reserves, backs and maps in one step (cuMemAlloc and pool memory, which the
+// VMM calls may not touch), and what the node knows about an address (cuPointerGetAttribute).
+// Multicast mappings are made by the multicast service (multicast_service.h), since they wait
+// for the team.
+//
+// Guarded by the node's lock (node_host.cpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "fabric/node.h"
+#include "fabric/object_table.h"
+#include "model/address_space.h"
+
+namespace mcsim::fabric {
+
+// cuMemAlloc hands out whole granules; its ranges and mappings are aligned to this.
+constexpr uint64_t kLinearGranule = 2ull << 20;
+
+class ProcessSpace {
+ public:
+  // The window [vaBase, vaBase + size) of a node of `gpuCount` devices.
+  ProcessSpace(uint64_t vaBase, uint64_t size, int gpuCount, ObjectTable& objects, const FabricManager& fabric);
+
+  model::AddressSpace& space() { return space_; }
+  const model::AddressSpace& space() const { return space_; }
+
+  // The VMM calls (Node's reserve ... getAccess), refusing the driver's internal reservations.
+  Status reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va);
+  Status freeReservation(uint64_t va, uint64_t size);
+  // Maps a whole allocation, which the mapping then holds a reference on.
+  Status mapAllocation(uint64_t va, uint64_t size, uint64_t offset, model::AllocId id);
+  // Unmaps, giving back the references of the mappings removed (multicast ones included).
+  Status unmap(uint64_t va, uint64_t size);
+  Status setAccess(uint64_t va, uint64_t size, int device, Access access);
+  Status getAccess(uint64_t va, int device, Access* access) const;
+
+  // Memory the driver reserves, backs and maps in one step (cuMemAlloc, pools): rounded to whole
+  // granules, used within `requested`, reachable read-write by `accessors`.
+  Status allocInternal(AllocationProps props, uint64_t requested, AllocKind kind, const std::vector<int>& accessors,
+                       uint64_t* va);
+  Status freeInternal(uint64_t va, AllocKind kind);
+  // cuMemPoolSetAccess on one of the pool's allocations.
+  Status setPooledAccess(uint64_t va, int device, Access access);
+
+  void pointerInfo(uint64_t va, int device, PointerInfo* info) const;
+
+  // Detaching: gives back the references every mapping holds.
+  void releaseAll();
+
+  size_t reservationCount() const { return space_.reservationCount(); }
+  size_t mappingCount() const { return space_.mappingCount(); }
+  void addToDigest(model::Digest& d) const { space_.addToDigest(d); }
+
+ private:
+  model::AddressSpace space_;
+  int gpuCount_;
+  ObjectTable& objects_;
+  const FabricManager& fabric_;
+  std::map<uint64_t, model::AllocId> internal_;  // cuMemAlloc and pool allocations by base address
+};
+
+}  // namespace mcsim::fabric
