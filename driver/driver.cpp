@@ -54,73 +54,44 @@ CUresult toResult(Status s) {
   return CUDA_ERROR_UNKNOWN;
 }
 
+const settings::Settings& driverSettings() {
+  static const settings::Settings s = settings::fromEnvironment();
+  return s;
+}
+
 CUresult hangResult() {
+  // A name the settings accepted is one of cuda.h's (driver/results.def).
   static const CUresult result = [] {
-    const char* env = std::getenv("MCSIM_HANG_RESULT");
-    if (env == nullptr || *env == '\0') return CUDA_ERROR_ILLEGAL_STATE;
-    CUresult r = CUDA_SUCCESS;
-    if (resultByName(env, &r)) return r;
-    std::fprintf(stderr, "mcsim: MCSIM_HANG_RESULT='%s' is no CUresult name; using CUDA_ERROR_ILLEGAL_STATE\n", env);
-    return CUDA_ERROR_ILLEGAL_STATE;
+    CUresult r = CUDA_ERROR_ILLEGAL_STATE;
+    resultByName(driverSettings().hangResult, &r);
+    return r;
   }();
   return result;
 }
 
-int emulatedDriverVersion() {
-  static const int version = [] {
-    const char* env = std::getenv("MCSIM_DRIVER_VERSION");
-    if (env == nullptr || *env == '\0') return CUDA_VERSION;
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    // Versions are 1000 * major + 10 * minor; anything else is a mistake worth saying.
-    if (*end != '\0' || v < 11000 || v > 99990 || v % 10 != 0) {
-      std::fprintf(stderr, "mcsim: MCSIM_DRIVER_VERSION='%s' is not a version such as 12080; "
-                           "using %d\n", env, CUDA_VERSION);
-      return CUDA_VERSION;
-    }
-    return static_cast<int>(v);
-  }();
-  return version;
-}
+int emulatedDriverVersion() { return driverSettings().driverVersion; }
 
 namespace {
 
+// MCSIM_RANK, or -1 when it is not given.
 int processRank() {
-  static const int rank = [] {
-    const char* env = std::getenv("MCSIM_RANK");
-    if (env == nullptr || *env == '\0') return -1;
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    return (*end == '\0' && v >= 0 && v < (1 << 20)) ? static_cast<int>(v) : -1;
-  }();
-  return rank;
-}
-
-uint64_t seedFromEnvironment() {
-  const char* env = std::getenv("MCSIM_SEED");
-  if (env == nullptr || *env == '\0') return 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(env, &end, 10);
-  if (*end != '\0') {
-    std::fprintf(stderr, "mcsim: MCSIM_SEED='%s' is not a number; using 0\n", env);
-    return 0;
-  }
-  return v;
+  const settings::Settings& s = driverSettings();
+  return s.isSet("MCSIM_RANK") ? static_cast<int>(s.rank) : -1;
 }
 
 // The plan of MCSIM_FAULTS_FILE, then the rules of MCSIM_FAULTS (one line, ';' between rules).
 // Every cuda.h name the plan uses (CUresults, argument constants) must exist.
-std::vector<fabric::FaultRule> loadFaultPlan() {
+std::vector<fabric::FaultRule> loadFaultPlan(const settings::Settings& settings) {
   std::vector<fabric::FaultRule> rules;
-  if (const char* file = std::getenv("MCSIM_FAULTS_FILE"); file != nullptr && *file != '\0') {
+  if (const std::string& file = settings.faultsFile; !file.empty()) {
     std::ifstream in(file);
     if (!in) throw fabric::InputError(file, 0, "cannot read the fault plan");
     std::stringstream ss;
     ss << in.rdbuf();
     rules = fabric::parseFaultPlan(ss.str(), file);
   }
-  if (const char* line = std::getenv("MCSIM_FAULTS"); line != nullptr && *line != '\0') {
-    for (auto& r : fabric::parseFaultPlan(line, "MCSIM_FAULTS")) rules.push_back(std::move(r));
+  if (!settings.faults.empty()) {
+    for (auto& r : fabric::parseFaultPlan(settings.faults, "MCSIM_FAULTS")) rules.push_back(std::move(r));
   }
   resolveFaultPlanNames(&rules);
   return rules;
@@ -132,13 +103,13 @@ std::vector<fabric::FaultRule> loadFaultPlan() {
 CUresult attachToSharedNode(const std::string& name) {
   DriverState& s = state();
   for (const char* v : {"MCSIM_TOPOLOGY", "MCSIM_FAULTS", "MCSIM_FAULTS_FILE"}) {
-    if (const char* e = std::getenv(v); e != nullptr && *e != '\0') {
+    if (driverSettings().isSet(v)) {
       std::fprintf(stderr, "mcsim: %s is not used with MCSIM_NODE: the node '%s' has its own (mcsim node start)\n", v,
                    name.c_str());
     }
   }
   std::string error;
-  s.node = fabric::attachSharedNode(name, processRank(), &error);
+  s.node = fabric::attachSharedNode(name, processRank(), fabric::NodeSettings::from(driverSettings()), &error);
   if (!s.node) {
     std::fprintf(stderr, "mcsim: %s\n", error.c_str());
     return CUDA_ERROR_NO_DEVICE;
@@ -150,16 +121,16 @@ CUresult attachToSharedNode(const std::string& name) {
 
 CUresult bringUpNode() {
   DriverState& s = state();
-  if (const char* shared = std::getenv("MCSIM_NODE"); shared != nullptr && *shared != '\0') {
-    return attachToSharedNode(shared);
-  }
-  const char* env = std::getenv("MCSIM_TOPOLOGY");
-  const std::string which = (env != nullptr && *env != '\0') ? env : fabric::defaultPresetName();
+  const settings::Settings& settings = driverSettings();
+  // This process's driver calls (and an embedded node's devices) go on the timeline.
+  model::Timeline::writeTo(settings.timeline);
+  if (!settings.node.empty()) return attachToSharedNode(settings.node);
+  const std::string which = !settings.topology.empty() ? settings.topology : fabric::defaultPresetName();
   try {
     fabric::Preset preset = fabric::loadPreset(which);
     s.attributes = resolveDeviceAttributes(preset);
     s.deviceCount = preset.gpuCount;
-    s.node = fabric::makeEmbeddedNode(std::move(preset));
+    s.node = fabric::makeEmbeddedNode(std::move(preset), fabric::NodeSettings::from(settings));
     if (!s.node) {
       std::fprintf(stderr, "mcsim: cannot reserve the simulated device address space\n");
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -169,7 +140,7 @@ CUresult bringUpNode() {
     return CUDA_ERROR_NO_DEVICE;
   }
   try {
-    s.node->installFaultPlan(loadFaultPlan(), seedFromEnvironment());
+    s.node->installFaultPlan(loadFaultPlan(settings), settings.seed);
   } catch (const fabric::InputError& e) {
     std::fprintf(stderr, "mcsim: cannot load fault plan: %s\n", e.what());
     s.node.reset();

@@ -20,8 +20,14 @@
 #include "driver/cuda_names.h"
 #include "fabric/node.h"
 #include "model/status.h"
+#include "settings/settings.h"
 
 namespace mcsim::driver {
+
+// The process's settings (settings/settings.def), read from its environment the first time the
+// driver needs one: at cuInit, or at a call that answers before it (cuDriverGetVersion). Each
+// unknown MCSIM_* name and each refused value is reported then, once, on one line.
+const settings::Settings& driverSettings();
 
 // Maps a node outcome to the driver's code: the one place where Status becomes CUresult.
 CUresult toResult(Status s);

@@ -384,8 +384,7 @@ CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
   MCSIM_REQUIRE_INIT();
   if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // Lazy by default since CUDA 12.2; CUDA_MODULE_LOADING=EAGER asks for eager loading.
-  const char* env = std::getenv("CUDA_MODULE_LOADING");
-  *mode = env != nullptr && std::strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+  *mode = driverSettings().moduleLoading == "EAGER" ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
   return CUDA_SUCCESS;
 }
 

@@ -17,15 +17,11 @@ const char* fabricManagerStateName(FabricManagerState s) {
   return "?";
 }
 
-FabricManagerState initialFabricManagerState(const Preset& preset) {
-  const char* env = std::getenv("MCSIM_FABRIC_MANAGER");
-  if (env != nullptr && *env != '\0') {
-    for (auto s : {FabricManagerState::kNotStarted, FabricManagerState::kInitialising,
-                   FabricManagerState::kReady, FabricManagerState::kDegraded}) {
-      if (std::strcmp(env, fabricManagerStateName(s)) == 0) return s;
-    }
-    std::fprintf(stderr, "mcsim: MCSIM_FABRIC_MANAGER='%s' is not one of not-started, initialising, "
-                         "ready, degraded; using the preset's initial state\n", env);
+FabricManagerState initialFabricManagerState(const Preset& preset, const std::string& override) {
+  // MCSIM_FABRIC_MANAGER (settings/settings.def lets only these names through).
+  for (auto s : {FabricManagerState::kNotStarted, FabricManagerState::kInitialising, FabricManagerState::kReady,
+                 FabricManagerState::kDegraded}) {
+    if (override == fabricManagerStateName(s)) return s;
   }
   // The preset's fabric_manager.initial_state (checked when the preset was read).
   for (auto s : {FabricManagerState::kNotStarted, FabricManagerState::kInitialising, FabricManagerState::kReady,
@@ -39,9 +35,9 @@ bool MulticastObject::hasMember(int dev) const {
   return std::find(members.begin(), members.end(), dev) != members.end();
 }
 
-FabricManager::FabricManager(const Preset& preset)
+FabricManager::FabricManager(const Preset& preset, const std::string& initialState)
     : preset_(preset),
-      state_(initialFabricManagerState(preset)),
+      state_(initialFabricManagerState(preset, initialState)),
       boundPerDevice_(static_cast<size_t>(preset.gpuCount), 0) {}
 
 Status FabricManager::gate() const {

@@ -75,7 +75,8 @@ struct BindSource {
 
 class FabricManager {
  public:
-  explicit FabricManager(const Preset& preset);
+  // `initialState`: as initialFabricManagerState's `override`.
+  FabricManager(const Preset& preset, const std::string& initialState);
 
   FabricManagerState state() const { return state_; }
   void setState(FabricManagerState s) { state_ = s; }
@@ -118,9 +119,9 @@ class FabricManager {
   std::vector<uint64_t> boundPerDevice_;
 };
 
-// The manager's initial state: MCSIM_FABRIC_MANAGER (not-started | initialising | ready |
-// degraded) when set, else the preset's fabric_manager.initial_state (by default ready on a fabric
-// and not-started without one).
-FabricManagerState initialFabricManagerState(const Preset& preset);
+// The manager's initial state: `override` (MCSIM_FABRIC_MANAGER: not-started | initialising |
+// ready | degraded) when it names one, else the preset's fabric_manager.initial_state (by default
+// ready on a fabric and not-started without one).
+FabricManagerState initialFabricManagerState(const Preset& preset, const std::string& override);
 
 }  // namespace mcsim::fabric

@@ -21,6 +21,7 @@
 #include "fabric/fault_injector.h"
 #include "fabric/memory_types.h"
 #include "fabric/node_op_macros.h"
+#include "fabric/node_settings.h"
 #include "fabric/preset.h"
 #include "mcsim/kernel_model.h"
 #include "model/address_space.h"
@@ -165,10 +166,12 @@ class Node {
 };
 
 // A node hosted inside this process: the default.
-std::unique_ptr<Node> makeEmbeddedNode(Preset preset);
+std::unique_ptr<Node> makeEmbeddedNode(Preset preset, const NodeSettings& settings);
 // A node hosted by `mcsim node` in a process of its own (node_server.cpp), which this process
-// attaches to (MCSIM_NODE=name); `rank` (MCSIM_RANK, -1: unset) names it in reports. Detaches when
+// attaches to (MCSIM_NODE=name); `rank` (MCSIM_RANK, -1: unset) names it in reports; of
+// `settings`, where the node lives and whether a hang report aborts this process. Detaches when
 // destroyed. nullptr with the problem in `error`.
-std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, std::string* error);
+std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, const NodeSettings& settings,
+                                       std::string* error);
 
 }  // namespace mcsim::fabric

@@ -40,6 +40,11 @@ constexpr const char* kHeaderName = "mcsim.header";
 constexpr size_t kChannelBytes = 256 * 1024;
 constexpr size_t kInlineBytes = 192 * 1024;
 
+// How many times a waiter looks before it sleeps (MCSIM_NODE_SPIN): set by the process as it
+// attaches (driver) or starts its node (mcsim-node); 0 until then.
+inline std::atomic<int> spinRounds{0};
+inline void setSpinRounds(int rounds) { spinRounds.store(rounds, std::memory_order_relaxed); }
+
 // A counting semaphore shared between processes (POSIX, pshared). Boost's interprocess_semaphore
 // is not used: its wait throws when a signal interrupts it.
 class SharedSemaphore {
@@ -73,16 +78,13 @@ class SharedSemaphore {
 
  private:
   // A call's answer (or a thread's next call) often comes within microseconds; with
-  // MCSIM_NODE_SPIN=N (in the node's and the programs' environments), a waiter looks N times
+  // MCSIM_NODE_SPIN=N (in the node's and the programs' environments; setSpinRounds), a waiter looks N times
   // before it sleeps, which saves being woken when cores are free for both sides (one thread
   // calling in a loop: ~0.5 us a call instead of ~6-40 us on a busy 2-core machine) and costs
   // dearly when they are not (8 processes in a loop: 4x slower there). Off by default. Returns
   // true if the post came.
   bool spin() {
-    static const int rounds = [] {
-      const char* e = std::getenv("MCSIM_NODE_SPIN");
-      return e != nullptr ? std::atoi(e) : 0;
-    }();
+    const int rounds = spinRounds.load(std::memory_order_relaxed);
     for (int i = 0; i < rounds; ++i) {
       if (sem_trywait(&s_) == 0) return true;
       __builtin_ia32_pause();

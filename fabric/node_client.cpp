@@ -54,15 +54,12 @@ struct Ledger {
   std::vector<uint64_t> released;  // node ids whose local completions were dropped
 };
 
-bool abortOnHang() {
-  const char* a = std::getenv("MCSIM_ON_HANG");
-  return a != nullptr && std::strcmp(a, "abort") == 0;
-}
-
 class ClientNode final : public Node {
  public:
-  static std::unique_ptr<ClientNode> attach(const std::string& name, int rank, std::string* error) {
+  static std::unique_ptr<ClientNode> attach(const std::string& name, int rank, const NodeSettings& settings,
+                                            std::string* error) {
     std::unique_ptr<ClientNode> n(new ClientNode());
+    n->local_ = settings;
     if (!n->connect(name, rank, error)) return nullptr;
     return n;
   }
@@ -225,7 +222,7 @@ class ClientNode final : public Node {
 
   bool connect(const std::string& name, int rank, std::string* error) {
     name_ = name;
-    const ipc::NodePaths paths = ipc::nodePaths(name);
+    const ipc::NodePaths paths = ipc::nodePaths(name, local_.nodeDir);
     sock_.reset(ipc::connectToNode(paths, error));
     if (!sock_) {
       *error = "no node '" + name + "' to attach to (" + *error + "; start one with `mcsim node start --name " +
@@ -386,7 +383,7 @@ class ClientNode final : public Node {
       const std::string report = r.getString();
       std::fprintf(stderr, "mcsim: node '%s' reports:\n%s", name_.c_str(), report.c_str());
       std::fflush(stderr);
-      if (abortOnHang()) std::abort();
+      if (local_.hang.abortOnHang) std::abort();
     }
     if (s == Status::kOk) {
       outs(r);
@@ -511,6 +508,7 @@ class ClientNode final : public Node {
   uint64_t vaBase_ = 0, vaLimit_ = 0;
   std::atomic<bool> lost_{false};
   std::string settings_;  // the node's settings (JSON), from its welcome
+  NodeSettings local_;    // this process's: where the node lives, whether a hang report aborts
   // This thread's traced requests (beginTraced to endTraced), their admissions, and the tags a
   // replay gave it.
   static thread_local bool tTraced;
@@ -532,8 +530,10 @@ thread_local size_t ClientNode::tNextTag = 0;
 
 }  // namespace
 
-std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, std::string* error) {
-  return ClientNode::attach(name, rank, error);
+std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, const NodeSettings& settings,
+                                       std::string* error) {
+  channel::setSpinRounds(settings.channelSpin);
+  return ClientNode::attach(name, rank, settings, error);
 }
 
 }  // namespace mcsim::fabric

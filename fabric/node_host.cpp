@@ -42,36 +42,23 @@ namespace {
 
 using model::AllocId;
 
-bool envFlag(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
-}
-
-uint64_t envUnsigned(const char* name, uint64_t dflt) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return dflt;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 10);
-  return end != nullptr && *end == '\0' ? x : dflt;
-}
-
 class ProcessNode;
 
 }  // namespace
 
 // What is node-wide: the services and the lock that guards them all (but the atomics).
 struct NodeHost::State {
-  State(Preset p, HangPolicy policy)
+  State(Preset p, const NodeSettings& settings)
       : preset(std::move(p)),
-        fabric(preset),
-        waiter(policy),
+        fabric(preset, settings.fabricManager),
+        waiter(settings.hang),
         model(std::make_shared<NodeModel>(preset)),
         objects(preset, fabric, exports, *model),
         multicast(preset, fabric, waiter, objects, health),
         faults(preset, fabric, waiter, health, multicast),
-        functional(!envFlag("MCSIM_TIMING_ONLY")),
+        functional(settings.movesData),
         planner(preset, objects, fabric, health, functional),
-        pollIntervalPs(envUnsigned("MCSIM_HOST_POLL_NS", 1000) * 1000) {
+        pollIntervalPs(settings.hostPollNs * 1000) {
     health.imexPresent.store(preset.imexChannel);
     // Fault plans may deny switch group slots (the multicast-slot point).
     fabric.setSlotVeto([this] { return faults.vetoSlot(); });
@@ -628,8 +615,8 @@ uint64_t reserveDeviceWindow() {
   return (reinterpret_cast<uint64_t>(p) + kLinearGranule - 1) & ~(kLinearGranule - 1);
 }
 
-NodeHost::NodeHost(Preset preset, HangPolicy policy)
-    : state_(std::make_shared<State>(std::move(preset), policy)) {}
+NodeHost::NodeHost(Preset preset, const NodeSettings& settings)
+    : state_(std::make_shared<State>(std::move(preset), settings)) {}
 
 NodeHost::~NodeHost() = default;
 
@@ -696,10 +683,10 @@ size_t NodeHost::processCount() {
   return state_->processes.size();
 }
 
-std::unique_ptr<Node> makeEmbeddedNode(Preset preset) {
+std::unique_ptr<Node> makeEmbeddedNode(Preset preset, const NodeSettings& settings) {
   const uint64_t window = reserveDeviceWindow();
   if (window == 0) return nullptr;
-  NodeHost host(std::move(preset), HangPolicy::fromEnvironment());
+  NodeHost host(std::move(preset), settings);
   return host.attach(window);
 }
 

@@ -54,9 +54,9 @@ class NodeHost {
  public:
   struct State;
 
-  // A host for the node `preset` describes; `policy` is what its team waits do on a deadlock or
-  // suspected hang.
-  NodeHost(Preset preset, HangPolicy policy);
+  // A host for the node `preset` describes, as `settings` say (its team waits' hang policy among
+  // them).
+  NodeHost(Preset preset, const NodeSettings& settings);
   ~NodeHost();
   NodeHost(const NodeHost&) = delete;
   NodeHost& operator=(const NodeHost&) = delete;

@@ -144,16 +144,16 @@ bool validNodeName(const std::string& name) {
   return true;
 }
 
-NodePaths nodePaths(const std::string& name) {
+std::string nodeDirectory(const std::string& configured, const std::string& xdgRuntimeDir) {
+  if (!configured.empty()) return configured;
+  if (!xdgRuntimeDir.empty()) return xdgRuntimeDir + "/mcsim";
+  return "/tmp/mcsim-" + std::to_string(getuid());
+}
+
+NodePaths nodePaths(const std::string& name, const std::string& dir) {
   NodePaths p;
   const std::string uid = std::to_string(getuid());
-  if (const char* d = std::getenv("MCSIM_NODE_DIR"); d != nullptr && *d != '\0') {
-    p.dir = d;
-  } else if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && *x != '\0') {
-    p.dir = std::string(x) + "/mcsim";
-  } else {
-    p.dir = "/tmp/mcsim-" + uid;
-  }
+  p.dir = dir;
   p.socket = p.dir + "/" + name + ".sock";
   p.lock = p.dir + "/" + name + ".lock";
   p.log = p.dir + "/" + name + ".log";

@@ -1,8 +1,7 @@
 // Where a shared node lives and how its processes talk to it over its socket.
 //
 // A node named N, started by user U, has
-//   - a directory private to U (mode 0700): $MCSIM_NODE_DIR, else $XDG_RUNTIME_DIR/mcsim, else
-//     /tmp/mcsim-U, holding
+//   - a directory private to U (mode 0700): nodeDirectory's, holding
 //       N.sock   the attach socket (AF_UNIX, SOCK_SEQPACKET, mode 0600)
 //       N.lock   held (flock) by the node process while it runs; it holds the node's pid
 //       N.log    the node process's standard error (reports of deadlocks and hangs, crashes)
@@ -43,7 +42,11 @@ struct NodePaths {
   std::string dir, socket, lock, log;
   std::string segment;  // the shared memory object's name (without the leading '/')
 };
-NodePaths nodePaths(const std::string& name);
+// Where nodes live: `configured` (MCSIM_NODE_DIR) if not empty, else `xdgRuntimeDir`/mcsim
+// (XDG_RUNTIME_DIR), else /tmp/mcsim-UID.
+std::string nodeDirectory(const std::string& configured, const std::string& xdgRuntimeDir);
+// The files of the node `name` in the directory `dir` (nodeDirectory's).
+NodePaths nodePaths(const std::string& name, const std::string& dir);
 
 // Makes the directory (mode 0700) if it is missing and checks that it belongs to this user and
 // lets nobody else in. Returns "" or the problem.

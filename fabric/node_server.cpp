@@ -62,7 +62,8 @@ int pidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)
 // lifecycle, and the status.
 class NodeServer {
  public:
-  explicit NodeServer(const NodeServerOptions& o) : options_(o), paths_(ipc::nodePaths(o.name)), log_(o.name) {}
+  explicit NodeServer(const NodeServerOptions& o)
+      : options_(o), paths_(ipc::nodePaths(o.name, o.settings.nodeDir)), log_(o.name) {}
 
   // Takes the node's place: its lock, a fresh segment and socket (cleaning up what a node that
   // died left behind), the host. "" or the problem.
@@ -96,14 +97,15 @@ class NodeServer {
     } catch (const std::exception& e) {
       return std::string("cannot load topology preset: ") + e.what();
     }
-    HangPolicy policy = HangPolicy::fromEnvironment();
+    NodeSettings nodeSettings = options_.settings;
+    HangPolicy& policy = nodeSettings.hang;
     // Whether a process aborts on a hang is its own choice (MCSIM_ON_HANG in its environment); the
     // node itself never aborts for one.
     policy.abortOnHang = false;
     // A process still starting is not counted yet: a deadlock across processes must last a
     // moment (a new process attaching is progress) before it is reported.
     policy.deadlockSettleSeconds = std::min(1.0, policy.graceSeconds / 2);
-    host_ = std::make_unique<NodeHost>(preset, policy);
+    host_ = std::make_unique<NodeHost>(preset, nodeSettings);
     host_->setIdentity(options_.name);
     host_->installFaultPlan(options_.faults, options_.seed);
     if (!options_.follow.empty()) host_->followAdmissions(options_.follow, options_.followPatienceSeconds);
@@ -198,6 +200,7 @@ class NodeServer {
 }  // namespace
 
 int runNodeServer(const NodeServerOptions& options, int readyFd) {
+  channel::setSpinRounds(options.settings.channelSpin);
   NodeServer node(options);
   const std::string problem = node.start();
   if (readyFd >= 0) {

@@ -14,6 +14,7 @@
 
 #include "fabric/admission.h"
 #include "fabric/fault_plan.h"
+#include "fabric/node_settings.h"
 
 namespace mcsim::fabric {
 
@@ -33,6 +34,8 @@ struct NodeServerOptions {
   // one counts as a thread that may still complete a team, so that no deadlock is called while a
   // rank is still starting (a suspected hang after the grace period still is).
   int processes = 0;
+  // The node process's own settings (MCSIM_HANG_GRACE_S, MCSIM_TIMING_ONLY, ...; mcsim-node reads them).
+  NodeSettings settings;
 };
 
 // Runs the node until it is stopped (SIGTERM, SIGINT, `mcsim node stop`). Once it accepts

@@ -15,21 +15,6 @@
 
 namespace mcsim::fabric {
 
-HangPolicy HangPolicy::fromEnvironment() {
-  HangPolicy p;
-  if (const char* g = std::getenv("MCSIM_HANG_GRACE_S"); g != nullptr && *g != '\0') {
-    char* end = nullptr;
-    const double v = std::strtod(g, &end);
-    if (*end == '\0' && v > 0) p.graceSeconds = v;
-    else std::fprintf(stderr, "mcsim: MCSIM_HANG_GRACE_S='%s' is not a positive number of seconds; using %g\n", g, p.graceSeconds);
-  }
-  if (const char* a = std::getenv("MCSIM_ON_HANG"); a != nullptr && *a != '\0') {
-    if (std::strcmp(a, "abort") == 0) p.abortOnHang = true;
-    else if (std::strcmp(a, "fail") != 0) std::fprintf(stderr, "mcsim: MCSIM_ON_HANG='%s' is neither fail nor abort; failing the calls\n", a);
-  }
-  return p;
-}
-
 namespace {
 thread_local Caller tCaller;
 }  // namespace

@@ -36,7 +36,6 @@ struct HangPolicy {
   // attached yet may still come and add the missing device.
   double deadlockSettleSeconds = 0;
   bool abortOnHang = false;    // MCSIM_ON_HANG=abort
-  static HangPolicy fromEnvironment();
 };
 
 // Who the calls of the current thread are made for, as reports name them: by default this thread

@@ -1,5 +1,6 @@
 #include "model/timeline.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -15,15 +16,21 @@ void TimelineTrack::instant(uint64_t atPs, const std::string& what) const {
   if (timeline_ != nullptr) timeline_->instant(id_, atPs, what);
 }
 
-Timeline* Timeline::active() {
-  static Timeline* timeline = [] () -> Timeline* {
-    const char* path = std::getenv("MCSIM_TIMELINE");
-    if (path == nullptr || *path == '\0') return nullptr;
-    auto* t = new Timeline(path);  // leaked: written by the exit handler
-    std::atexit([] { Timeline::active()->flush(); });
-    return t;
-  }();
-  return timeline;
+namespace {
+std::atomic<Timeline*> gActive{nullptr};
+}  // namespace
+
+Timeline* Timeline::active() { return gActive.load(std::memory_order_acquire); }
+
+void Timeline::writeTo(const std::string& path) {
+  if (path.empty() || active() != nullptr) return;
+  auto* t = new Timeline(path);  // leaked: written by the exit handler
+  Timeline* none = nullptr;
+  if (!gActive.compare_exchange_strong(none, t, std::memory_order_acq_rel)) {
+    delete t;
+    return;
+  }
+  std::atexit([] { Timeline::active()->flush(); });
 }
 
 TimelineTrack Timeline::trackIfActive(const std::string& group, const std::string& name) {

@@ -35,9 +35,13 @@ class TimelineTrack {
 
 class Timeline {
  public:
-  // The timeline of this process: non-null only when MCSIM_TIMELINE names a file. It is written
-  // when the process exits (and by flush()).
+  // The timeline of this process: non-null once writeTo has named a file (MCSIM_TIMELINE, which
+  // the driver and mcsim-node read as they start). It is written when the process exits (and by
+  // flush()).
   static Timeline* active();
+  // Starts the process's timeline, to be written to `path` at exit; nothing when `path` is empty or
+  // a timeline is already being written.
+  static void writeTo(const std::string& path);
 
   // `group` is the viewer's process row (e.g. "GPU 0"), `name` the thread row within it.
   TimelineTrack track(const std::string& group, const std::string& name);

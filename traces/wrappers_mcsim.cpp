@@ -21,11 +21,13 @@ std::string nodeSettings();
 #include "trace_wrappers.inc"
 
 namespace {
-// Before main (and before any call): MCSIM_RECORD decides, once, whether calls are recorded.
+// Before main (and before any call): MCSIM_RECORD decides, once, whether calls are recorded. The
+// settings are checked, and their warnings printed, at cuInit (driver/driver.cpp).
 __attribute__((constructor)) void startRecording() {
   mcsim::trace::startRecorder(mcsim::trace::Target{"mcsim", &mcsim::trace::simulatedNowPs, kWrapperTable, kImplTable,
                                                       &mcsim::trace::describeSimFunction,
                                                       &mcsim::trace::nodeBegin, &mcsim::trace::nodeEnd,
-                                                      &mcsim::trace::nodeSettings});
+                                                      &mcsim::trace::nodeSettings},
+                              mcsim::settings::fromEnvironmentQuietly());
 }
 }  // namespace

@@ -371,6 +371,65 @@ TEST(McsimPreset, UnknownPresetNameListsTheBuiltInOnes) {
   EXPECT_NE(std::string::npos, err.find("hgx-h100,")) << err;
 }
 
+// The settings are read at cuInit: an unknown MCSIM_ name is named with the closest declared one,
+// a refused value is named and its default used, each on one line (settings/settings.def).
+TEST(McsimSettings, CuInitWarnsOfUnknownNamesAndRefusedValuesAndUsesTheDefaults) {
+  setenv("MCSIM_TOPLOGY", "single-h100", 1);
+  setenv("MCSIM_DRIVER_VERSION", "abc", 1);
+  setenv("MCSIM_SEED", "-1", 1);
+  setenv("MCSIM_FABRIC_MANAGER", "up", 1);
+  testing::internal::CaptureStderr();
+  const CUresult r = cuInit(0);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_OK(r);
+  EXPECT_NE(std::string::npos,
+            err.find("mcsim: MCSIM_TOPLOGY is not an mcsim setting (did you mean MCSIM_TOPOLOGY?); ignored\n"))
+      << err;
+  EXPECT_NE(std::string::npos, err.find("mcsim: MCSIM_DRIVER_VERSION='abc' is not a version such as 12080")) << err;
+  EXPECT_NE(std::string::npos, err.find("mcsim: MCSIM_SEED='-1' is not an integer >= 0; using the default (0)\n"))
+      << err;
+  EXPECT_NE(std::string::npos, err.find("mcsim: MCSIM_FABRIC_MANAGER='up' is not one of")) << err;
+  // The defaults: the default preset (8 GPUs, not the misspelt single-h100), cuda.h's version.
+  int count = 0;
+  ASSERT_OK(cuDeviceGetCount(&count));
+  EXPECT_EQ(8, count);
+  int version = 0;
+  ASSERT_OK(cuDriverGetVersion(&version));
+  EXPECT_EQ(CUDA_VERSION, version);
+  // Said once: a second cuInit does not repeat it.
+  testing::internal::CaptureStderr();
+  ASSERT_OK(cuInit(0));
+  EXPECT_EQ("", testing::internal::GetCapturedStderr());
+}
+
+// The values reach the driver and the node: the preset, the emulated version, the timing-only
+// node (which moves no data: what a copy wrote reads back as it was).
+TEST(McsimSettings, ValuesReachTheDriverAndTheNode) {
+  setenv("MCSIM_TOPOLOGY", "single-h100", 1);
+  setenv("MCSIM_DRIVER_VERSION", "12080", 1);
+  setenv("MCSIM_TIMING_ONLY", "1", 1);
+  testing::internal::CaptureStderr();
+  ASSERT_OK(cuInit(0));
+  EXPECT_EQ("", testing::internal::GetCapturedStderr());
+  int count = 0;
+  ASSERT_OK(cuDeviceGetCount(&count));
+  EXPECT_EQ(1, count);
+  int version = 0;
+  ASSERT_OK(cuDriverGetVersion(&version));
+  EXPECT_EQ(12080, version);
+  CUcontext ctx = nullptr;
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+  ASSERT_OK(cuCtxSetCurrent(ctx));
+  CUdeviceptr d = 0;
+  ASSERT_OK(cuMemAlloc(&d, 4096));
+  std::vector<unsigned char> in(4096, 0xab), out(4096, 0);
+  ASSERT_OK(cuMemcpyHtoD(d, in.data(), in.size()));
+  ASSERT_OK(cuMemcpyDtoH(out.data(), d, out.size()));
+  EXPECT_NE(in, out) << "MCSIM_TIMING_ONLY=1 moved the data";
+  ASSERT_OK(cuMemFree(d));
+  ASSERT_OK(cuDevicePrimaryCtxRelease(0));
+}
+
 // A failing call made before any context exists changes nothing, not even by making the
 // primary-context table on first use (found by `mcsim campaign`, seed 3547).
 TEST(McsimFirstUse, FailingPrimaryReleaseBeforeAnyRetainChangesNothing) {

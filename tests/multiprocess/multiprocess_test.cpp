@@ -194,8 +194,7 @@ TEST_F(SharedNode, AnotherUserCannotAttach) {
 TEST_F(SharedNode, ADriverOfAnotherProtocolVersionIsRefusedOnBothSides) {
   startNode();
   namespace ipc = mcsim::fabric::ipc;
-  ASSERT_EQ(0, setenv("MCSIM_NODE_DIR", dir_.c_str(), 1));
-  const ipc::NodePaths paths = ipc::nodePaths(name_);
+  const ipc::NodePaths paths = ipc::nodePaths(name_, dir_);
   auto hello = [&](const std::vector<uint8_t>& payload, ipc::Msg* type, std::vector<uint8_t>* reply) {
     std::string error;
     const int sock = ipc::connectToNode(paths, &error);

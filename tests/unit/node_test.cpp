@@ -26,7 +26,7 @@ constexpr uint64_t kPage = 4096;
 // exhaust the address space). Under ctest every TEST is its own process anyway; run directly,
 // the tests share this node, so every check below is relative to the state the test found.
 Node* theNode() {
-  static std::unique_ptr<Node> node = makeEmbeddedNode(loadPreset("hgx-h100"));
+  static std::unique_ptr<Node> node = makeEmbeddedNode(loadPreset("hgx-h100"), NodeSettings());
   return node.get();
 }
 

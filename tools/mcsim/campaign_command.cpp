@@ -29,6 +29,7 @@
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
 #include "plan_generator.h"
+#include "tool_settings.h"
 
 extern char** environ;
 
@@ -268,8 +269,8 @@ int campaign(const CampaignOptions& o) {
   }
   std::string dir = o.workloadDir;
   if (dir.empty()) {
-    const char* env = std::getenv("MCSIM_WORKLOAD_DIR");
-    dir = (env != nullptr && *env != '\0') ? env : fs::path(selfPath()).parent_path().string();
+    const std::string& env = toolSettings().workloadDir;
+    dir = !env.empty() ? env : fs::path(selfPath()).parent_path().string();
   }
   Campaign c(o, lib.dir);
   if (const std::string problem = c.loadWorkloads(dir); !problem.empty()) {

@@ -31,5 +31,6 @@ Command addDiffCommand(CLI::App& parent);
 Command addMinimizeCommand(CLI::App& parent);
 Command addBenchCommand(CLI::App& parent);
 Command addNodeCommand(CLI::App& parent);
+Command addSettingsCommand(CLI::App& parent);
 
 }  // namespace mcsim::tools

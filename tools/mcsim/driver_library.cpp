@@ -1,4 +1,5 @@
 #include "driver_library.h"
+#include "tool_settings.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -26,7 +27,7 @@ fs::path selfPath(std::error_code& ec) { return fs::read_symlink("/proc/self/exe
 }  // namespace
 
 DriverLibraryDir findDriverLibraryDir(const std::string& subdir) {
-  if (const char* env = std::getenv("MCSIM_LIB_DIR"); env != nullptr && *env != '\0') {
+  if (const std::string& env = toolSettings().libDir; !env.empty()) {
     return check(fs::path(env) / subdir, "from MCSIM_LIB_DIR");
   }
   std::error_code ec;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "tool_settings.h"
 
 int main(int argc, char** argv) {
   using namespace mcsim::tools;
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
       addMinimizeCommand(app),
       addBenchCommand(app),
       addNodeCommand(app),
+      addSettingsCommand(app),
   };
 
   try {
@@ -33,7 +35,10 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitBadInput;
   }
   for (const Command& c : commands) {
-    if (c.app->parsed()) return c.action();
+    if (!c.app->parsed()) continue;
+    // The environment is checked as the command starts; `mcsim settings` reports on it itself.
+    if (c.app->get_name() != "settings") toolSettings();
+    return c.action();
   }
   return kExitBadInput;  // unreachable: require_subcommand(1) guarantees one was parsed
 }

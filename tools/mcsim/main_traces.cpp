@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "tool_settings.h"
 
 int main(int argc, char** argv) {
   using namespace mcsim::tools;
@@ -20,7 +21,9 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitBadInput;
   }
   for (const Command& c : commands) {
-    if (c.app->parsed()) return c.action();
+    if (!c.app->parsed()) continue;
+    toolSettings();  // the environment is checked as the command starts
+    return c.action();
   }
   return kExitBadInput;
 }

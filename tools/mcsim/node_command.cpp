@@ -26,6 +26,7 @@
 #include "fabric/unique_fd.h"
 #include "fabric/wire.h"
 #include "node_start.h"
+#include "tool_settings.h"
 
 namespace mcsim::tools {
 
@@ -34,9 +35,15 @@ namespace {
 namespace ipc = fabric::ipc;
 using fabric::UniqueFd;
 
+// The files of the node `name`, in the directory MCSIM_NODE_DIR or XDG_RUNTIME_DIR says.
+ipc::NodePaths pathsOf(const std::string& name) {
+  const settings::Settings& s = toolSettings();
+  return ipc::nodePaths(name, ipc::nodeDirectory(s.nodeDir, s.xdgRuntimeDir));
+}
+
 std::string defaultNodeName() {
-  const char* n = std::getenv("MCSIM_NODE");
-  return n != nullptr && *n != '\0' ? n : "default";
+  const std::string& n = toolSettings().node;
+  return !n.empty() ? n : "default";
 }
 
 // A path that names an existing file, made absolute: the node and the programs that attach to it
@@ -73,7 +80,7 @@ int startNode(const NodeOptions& o) {
     std::fprintf(stderr, "mcsim node start: '%s' is no node name (1 to 64 of A-Z a-z 0-9 . _ -)\n", o.name.c_str());
     return kExitBadInput;
   }
-  const ipc::NodePaths paths = ipc::nodePaths(o.name);
+  const ipc::NodePaths paths = pathsOf(o.name);
   const std::string problem = ipc::prepareDirectory(paths.dir);
   if (!problem.empty()) {
     std::fprintf(stderr, "mcsim node start: %s\n", problem.c_str());
@@ -152,7 +159,7 @@ int startNode(const NodeOptions& o) {
 }
 
 int stopNode(const NodeOptions& o) {
-  const ipc::NodePaths paths = ipc::nodePaths(o.name);
+  const ipc::NodePaths paths = pathsOf(o.name);
   int pid = 0;
   if (!ipc::nodeRunning(paths, &pid)) {
     if (segmentExists(paths)) {
@@ -178,12 +185,12 @@ int stopNode(const NodeOptions& o) {
   return kExitOk;
 }
 
-std::string nodeLogPath(const std::string& name) { return ipc::nodePaths(name).log; }
+std::string nodeLogPath(const std::string& name) { return pathsOf(name).log; }
 
 namespace {
 
 int status(const NodeOptions& o) {
-  const ipc::NodePaths paths = ipc::nodePaths(o.name);
+  const ipc::NodePaths paths = pathsOf(o.name);
   int pid = 0;
   if (!ipc::nodeRunning(paths, &pid)) {
     std::printf("node '%s': not running%s\n", o.name.c_str(),

@@ -18,6 +18,7 @@
 #include "driver_library.h"
 #ifndef MCSIM_TRACES_ONLY
 #include "node_start.h"
+#include "tool_settings.h"
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
 #endif
@@ -89,8 +90,7 @@ std::string prepareReplay(const char* cmd, const TargetChoice& c, Trace* t, cons
   }
   if (!fs::exists(o->library)) return std::string(cmd) + ": no " + o->library + " (build it first)";
   if (!o->simulated && hasMulticast(*t)) {
-    const char* mc = std::getenv("MCSIM_REAL_MULTICAST");
-    if (mc == nullptr || std::string(mc) != "1") {
+    if (!toolSettings().realMulticast) {
       return std::string(cmd) + ": " + t->path +
              " calls cuMulticast* functions, which are not replayed on a real driver unless MCSIM_REAL_MULTICAST=1";
     }

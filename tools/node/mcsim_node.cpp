@@ -13,6 +13,8 @@
 #include "fabric/json_source.h"
 #include "fabric/node_server.h"
 #include "fabric/preset.h"
+#include "model/timeline.h"
+#include "settings/settings.h"
 
 int main(int argc, char** argv) {
   mcsim::fabric::NodeServerOptions o;
@@ -34,6 +36,10 @@ int main(int argc, char** argv) {
   app.add_option("--follow-patience", o.followPatienceSeconds,
                  "Replay: seconds a request may wait for its turn with nothing moving before the order is given up");
   CLI11_PARSE(app, argc, argv);
+  // The node's own settings: its hang policy, whether data moves, its timeline (the devices').
+  const mcsim::settings::Settings settings = mcsim::settings::fromEnvironment();
+  o.settings = mcsim::fabric::NodeSettings::from(settings);
+  mcsim::model::Timeline::writeTo(settings.timeline);
 
   auto fail = [&](const std::string& problem) {
     if (readyFd >= 0) {

@@ -117,7 +117,7 @@ uint64_t wallNs() {
 
 }  // namespace
 
-void startRecorder(const Target& t) {
+void startRecorder(const Target& t, const settings::Settings& settings) {
   Recorder& r = recorder();
   r.target = t;
   for (size_t i = 0; i < callCount(); ++i) {
@@ -129,15 +129,14 @@ void startRecorder(const Target& t) {
   r.options.symbolOf = &wrappedSymbol;
   r.options.describeFunction = t.describeFunction;
 
-  const char* path = std::getenv("MCSIM_RECORD");
-  if (path == nullptr || *path == '\0') return;
-  std::string p = path;
+  if (settings.record.empty()) return;
+  std::string p = settings.record;
   // %p: one trace per process when several processes record.
   const size_t at = p.find("%p");
   if (at != std::string::npos) p.replace(at, 2, std::to_string(::getpid()));
-  if (const char* d = std::getenv("MCSIM_RECORD_DATA")) r.options.dataLimit = std::strtoull(d, nullptr, 10);
-  if (const char* d = std::getenv("MCSIM_RECORD_OUTPUT_DATA")) r.options.outputData = std::strcmp(d, "1") == 0;
-  if (const char* d = std::getenv("MCSIM_RECORD_IMAGES")) r.options.imagesInFull = std::strcmp(d, "full") == 0;
+  r.options.dataLimit = settings.recordData;
+  r.options.outputData = settings.recordOutputData;
+  r.options.imagesInFull = settings.recordImages == "full";
   r.file = std::fopen(p.c_str(), "w");
   if (r.file == nullptr) {
     std::fprintf(stderr, "mcsim: MCSIM_RECORD=%s: cannot write the trace: %s\n", p.c_str(), std::strerror(errno));
@@ -146,20 +145,20 @@ void startRecorder(const Target& t) {
   Json header{{"mcsim_trace", kTraceVersion}, {"target", t.name}, {"pid", static_cast<int64_t>(::getpid())}};
   Json env = Json::object();
   for (const char* name : kRecordedEnvironment) {
-    if (const char* v = std::getenv(name)) env[name] = v;
+    if (auto it = settings.given.find(name); it != settings.given.end()) env[name] = it->second;
   }
   header["env"] = env;
   Json faults;
-  if (const char* f = std::getenv("MCSIM_FAULTS_FILE")) {
-    faults = readFile(f);
-  } else if (const char* f1 = std::getenv("MCSIM_FAULTS")) {
-    faults = std::string(f1);
+  if (!settings.faultsFile.empty()) {
+    faults = readFile(settings.faultsFile.c_str());
+  } else if (!settings.faults.empty()) {
+    faults = settings.faults;
   }
   header["faults"] = faults;
   header["data_limit"] = r.options.dataLimit;
   if (r.options.imagesInFull) header["images"] = "full";
   // A shared node's name (informational: a replay builds a node of its own).
-  if (const char* node = std::getenv("MCSIM_NODE"); node != nullptr && *node != '\0') header["node"] = node;
+  if (!settings.node.empty()) header["node"] = settings.node;
   writeLine(r, header);
   std::atexit(closeTrace);
   ::pthread_atfork(nullptr, nullptr, stopInChild);

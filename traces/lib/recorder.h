@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "settings/settings.h"
 #include "traces/lib/codec.h"
 
 namespace mcsim::trace {
@@ -41,10 +42,10 @@ struct Target {
   std::string (*nodeSettings)() = nullptr;
 };
 
-// Called once, before main, by the library that holds the wrappers: reads MCSIM_RECORD,
-// MCSIM_RECORD_DATA, MCSIM_RECORD_OUTPUT_DATA and MCSIM_RECORD_IMAGES, opens the trace and writes
-// its header.
-void startRecorder(const Target& t);
+// Called once, before main, by the library that holds the wrappers, with the settings of the
+// process as it loads: MCSIM_RECORD, MCSIM_RECORD_DATA, MCSIM_RECORD_OUTPUT_DATA and
+// MCSIM_RECORD_IMAGES say what to record; the header keeps the settings a replay needs.
+void startRecorder(const Target& t, const settings::Settings& settings);
 
 // One recorded call: admission (sequence number, thread, start time, the arguments) when made,
 // the result and outputs when finished.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "settings/settings.h"
 #include "traces/lib/wrapper_prologue.h"
 
 namespace mcsim::trace {
@@ -97,12 +98,13 @@ std::string realPath(const char* p) {
   return ::realpath(p, buf) != nullptr ? std::string(buf) : std::string();
 }
 
-// The real driver: MCSIM_REAL_LIBCUDA, or the usual places, never this library itself.
-void* openRealDriver() {
+// The real driver: MCSIM_REAL_LIBCUDA (`configuredPath`), or the usual places, never this library
+// itself.
+void* openRealDriver(const std::string& configuredPath) {
   Dl_info self{};
   ::dladdr(reinterpret_cast<void*>(&openRealDriver), &self);
   const std::string me = self.dli_fname != nullptr ? realPath(self.dli_fname) : std::string();
-  const char* configured = std::getenv("MCSIM_REAL_LIBCUDA");
+  const char* configured = configuredPath.empty() ? nullptr : configuredPath.c_str();
   const char* candidates[] = {"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1",
                               "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1",
                               "/usr/local/cuda/compat/libcuda.so.1"};
@@ -123,17 +125,17 @@ void* openRealDriver() {
 
 __attribute__((constructor)) void startRealRecording() {
   using namespace mcsim::trace;
-  const char* mc = std::getenv("MCSIM_REAL_MULTICAST");
-  gMulticastAllowed = mc != nullptr && std::strcmp(mc, "1") == 0;
+  // This library has no cuInit of its own to check the settings at: they are checked as it loads.
+  const mcsim::settings::Settings settings = mcsim::settings::fromEnvironment();
+  gMulticastAllowed = settings.realMulticast;
   static_assert(sizeof(kWrapperTable) / sizeof(kWrapperTable[0]) <= sizeof(gForward) / sizeof(gForward[0]),
                 "gForward is too small for the call table");
   // The library behind this one must not record as well (it does when it is mcsim's own, as in
   // the tests): it loads with MCSIM_RECORD unset, which is then put back for child processes.
-  const char* record = std::getenv("MCSIM_RECORD");
-  const std::string recordPath = record != nullptr ? record : "";
-  if (record != nullptr) ::unsetenv("MCSIM_RECORD");
-  void* real = openRealDriver();
-  if (record != nullptr) ::setenv("MCSIM_RECORD", recordPath.c_str(), 1);
+  const std::string& record = settings.record;
+  if (!record.empty()) ::unsetenv("MCSIM_RECORD");
+  void* real = openRealDriver(settings.realLibcuda);
+  if (!record.empty()) ::setenv("MCSIM_RECORD", record.c_str(), 1);
   if (real != nullptr) {
     for (size_t i = 0; i < callCount(); ++i) gForward[i] = ::dlsym(real, callTable()[i].symbol);
     gFuncGetName = reinterpret_cast<GetName>(::dlsym(real, "cuFuncGetName"));
@@ -141,7 +143,7 @@ __attribute__((constructor)) void startRealRecording() {
     gFuncGetParamInfo = reinterpret_cast<GetParamInfo>(::dlsym(real, "cuFuncGetParamInfo"));
     gKernelGetParamInfo = reinterpret_cast<GetParamInfo>(::dlsym(real, "cuKernelGetParamInfo"));
   }
-  startRecorder(Target{"real", nullptr, kWrapperTable, gForward, &describeRealFunction});
+  startRecorder(Target{"real", nullptr, kWrapperTable, gForward, &describeRealFunction}, settings);
 }
 
 }  // namespace
