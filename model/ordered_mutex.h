@@ -15,7 +15,6 @@
 #ifndef NDEBUG
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 #endif
 
 namespace mcsim {
@@ -40,21 +39,22 @@ class OrderedMutex {
   void lock() {
     check();
     mu_.lock();
-    held().push_back(rank_);
+    record();
   }
   bool try_lock() {
     // A try_lock cannot deadlock, so it may take any rank; it is recorded all the same, so that
     // what is taken under it is checked.
     if (!mu_.try_lock()) return false;
-    held().push_back(rank_);
+    record();
     return true;
   }
   void unlock() {
-    auto& h = held();
+    Held& h = held();
     // Locks may be released out of order (a unique_lock handed on): forget the last of this rank.
-    for (auto it = h.rbegin(); it != h.rend(); ++it) {
-      if (*it == rank_) {
-        h.erase(std::next(it).base());
+    for (int i = h.count - 1; i >= 0; --i) {
+      if (h.ranks[i] == rank_) {
+        for (int j = i; j + 1 < h.count; ++j) h.ranks[j] = h.ranks[j + 1];
+        --h.count;
         break;
       }
     }
@@ -62,12 +62,29 @@ class OrderedMutex {
   }
 
  private:
-  static std::vector<LockRank>& held() {
-    static thread_local std::vector<LockRank> ranks;
-    return ranks;
+  // The ranks the thread holds. Trivially destructible, so that it is still there for locks taken
+  // at exit (a node destroyed with the statics), after the thread's other thread_locals are gone.
+  static constexpr int kMaxHeld = 16;
+  struct Held {
+    LockRank ranks[kMaxHeld];
+    int count;
+  };
+  static Held& held() {
+    static thread_local Held h{};
+    return h;
+  }
+  void record() {
+    Held& h = held();
+    if (h.count == kMaxHeld) {
+      std::fprintf(stderr, "mcsim: more than %d ordered locks held by one thread\n", kMaxHeld);
+      std::abort();
+    }
+    h.ranks[h.count++] = rank_;
   }
   void check() const {
-    for (LockRank r : held()) {
+    const Held& h = held();
+    for (int i = 0; i < h.count; ++i) {
+      const LockRank r = h.ranks[i];
       if (r >= rank_) {
         std::fprintf(stderr, "mcsim: lock order violated: taking a lock of rank %d while holding one of rank %d "
                              "(docs/architecture.md, \"Locks and their order\")\n",
