@@ -10,6 +10,7 @@
 #include <set>
 
 #include "model/digest.h"
+#include "model/ordered_mutex.h"
 
 struct CUctx_st {
   int device = 0;
@@ -21,6 +22,10 @@ struct CUctx_st {
   // A kernel's illegal or misaligned access poisons the context: from then on calls made in it
   // return this error, until the context is destroyed or (a primary) reset.
   std::atomic<CUresult> stickyError{CUDA_SUCCESS};
+  // Held by the driver across one submission of device work to this context's streams (read the
+  // tails stream order requires, submit to the node, record the new tail), so that two threads'
+  // submissions are ordered one after the other (driver/stream.cpp).
+  mcsim::OrderedMutex submitOrder{mcsim::LockRank::kDriverSubmission};
 };
 
 namespace mcsim::driver {

@@ -89,7 +89,7 @@ void releaseContextResources(CUctx_st* ctx) {
 }
 
 CUresult checkStream(CUstream stream) {
-  CUstream_st* st = nullptr;
+  StreamRef st;
   return resolveStream(stream, false, &st);
 }
 
@@ -106,7 +106,7 @@ bool knownMemory(uint64_t p) { return isDeviceAddress(p) || pinnedHost(p); }
 
 // The stream an operation goes on: the one named (asynchronous calls), or the default stream of
 // the calling thread's context (synchronous calls, which then wait for it).
-CUresult orderingStream(const Ordering& o, CUstream_st** st) {
+CUresult orderingStream(const Ordering& o, StreamRef* st) {
   return resolveStream(o.async ? o.stream : nullptr, o.perThreadDefault, st);
 }
 
@@ -140,10 +140,10 @@ CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool 
 
 // Copies on a stream of the calling thread's context, whose device's access rights apply.
 CUresult contextTransfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool srcKnown, const Ordering& o) {
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(orderingStream(o, &st));
   const int dev = st->ctx->device;
-  return transfer(dst, src, bytes, dstKnown, srcKnown, dev, dev, st, o.async);
+  return transfer(dst, src, bytes, dstKnown, srcKnown, dev, dev, st.get(), o.async);
 }
 
 }  // namespace
@@ -169,7 +169,7 @@ CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx
   if ((dstCtx != nullptr && !usableContext(dstCtx)) || (srcCtx != nullptr && !usableContext(srcCtx))) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(orderingStream(o, &st));
   CUresult r;
   const int current = currentDevice(&r);
@@ -177,11 +177,11 @@ CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx
   // A peer copy reads with the source context's device and writes with the destination's.
   const int dstDevice = dstCtx != nullptr ? dstCtx->device : current;
   const int srcDevice = srcCtx != nullptr ? srcCtx->device : current;
-  return transfer(dst, src, bytes, true, true, dstDevice, srcDevice, st, o.async);
+  return transfer(dst, src, bytes, true, true, dstDevice, srcDevice, st.get(), o.async);
 }
 
 CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count, const Ordering& o) {
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(orderingStream(o, &st));
   if (dst % elementBytes != 0) return CUDA_ERROR_INVALID_VALUE;
   if (count == 0) return CUDA_SUCCESS;
@@ -195,7 +195,7 @@ CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count,
   op.count = count;
   op.callerWaits = !o.async;
   fabric::WorkDone done;
-  MCSIM_TRY(enqueue(st, op, &done));
+  MCSIM_TRY(enqueue(st.get(), op, &done));
   return op.callerWaits ? waitWork(done, st->ctx) : CUDA_SUCCESS;
 }
 

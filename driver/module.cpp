@@ -241,7 +241,7 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   MCSIM_TRY(readParams(model, kernelParams, extra, &l));
   KernelSteps steps;
   const std::string why = model.expand ? model.expand(l, steps) : std::string("the model has no expand function");
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(hStream, perThreadDefault, &st));
   if (st->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (!why.empty()) {
@@ -259,7 +259,7 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   op.bytesInFlightPerThread = steps.bytesInFlightPerThread();
   op.label = fn->name;
   Status submitted = Status::kOk;
-  const CUresult r = enqueue(st, std::move(op), nullptr, nullptr, &submitted);
+  const CUresult r = enqueue(st.get(), std::move(op), nullptr, nullptr, &submitted);
   if (submitted == Status::kIllegalAddress || submitted == Status::kMisaligned) {
     // The launch itself succeeds; the kernel faults on the GPU and poisons its context.
     ctx->stickyError = submitted == Status::kMisaligned ? CUDA_ERROR_MISALIGNED_ADDRESS : CUDA_ERROR_ILLEGAL_ADDRESS;

@@ -19,10 +19,12 @@ namespace {
 
 struct StreamTables {
   OrderedMutex mu{LockRank::kDriverStreams};
-  std::map<const CUstream_st*, std::unique_ptr<CUstream_st>> created;
-  std::map<const CUctx_st*, std::unique_ptr<CUstream_st>> legacy;
-  std::map<std::pair<int, const CUctx_st*>, std::unique_ptr<CUstream_st>> perThread;  // by thread ordinal
-  std::map<const CUevent_st*, std::unique_ptr<CUevent_st>> events;
+  // The objects are shared with the calls using them (StreamRef, EventRef): erasing an entry
+  // frees the object only once the last such call has returned.
+  std::map<const CUstream_st*, StreamRef> created;
+  std::map<const CUctx_st*, StreamRef> legacy;
+  std::map<std::pair<int, const CUctx_st*>, StreamRef> perThread;  // by thread ordinal
+  std::map<const CUevent_st*, EventRef> events;
   // Work of destroyed streams that had not finished: cuCtxSynchronize still waits for it.
   std::map<const CUctx_st*, std::vector<fabric::WorkDone>> orphans;
   unsigned long long nextStreamId = 0x10;
@@ -60,9 +62,9 @@ std::vector<CUstream_st*> streamsOf(StreamTables& t, const CUctx_st* ctx) {
 
 // A new stream of `ctx`, numbered from the tables' counter (caller holding the lock); `name` is
 // its timeline label, its id when empty.
-std::unique_ptr<CUstream_st> newStream(StreamTables& t, CUstream_st::Kind kind, CUctx_st* ctx, unsigned flags,
-                                       int priority, const std::string& name) {
-  auto s = std::make_unique<CUstream_st>();
+StreamRef newStream(StreamTables& t, CUstream_st::Kind kind, CUctx_st* ctx, unsigned flags, int priority,
+                    const std::string& name) {
+  auto s = std::make_shared<CUstream_st>();
   s->kind = kind;
   s->ctx = ctx;
   s->flags = flags;
@@ -72,22 +74,22 @@ std::unique_ptr<CUstream_st> newStream(StreamTables& t, CUstream_st::Kind kind, 
   return s;
 }
 
-CUstream_st* legacyStream(StreamTables& t, CUctx_st* ctx) {
+StreamRef legacyStream(StreamTables& t, CUctx_st* ctx) {
   auto& slot = t.legacy[ctx];
   if (!slot) {
     slot = newStream(t, CUstream_st::Kind::kLegacy, ctx, 0, 0, "legacy (context " + std::to_string(ctx->id) + ")");
   }
-  return slot.get();
+  return slot;
 }
 
-CUstream_st* perThreadStream(StreamTables& t, CUctx_st* ctx) {
+StreamRef perThreadStream(StreamTables& t, CUctx_st* ctx) {
   const int ordinal = threadOrdinal();
   auto& slot = t.perThread[{ordinal, ctx}];
   if (!slot) {
     slot = newStream(t, CUstream_st::Kind::kPerThread, ctx, 0, 0,
                      "per-thread " + std::to_string(ordinal) + " (context " + std::to_string(ctx->id) + ")");
   }
-  return slot.get();
+  return slot;
 }
 
 bool pending(const fabric::WorkDone& w) { return w && !w->done(); }
@@ -100,7 +102,7 @@ fabric::WorkDone recordedWork(const CUevent_st* ev) {
 
 }  // namespace
 
-CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out) {
+CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out) {
   StreamTables& t = tables();
   if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
     CUctx_st* ctx = nullptr;
@@ -117,24 +119,30 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out) {
   // A stream of a context a kernel poisoned answers with the context's sticky error.
   const CUresult sticky = it->second->ctx->stickyError.load();
   if (sticky != CUDA_SUCCESS) return sticky;
-  *out = it->second.get();
+  *out = it->second;
   return CUDA_SUCCESS;
 }
 
 CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter,
                  Status* submitted) {
   StreamTables& t = tables();
-  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+  // The context's submission lock spans reading the tails and recording the new one; the tables'
+  // lock is taken for each of those only, so that other threads' table calls (creating, querying,
+  // destroying) never wait for the node's answer.
+  std::lock_guard<mcsim::OrderedMutex> order(st->ctx->submitOrder);
   std::vector<fabric::WorkDone> after;
-  if (pending(st->tail)) after.push_back(st->tail);
-  if (pending(alsoAfter)) after.push_back(alsoAfter);
-  if (st->kind == CUstream_st::Kind::kLegacy) {
-    for (CUstream_st* other : streamsOf(t, st->ctx)) {
-      if (other != st && other->blocking() && pending(other->tail)) after.push_back(other->tail);
+  {
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+    if (pending(st->tail)) after.push_back(st->tail);
+    if (pending(alsoAfter)) after.push_back(alsoAfter);
+    if (st->kind == CUstream_st::Kind::kLegacy) {
+      for (CUstream_st* other : streamsOf(t, st->ctx)) {
+        if (other != st && other->blocking() && pending(other->tail)) after.push_back(other->tail);
+      }
+    } else if (st->blocking()) {
+      auto it = t.legacy.find(st->ctx);
+      if (it != t.legacy.end() && pending(it->second->tail)) after.push_back(it->second->tail);
     }
-  } else if (st->blocking()) {
-    auto it = t.legacy.find(st->ctx);
-    if (it != t.legacy.end() && pending(it->second->tail)) after.push_back(it->second->tail);
   }
   op.engineDevice = st->ctx->device;
   op.stream = st->name;
@@ -142,7 +150,13 @@ CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, c
   const Status s = node().submit(op, after, &w);
   if (submitted != nullptr) *submitted = s;
   MCSIM_TRY(toResult(s));
-  st->tail = w;
+  {
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+    st->tail = w;
+    // Destroyed while this call submitted: cuCtxSynchronize still owes a wait for the work, as for
+    // the work cuStreamDestroy found pending.
+    if (st->destroyed && pending(w)) t.orphans[st->ctx].push_back(w);
+  }
   if (done != nullptr) *done = w;
   return CUDA_SUCCESS;
 }
@@ -210,12 +224,12 @@ void releaseContextStreams(CUctx_st* ctx) {
   }
 }
 
-CUresult checkEvent(CUevent e, CUevent_st** out) {
+CUresult checkEvent(CUevent e, EventRef* out) {
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.events.find(e);
   if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
-  *out = it->second.get();
+  *out = it->second;
   return CUDA_SUCCESS;
 }
 
@@ -235,29 +249,29 @@ void addStreamsToDigest(model::Digest& d) {
 
 // Entry points' shared bodies (stream_entries.inc calls them with its ABI's reading of NULL).
 CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
-  CUevent_st* ev = nullptr;
+  EventRef ev;
   MCSIM_TRY(checkEvent(e, &ev));
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   // An event belongs to its context; it records on that context's streams only.
   if (st->ctx != ev->ctx) return CUDA_ERROR_INVALID_HANDLE;
   fabric::DeviceOp op;
   op.kind = fabric::DeviceOp::Kind::kMarker;
   fabric::WorkDone w;
-  MCSIM_TRY(enqueue(st, op, &w));
+  MCSIM_TRY(enqueue(st.get(), op, &w));
   std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   ev->recorded = w;
   return CUDA_SUCCESS;
 }
 
 CUresult streamSynchronizeEntry(CUstream s, bool perThreadDefault) {
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
-  return synchronizeStream(st);
+  return synchronizeStream(st.get());
 }
 
 CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   fabric::WorkDone tail;
   {
@@ -269,18 +283,18 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
 }
 
 CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault) {
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
-  CUevent_st* ev = nullptr;
+  EventRef ev;
   MCSIM_TRY(checkEvent(e, &ev));
   if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  const fabric::WorkDone recorded = recordedWork(ev);
+  const fabric::WorkDone recorded = recordedWork(ev.get());
   // Waiting for an event never recorded, or already reached, orders nothing.
   if (!pending(recorded)) return CUDA_SUCCESS;
   fabric::DeviceOp op;
   op.kind = fabric::DeviceOp::Kind::kMarker;
   op.crossGpu = ev->ctx->device != st->ctx->device;
-  return enqueue(st, op, nullptr, recorded);
+  return enqueue(st.get(), op, nullptr, recorded);
 }
 
 CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault) {
@@ -308,7 +322,7 @@ static CUresult createStream(CUstream* phStream, unsigned flags, int priority) {
   MCSIM_TRY(currentContext(&ctx));
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-  std::unique_ptr<CUstream_st> s = newStream(t, CUstream_st::Kind::kCreated, ctx, flags, priority, "");
+  StreamRef s = newStream(t, CUstream_st::Kind::kCreated, ctx, flags, priority, "");
   CUstream_st* raw = s.get();
   t.created[raw] = std::move(s);
   *phStream = raw;
@@ -341,8 +355,10 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.created.find(hStream);
   if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
-  // Work already submitted still runs; the handle goes at once.
+  // Work already submitted still runs; the handle goes at once (a call still using the stream
+  // keeps the object: enqueue then leaves its work with the orphans too).
   if (pending(it->second->tail)) t.orphans[it->second->ctx].push_back(it->second->tail);
+  it->second->destroyed = true;
   t.created.erase(it);
   return CUDA_SUCCESS;
 }
@@ -358,7 +374,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   MCSIM_TRY(currentContext(&ctx));
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-  auto e = std::make_unique<CUevent_st>();
+  auto e = std::make_shared<CUevent_st>();
   e->ctx = ctx;
   e->flags = Flags;
   e->id = t.nextEventId++;
@@ -374,24 +390,24 @@ CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.events.find(hEvent);
   if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
-  t.events.erase(it);  // a record still pending completes on its own
+  t.events.erase(it);  // a record still pending completes on its own; a call using it keeps its own reference
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
-  CUevent_st* ev = nullptr;
+  EventRef ev;
   MCSIM_TRY(checkEvent(hEvent, &ev));
-  const mcsim::fabric::WorkDone recorded = recordedWork(ev);
+  const mcsim::fabric::WorkDone recorded = recordedWork(ev.get());
   if (!pending(recorded)) return CUDA_SUCCESS;
   return node().poll(recorded) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
-  CUevent_st* ev = nullptr;
+  EventRef ev;
   MCSIM_TRY(checkEvent(hEvent, &ev));
-  const mcsim::fabric::WorkDone recorded = recordedWork(ev);
+  const mcsim::fabric::WorkDone recorded = recordedWork(ev.get());
   return waitWork(recorded, ev->ctx);
 }
 
@@ -399,10 +415,10 @@ static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) 
   // A real H100 answers INVALID_HANDLE for a NULL result pointer too
   // (docs/real-driver/conformance-h100-2026-11-21-streams.txt).
   if (pMilliseconds == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  CUevent_st *a = nullptr, *b = nullptr;
+  EventRef a, b;
   MCSIM_TRY(checkEvent(hStart, &a));
   MCSIM_TRY(checkEvent(hEnd, &b));
-  const mcsim::fabric::WorkDone ra = recordedWork(a), rb = recordedWork(b);
+  const mcsim::fabric::WorkDone ra = recordedWork(a.get()), rb = recordedWork(b.get());
   if (((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
   if (!ra || !rb) return CUDA_ERROR_INVALID_HANDLE;
   if (!node().isDone(ra) || !node().isDone(rb)) return CUDA_ERROR_NOT_READY;

@@ -9,11 +9,15 @@
 // simulated time; the driver only chains their completions.
 //
 // Handles are checked against live objects before use: a destroyed or made-up CUstream or CUevent
-// is CUDA_ERROR_INVALID_HANDLE, never a dereference.
+// is CUDA_ERROR_INVALID_HANDLE, never a dereference. The tables own their objects through
+// shared_ptr, and a call that resolved a handle holds its own reference until it returns: a
+// thread that destroys the handle meanwhile only takes it out of the table, so the racing call
+// ends on a live object (success, or an error), never on freed memory.
 #pragma once
 
 #include <cuda.h>
 
+#include <memory>
 #include <string>
 
 #include "fabric/node.h"
@@ -28,7 +32,8 @@ struct CUstream_st {
   CUctx_st* ctx = nullptr;
   unsigned flags = 0;  // CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING
   int priority = 0;
-  mcsim::fabric::WorkDone tail;  // the last operation submitted
+  mcsim::fabric::WorkDone tail;  // the last operation submitted (under the stream tables' lock)
+  bool destroyed = false;        // cuStreamDestroy took it out of the table (under the same lock)
   std::string name;              // for the timeline
   bool blocking() const { return kind != Kind::kLegacy && (flags & CU_STREAM_NON_BLOCKING) == 0; }
 };
@@ -42,12 +47,19 @@ struct CUevent_st {
 
 namespace mcsim::driver {
 
+// A call's own reference to a stream or event: the object outlives a concurrent destroy.
+using StreamRef = std::shared_ptr<CUstream_st>;
+using EventRef = std::shared_ptr<CUevent_st>;
+
 // Resolves a stream argument: NULL is the legacy stream, or the per-thread one where the entry
 // point's ABI says so (`perThreadDefault`); CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name those
 // explicitly. The special streams need a current context.
-CUresult resolveStream(CUstream s, bool perThreadDefault, CUstream_st** out);
+CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out);
 // Submits `op` on `st` after what stream order requires (and after `alsoAfter`, if given).
-// `submitted`, if given, receives the node's own answer (before it becomes a CUresult).
+// `submitted`, if given, receives the node's own answer (before it becomes a CUresult). The
+// caller holds a reference to `st` (resolveStream's). Submissions of one context are serialised
+// (each must see the tails the one before it left) by the context's own lock, not the stream
+// tables', which is never held across the node's answer (a round trip on a shared node).
 CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done = nullptr,
                  const fabric::WorkDone& alsoAfter = nullptr, Status* submitted = nullptr);
 // Blocks until `w` completes. When it never can (the engine gave the wait up: device work that
@@ -62,7 +74,7 @@ CUresult synchronizeStream(CUstream_st* st);
 CUresult synchronizeContext(CUctx_st* ctx);
 // A context went away: its work is waited for, and its streams and events are forgotten.
 void releaseContextStreams(CUctx_st* ctx);
-CUresult checkEvent(CUevent e, CUevent_st** out);
+CUresult checkEvent(CUevent e, EventRef* out);
 
 // The bodies of the entry points that take a stream (stream_entries.inc, compiled for both
 // ABIs, passes how its ABI reads a NULL stream).

@@ -23,7 +23,8 @@ namespace mcsim {
 enum class LockRank : int {
   kDriverPools = 20,     // driver/pool.cpp: memory pools (held across node calls)
   kDriverMemory = 30,    // driver/memory.cpp: cuMemAlloc owners, pinned host memory (held across node calls)
-  kDriverStreams = 40,   // driver/stream.cpp: streams and events (held across node submits and polls)
+  kDriverSubmission = 35,  // driver/context.h: a context's submission order (held across node submits)
+  kDriverStreams = 40,   // driver/stream.cpp: streams and events (no node call under it)
   kNode = 60,            // fabric/node_host.cpp: the node (every service of it), admission, team waits
   kNodeModelWaiting = 80,  // fabric/node_model.h: kernels waiting at signal words
 };
