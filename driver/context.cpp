@@ -308,7 +308,9 @@ CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   // A primary context reports CU_CTX_MAP_HOST on top of its flags; a created one does not
-  // (real driver, docs/real-driver/).
+  // (real driver, docs/real-driver/). Flags are read and written under the contexts' lock: another
+  // thread may set them (cuCtxSetFlags, cuDevicePrimaryCtxSetFlags) meanwhile.
+  std::lock_guard<std::mutex> lock(contexts().mu);
   *flags = ctx->flags | (ctx->primary ? static_cast<unsigned>(CU_CTX_MAP_HOST) : 0u);
   return CUDA_SUCCESS;
 }
@@ -318,6 +320,7 @@ CUresult CUDAAPI cuCtxSetFlags(unsigned int flags) {
   if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
+  std::lock_guard<std::mutex> lock(contexts().mu);
   ctx->flags = flags;
   return CUDA_SUCCESS;
 }

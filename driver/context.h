@@ -14,6 +14,8 @@
 
 struct CUctx_st {
   int device = 0;
+  // flags, alive and peers change while other threads use the context: read and written under
+  // the contexts' lock (context.cpp).
   unsigned flags = 0;
   bool primary = false;
   bool alive = true;             // created contexts: until cuCtxDestroy
