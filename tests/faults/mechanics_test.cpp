@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tests/common/wait_until.h"
 #include "tests/faults/fault_test.h"
 
 namespace {
@@ -346,8 +347,10 @@ TEST_F(Mechanics, BlockedCallGoesOnWhenAReleaseRuleFires) {
     blocked = cuCtxSynchronize();
     returned = true;
   });
-  // Wait until the block has fired, then give it a while: the call must still be held.
-  while (mcsim::api::faultReport()[0].fired == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Wait until the block has fired, then give a call wrongly let go a chance to return: the call
+  // must still be held. Not a timing assumption: while the block holds, the check passes after any
+  // pause; only a broken block can fail it.
+  EXPECT_TRUE(cutest::waitUntil([] { return mcsim::api::faultReport()[0].fired != 0; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(returned.load());
   int n = 0;
@@ -376,7 +379,8 @@ TEST_F(Mechanics, BlockedCallGoesOnWhenTheApiReleasesIt) {
     returned = true;
     if (result == CUDA_SUCCESS) { EXPECT_OK(cuMemFree(p)); }
   });
-  while (mcsim::api::faultReport()[0].fired == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(cutest::waitUntil([] { return mcsim::api::faultReport()[0].fired != 0; }));
+  // As above: a chance for a call wrongly let go to return; the check holds after any pause.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(returned.load());
   EXPECT_EQ(base.counts.allocations, Counts::now().allocations);  // held before it did anything
@@ -421,15 +425,14 @@ TEST_F(Mechanics, HangResultNamesTheCodeOfAGivenUpBlock) {
 TEST_F(Mechanics, UnreleasedBlockWithAnotherThreadAliveIsASuspectedHang) {
   INIT(nullptr, {{"MCSIM_HANG_GRACE_S", "0.2"}});
   install("cuCtxSynchronize device=3 : always -> block");
-  std::atomic<bool> done{false};
   CUresult result = CUDA_SUCCESS;
   StderrCapture capture;
   std::thread t([&] {
     RankContext rc(3);
     result = cuCtxSynchronize();
-    done = true;
   });
-  while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // alive, outside the driver
+  // The main thread waits outside the driver (in join): alive, so the block is no provable
+  // deadlock; the grace period decides.
   t.join();
   const std::string err = capture.take();
   EXPECT_CU(CUDA_ERROR_ILLEGAL_STATE, result);

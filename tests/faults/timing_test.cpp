@@ -8,6 +8,7 @@
 
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
+#include "tests/common/wait_until.h"
 #include "tests/faults/fault_test.h"
 
 namespace {
@@ -154,7 +155,9 @@ TEST_F(Timing, AReleaseBeforeTheDeadlineWins) {
     result = cuCtxSynchronize();
     returned = true;
   });
-  while (ruleReport("block").fired == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(cutest::waitUntil([&] { return ruleReport("block").fired != 0; }));
+  // A chance for a call wrongly let go to return before the check. Not a timing assumption: while
+  // the block holds, the check passes after any pause; only a broken block can fail it.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(returned.load());  // the main thread is alive outside the driver: no jump in time
   int n = 0;
@@ -168,7 +171,7 @@ TEST_F(Timing, AReleaseBeforeTheDeadlineWins) {
     RankContext rc(2);
     result = cuCtxSynchronize();
   });
-  while (ruleReport("block").fired == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(cutest::waitUntil([&] { return ruleReport("block").fired != 0; }));
   mcsim::api::releaseFault("api");
   t2.join();
   EXPECT_CU(CUDA_SUCCESS, result);
@@ -187,10 +190,9 @@ TEST_F(Timing, TimedBlockEndsAWaitThatWouldBeADeadlock) {
   const uint64_t t0 = now();
   StderrCapture capture;
   CUresult add = CUDA_ERROR_UNKNOWN;
-  std::thread peer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the bind waits first
-    add = cuMulticastAddDevice(mc, 1);
-  });
+  // Either may come first: the add is held until 3 ms whenever it comes, and the bind cannot
+  // complete before it; once both threads are blocked in the driver, time moves to 3 ms.
+  std::thread peer([&] { add = cuMulticastAddDevice(mc, 1); });
   EXPECT_OK(cuMulticastBindMem(mc, 0, mem, 0, kMin, 0));
   peer.join();
   EXPECT_EQ("", capture.take());
@@ -207,15 +209,14 @@ TEST_F(Timing, TimedBlockEndsAWaitThatWouldBeADeadlock) {
 TEST_F(Timing, TimedBlockWithAThreadAliveEndsAfterTheGrace) {
   INIT(nullptr, {{"MCSIM_HANG_GRACE_S", "0.2"}});
   install("cuCtxSynchronize device=3 : always -> block until=2s");
-  std::atomic<bool> done{false};
   CUresult result = CUDA_ERROR_UNKNOWN;
   StderrCapture capture;
   std::thread t([&] {
     RankContext rc(3);
     result = cuCtxSynchronize();
-    done = true;
   });
-  while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The main thread waits outside the driver (in join): a thread that could still call it, so the
+  // blocked call is no deadlock; the grace period decides.
   t.join();
   EXPECT_EQ("", capture.take());
   EXPECT_CU(CUDA_SUCCESS, result);

@@ -24,7 +24,10 @@ double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
-// A thread that has never called the driver adds the last device after `delay`.
+// A thread that has never called the driver adds the last device after `delay`. The delay gives
+// the waiting call the chance to block first (the path under test), and is no timing assumption:
+// a call that came after the add would find its team complete, and either way it returns only once
+// the add has begun (`adding`), which is what the tests check.
 std::thread lateAdder(CUmemGenericAllocationHandle mc, int dev, std::chrono::milliseconds delay,
                       std::atomic<bool>* adding, CUresult* result) {
   return std::thread([=] {
@@ -120,6 +123,7 @@ TEST_F(Blocking, EveryWaiterWakes) {
       early[d] = !adding.load();
     });
   }
+  // A chance for the binders to block first; they wake only after `adding` either way.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   adding.store(true);
   ASSERT_OK(cuMulticastAddDevice(mc, 3));
@@ -152,6 +156,8 @@ TEST_F(Blocking, ReleaseWakesTheWaiter) {
   CUmemGenericAllocationHandle mem = makeMem(0, kMin);
   CUresult r = CUDA_ERROR_UNKNOWN;
   std::thread t([&] { r = cuMulticastBindMem(mc, 0, mem, 0, kMin, 0); });
+  // A chance for the bind to block first; a bind that came after the release would find the
+  // handle gone, with the same answer.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_OK(cuMemRelease(mc));
   t.join();
@@ -174,6 +180,8 @@ TEST_F(Blocking, AWokenWaiterIsNotCountedAsStuck) {
     bindX = cuMulticastBindMem(x, 0, m0, 0, kMin, 0);  // waits for device 1
     addY = cuMulticastAddDevice(y, 3);                  // then completes y
   });
+  // A chance for `a` to block in its bind first; had it not, its bind returns at once and it
+  // completes y all the same.
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   ASSERT_OK(cuMulticastAddDevice(x, 1));
   // At once, before `a` has run again: both threads are in the driver, but `a` can go on.
@@ -349,8 +357,11 @@ void bindOnIncompleteTeam(bool withSleeper) {
       cuMemCreate(&mem, kMin, &mp, 0) != CUDA_SUCCESS) {
     std::_Exit(4);
   }
+  // A thread alive outside the driver, waiting for something that never comes (the process ends
+  // first, aborted by the hang report).
+  static std::promise<void> never;
   std::thread sleeper;
-  if (withSleeper) sleeper = std::thread([] { std::this_thread::sleep_for(std::chrono::seconds(30)); });
+  if (withSleeper) sleeper = std::thread([] { never.get_future().wait(); });
   cuMulticastBindMem(mc, 0, mem, 0, kMin, 0);
   std::_Exit(0);  // not reached when mcsim aborts
 }

@@ -212,7 +212,9 @@ TEST_F(Clients, TensorRtLlmStyle) {
     } else {
       check(cuMemImportFromShareableHandle(&mc, fdArg(fdFuture.get()), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     }
-    // Ranks join at different times; the maps wait for the last.
+    // Ranks join at different times; the maps wait for the last. The stagger makes the early ranks'
+    // maps likely to block (the path under test) and is no timing assumption: ranks that joined at
+    // once would find the team complete, with the same results.
     std::this_thread::sleep_for(std::chrono::milliseconds(30 * r));
     check(cuMulticastAddDevice(mc, r));
     CUdeviceptr mcVa = 0;

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <cstdio>
@@ -27,6 +31,7 @@
 
 #include "fabric/node_ipc.h"
 #include "fabric/wire.h"
+#include "tests/common/wait_until.h"
 #include "tests/multiprocess/broker.h"
 
 namespace {
@@ -110,6 +115,18 @@ class SharedNode : public ::testing::Test {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// Waits until process `pid` (not a child of this one) has ended: its pidfd becomes readable then.
+// False if it is still running after the condition limit.
+bool waitForExit(int pid) {
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;  // already gone
+  pollfd p{fd, POLLIN, 0};
+  const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(cutest::kConditionLimit);
+  const int ready = poll(&p, 1, static_cast<int>(limit.count()));
+  close(fd);
+  return ready == 1;
+}
+
 TEST_F(SharedNode, StartStatusStop) {
   startNode();
   std::string s = status();
@@ -141,7 +158,7 @@ TEST_F(SharedNode, StaleSegmentOfADeadNodeIsCleaned) {
   const int pid = std::atoi(readFile(dir_ + "/" + name_ + ".lock").c_str());
   ASSERT_GT(pid, 0);
   ASSERT_EQ(0, kill(pid, SIGKILL));
-  for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(waitForExit(pid));
   EXPECT_EQ(0, access(segment.c_str(), F_OK)) << "a node killed with SIGKILL cannot clean up";
   EXPECT_TRUE(contains(status(), "left its segment")) << status();
   // A program cannot attach to it.
@@ -284,6 +301,8 @@ TEST_F(SharedNode, BindBlocksUntilTheLastProcessAddsItsDevice) {
   b.release("bind");
   ASSERT_FALSE(b.noted(0, "binding").empty());
   ASSERT_FALSE(b.noted(1, "binding").empty());
+  // A chance for a bind wrongly let go to return. Not a timing assumption: while the binds block,
+  // the checks pass after any pause; only a bind that does not wait for its team can fail them.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_TRUE(b.noted(0, "bound", 0).empty()) << "rank 0's bind returned before the team was complete";
   EXPECT_TRUE(b.noted(1, "bound", 0).empty()) << "rank 1's bind returned before the team was complete";
@@ -307,6 +326,9 @@ TEST_F(SharedNode, ProcessesOptionKeepsALateRankFromBeingTakenForADeadlock) {
   b.release("bind");
   ASSERT_FALSE(b.noted(0, "binding").empty()) << b.output(0);
   ASSERT_FALSE(b.noted(1, "binding").empty()) << b.output(1);
+  // Past the node's 1 s settle time, when it would call the deadlock were the late rank not
+  // counted. Not a timing assumption: with the option, the checks pass after any pause; without it
+  // they fail after any pause longer than the settle time.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_TRUE(b.noted(0, "bound", 0).empty()) << b.output(0);
   EXPECT_TRUE(b.noted(1, "bound", 0).empty()) << b.output(1);
@@ -328,6 +350,9 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   b.start();
   ASSERT_FALSE(b.noted(kRanks - 1, "imported").empty());
   for (int r = 0; r < kRanks - 1; ++r) ASSERT_FALSE(b.noted(r, "binding").empty()) << b.output(r);
+  // A chance for the binds to block before the kill (the path under test). Not a timing
+  // assumption: a bind that comes after the kill can never complete its team either, and fails
+  // the same way.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto killedAt = Clock::now();
   b.kill9(kRanks - 1);
@@ -343,10 +368,8 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
   b.finish();
   // The node saw it go and reclaimed what it held (its handle on the team, its memory).
   const std::string gone = "(rank " + std::to_string(kRanks - 1) + ") left; reclaimed 2 handles";
-  for (int i = 0; i < 500 && !contains(readFile(dir_ + "/" + name_ + ".log"), gone); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(contains(readFile(dir_ + "/" + name_ + ".log"), gone)) << readFile(dir_ + "/" + name_ + ".log");
+  EXPECT_TRUE(cutest::waitUntil([&] { return contains(readFile(dir_ + "/" + name_ + ".log"), gone); }))
+      << readFile(dir_ + "/" + name_ + ".log");
   // The node serves a new process, and nothing of the dead one is left.
   Broker fresh(MCSIM_MP_RANK, dir_);
   runRanks(fresh, "solo", 1, rankEnv());
@@ -364,13 +387,14 @@ TEST_F(SharedNode, ProcessKilledWhileItsKernelWaitsForEverIsDetachedAtOnce) {
   for (int r = 0; r < 2; ++r) b.spawn("stuck", r, 2, rankEnv());
   b.start();
   ASSERT_FALSE(b.noted(0, "launched").empty()) << b.output(0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // into cuStreamSynchronize
+  // A chance for rank 0 to get into cuStreamSynchronize (the path under test). Not a timing
+  // assumption: killed before it, the process still leaves a kernel that waits for ever, with the
+  // same outcome.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   b.kill9(0);
   EXPECT_EQ(128 + SIGKILL, b.wait(0));
   const std::string gone = "(rank 0) left; reclaimed";
-  for (int i = 0; i < 1000 && !contains(readFile(dir_ + "/" + name_ + ".log"), gone); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  EXPECT_TRUE(cutest::waitUntil([&] { return contains(readFile(dir_ + "/" + name_ + ".log"), gone); }));
   const std::string log = readFile(dir_ + "/" + name_ + ".log");
   EXPECT_TRUE(contains(log, gone)) << log;
   EXPECT_TRUE(contains(log, gone + " 2 handles, 2 mappings, 2 reservations; stopped 1 of its kernels that waited")) << log;

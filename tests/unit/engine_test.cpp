@@ -26,7 +26,10 @@ TEST(EnginePin, WorkPostedByAPinnedThreadStartsAtTheTimeItRead) {
     e.pin();
     const uint64_t t = e.nowPs();
     const uint64_t d = 250 + static_cast<uint64_t>(i);
-    // Long enough for the other thread's waits to move time on many times, were it not pinned.
+    // A window for the other thread's waits to move time on, were it not pinned. Not a timing
+    // assumption: pinned, the check holds after any pause; the pause only gives a broken pin the
+    // chance to show (nothing observable says the other thread tried to run meanwhile: it is
+    // held inside run(), where it cannot say so).
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     EXPECT_EQ(t + d, e.run([d] { return d; })) << "round " << i;  // run() releases the pin
   }
