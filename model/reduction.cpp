@@ -309,8 +309,10 @@ struct IntMinMaxOf {
 // (an ifunc, which is never inlined either): the same source, but AVX2's 256-bit integer
 // operations, blends and min / max make the half-precision and min / max loops two to three times
 // faster; f32 / f64 / integer add reach memory bandwidth either way. GCC only: Clang refuses
-// target_clones with flatten, and without flatten the clones would call baseline loops.
-#if MCSIM_REDUCTION_X86_FAST_PATHS && !defined(__clang__)
+// target_clones with flatten, and without flatten the clones would call baseline loops. Not under
+// ThreadSanitizer: GCC instruments the ifunc resolver that target_clones makes, and the dynamic
+// loader runs it before the sanitizer's runtime is up (libcuda.so.1 crashed at load).
+#if MCSIM_REDUCTION_X86_FAST_PATHS && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define MCSIM_REDUCTION_DISPATCH __attribute__((flatten, target_clones("avx2", "default")))
 #endif
 #ifndef MCSIM_REDUCTION_DISPATCH
