@@ -1,0 +1,759 @@
+#include "ptx/executor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "model/float_env.h"
+#include "ptx/alu.h"
+
+namespace mcsim::ptx {
+
+namespace {
+
+constexpr uint32_t kNoPc = 0xffffffffu;
+// Instructions a warp runs before the next warp of its block takes a turn: large enough that
+// switching costs nothing measurable, small enough that warps waiting on each other through
+// memory (a flag spin) progress.
+constexpr uint64_t kQuantum = 4096;
+constexpr unsigned kBarriers = 16;  // named barriers 0..15 (PTX ISA, bar)
+constexpr unsigned kMaxOperands = 6;  // Instruction::ops
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+uint64_t widthMask(Type t) {
+  const unsigned w = typeBits(t);
+  return w == 0 || w >= 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
+}
+
+uint64_t signExtend(uint64_t v, unsigned bits) {
+  if (bits >= 64) return v;
+  const uint64_t m = uint64_t{1} << (bits - 1);
+  v &= (uint64_t{1} << bits) - 1;
+  return (v ^ m) - m;
+}
+
+}  // namespace
+
+const char* faultName(Fault f) {
+  switch (f) {
+    case Fault::kNone: return "none";
+    case Fault::kInvalidLaunch: return "invalid launch";
+    case Fault::kIllegalAddress: return "illegal address";
+    case Fault::kMisalignedAddress: return "misaligned address";
+    case Fault::kTrap: return "trap";
+    case Fault::kBarrierDeadlock: return "barrier deadlock";
+    case Fault::kTimeout: return "timeout";
+  }
+  return "?";
+}
+
+std::vector<uint8_t> packParams(const Function& fn, const void* const* args) {
+  std::vector<uint8_t> out(fn.paramBytes, 0);
+  for (size_t i = 0; i < fn.params.size(); ++i) std::memcpy(out.data() + fn.params[i].offset, args[i], fn.params[i].size);
+  return out;
+}
+
+// One launch: the grid's blocks, one at a time.
+class Executor::Run {
+ public:
+  Run(Executor& ex, const Function& fn, const LaunchConfig& cfg) : ex_(ex), fn_(fn), cfg_(cfg) {
+    regMask_.reserve(fn.regTypes.size());
+    for (Type t : fn.regTypes) regMask_.push_back(widthMask(t));
+    threadsPerBlock_ = cfg.block.x * cfg.block.y * cfg.block.z;
+    // Every immediate operand as a row of 32 copies, made once per launch, so that arithmetic
+    // reads immediates and registers alike without filling a row each time.
+    // Arithmetic whose results always fit its destination registers (no narrowing needed) may
+    // write them directly: results are zero-extended from the instruction's type except a cvt
+    // to a signed type (sign-extended), and setp's are 0 or 1.
+    direct_.resize(fn.code.size(), false);
+    for (size_t i = 0; i < fn.code.size(); ++i) {
+      const Instruction& in = fn.code[i];
+      if (!isAluOp(in.op) || in.nops == 0 || in.ops[0].kind != Operand::Kind::kReg) continue;
+      bool ok = true;
+      for (unsigned k = 0; k < (in.op == Op::kSetp ? 2u : 1u); ++k) {
+        if (in.ops[k].kind != Operand::Kind::kReg) continue;
+        const uint64_t m = regMask_[in.ops[k].reg];
+        const unsigned regBits = static_cast<unsigned>(__builtin_popcountll(m));
+        const unsigned resultBits = in.op == Op::kSetp ? 1 : in.mulMode == MulMode::kWide ? 64 : typeBits(in.type);
+        ok = ok && (m == ~uint64_t{0} || (resultBits <= regBits && !(in.op == Op::kCvt && isSigned(in.type))));
+      }
+      // setp with a boolean operation makes a second pass over its results that reads c.
+      direct_[i] = ok && !(in.op == Op::kSetp && in.boolOp != BoolOp::kNone);
+    }
+    immRows_.resize(fn.code.size() * kMaxOperands, nullptr);
+    for (size_t i = 0; i < fn.code.size(); ++i) {
+      for (unsigned k = 0; k < fn.code[i].nops; ++k) {
+        if (fn.code[i].ops[k].kind != Operand::Kind::kImm) continue;
+        immStore_.emplace_back(32, fn.code[i].ops[k].imm);
+        immRows_[i * kMaxOperands + k] = immStore_.back().data();
+      }
+    }
+    sharedBytes_ = static_cast<uint64_t>(fn.staticShared);
+    if (cfg.dynamicShared != 0)
+      sharedBytes_ = (sharedBytes_ + fn.dynamicSharedAlign - 1) / fn.dynamicSharedAlign * fn.dynamicSharedAlign + cfg.dynamicShared;
+  }
+
+  LaunchResult go() {
+    const uint64_t blocks = uint64_t{cfg_.grid.x} * cfg_.grid.y * cfg_.grid.z;
+    const unsigned nwarps = (threadsPerBlock_ + 31) / 32;
+    warps_.resize(nwarps);
+    for (unsigned i = 0; i < nwarps; ++i) {
+      warps_[i].id = i;
+      warps_[i].regs.resize(fn_.regTypes.size() * 32);
+      warps_[i].local.resize(uint64_t{fn_.localBytes} * 32);
+    }
+    shared_.resize(sharedBytes_);
+    for (uint64_t b = 0; b < blocks && result_.fault == Fault::kNone; ++b) runBlock(b);
+    return result_;
+  }
+
+ private:
+  struct Warp {
+    uint32_t id = 0;
+    uint32_t live = 0;     // lanes that exist and have not exited
+    uint32_t active = 0;   // lanes executing at pc
+    uint32_t blocked = 0;  // lanes waiting at barrier barId
+    uint32_t pc = 0;
+    uint32_t nextPc = kNoPc;  // the lowest pc of the runnable lanes not active
+    uint32_t barId = 0;
+    uint32_t lanePc[32] = {};
+    uint64_t executed = 0;  // instructions this warp has issued (%clock64)
+    std::vector<uint64_t> regs;
+    std::vector<uint8_t> local;
+  };
+  struct Barrier {
+    uint32_t arrived = 0;
+    uint32_t expected = 0;  // 0: every live thread of the block
+  };
+
+  void runBlock(uint64_t linear) {
+    block_ = linear;
+    ctaid_[0] = static_cast<uint32_t>(linear % cfg_.grid.x);
+    ctaid_[1] = static_cast<uint32_t>((linear / cfg_.grid.x) % cfg_.grid.y);
+    ctaid_[2] = static_cast<uint32_t>(linear / (uint64_t{cfg_.grid.x} * cfg_.grid.y));
+    std::fill(shared_.begin(), shared_.end(), 0);
+    for (Barrier& b : bars_) b = Barrier{};
+    for (Warp& w : warps_) {
+      const uint32_t first = w.id * 32;
+      const uint32_t n = std::min<uint32_t>(32, threadsPerBlock_ - first);
+      w.live = n == 32 ? 0xffffffffu : (1u << n) - 1;
+      w.active = w.live;
+      w.blocked = 0;
+      w.pc = 0;
+      w.nextPc = kNoPc;
+      w.executed = 0;
+      std::fill(std::begin(w.lanePc), std::end(w.lanePc), 0);
+      std::fill(w.regs.begin(), w.regs.end(), 0);
+      std::fill(w.local.begin(), w.local.end(), 0);
+    }
+    for (;;) {
+      bool ran = false, done = true;
+      for (Warp& w : warps_) {
+        if (w.live == 0) continue;
+        done = false;
+        if ((w.live & ~w.blocked) == 0) continue;
+        ran = true;
+        runWarp(w);
+        if (result_.fault != Fault::kNone) return;
+      }
+      if (done) return;
+      if (!ran) {
+        fail(Fault::kBarrierDeadlock, warps_[0], 0, nullptr,
+             "every live thread waits at a barrier that the others can never reach (bar.sync with a thread count the block cannot meet?)");
+        return;
+      }
+    }
+  }
+
+  void runWarp(Warp& w) {
+    const Instruction* code = fn_.code.data();
+    for (uint64_t n = 0; n < kQuantum && w.active != 0; ++n) {
+      const Instruction& in = code[w.pc];
+      step(w, in);
+      if (result_.fault != Fault::kNone) return;
+      // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
+      if (in.op == Op::kBar) return;
+      if (cfg_.maxWarpInstructions != 0 && result_.warpInstructions > cfg_.maxWarpInstructions) {
+        fail(Fault::kTimeout, w, static_cast<unsigned>(__builtin_ctz(w.live | 1u)), &code[w.pc],
+             "ran past " + std::to_string(cfg_.maxWarpInstructions) + " warp instructions");
+        return;
+      }
+    }
+  }
+
+  // ---- control flow: min-PC reconvergence
+
+  void reschedule(Warp& w) {
+    const uint32_t runnable = w.live & ~w.blocked;
+    if (runnable == 0) {
+      w.active = 0;
+      return;
+    }
+    uint32_t lo = kNoPc;
+    for (uint32_t m = runnable; m != 0; m &= m - 1) lo = std::min(lo, w.lanePc[__builtin_ctz(m)]);
+    uint32_t active = 0, next = kNoPc;
+    for (uint32_t m = runnable; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      if (w.lanePc[l] == lo) active |= 1u << l;
+      else next = std::min(next, w.lanePc[l]);
+    }
+    w.active = active;
+    w.pc = lo;
+    w.nextPc = next;
+  }
+
+  // The active lanes go to `pc`; if that reaches or passes a waiting group, the lowest runs next.
+  void jump(Warp& w, uint32_t pc) {
+    if (pc < w.nextPc) {
+      w.pc = pc;
+      return;
+    }
+    for (uint32_t m = w.active; m != 0; m &= m - 1) w.lanePc[__builtin_ctz(m)] = pc;
+    reschedule(w);
+  }
+
+  // Lanes `taken` go to `a`, the other active lanes to `b`.
+  void split(Warp& w, uint32_t taken, uint32_t a, uint32_t b) {
+    for (uint32_t m = w.active; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      w.lanePc[l] = (taken >> l) & 1u ? a : b;
+    }
+    reschedule(w);
+  }
+
+  // ---- operands
+
+  uint64_t* row(Warp& w, uint32_t reg) { return &w.regs[uint64_t{reg} * 32]; }
+
+  void writeRow(Warp& w, uint32_t reg, uint32_t mask, const uint64_t* v) {
+    uint64_t* r = row(w, reg);
+    const uint64_t m = regMask_[reg];
+    if (mask == 0xffffffffu) {
+      for (unsigned l = 0; l < 32; ++l) r[l] = v[l] & m;
+    } else {
+      for (uint32_t k = mask; k != 0; k &= k - 1) {
+        const unsigned l = static_cast<unsigned>(__builtin_ctz(k));
+        r[l] = v[l] & m;
+      }
+    }
+  }
+
+  uint32_t predMask(Warp& w, uint32_t reg) {
+    // Predicate registers hold 0 or 1 (writeRow masks them to their 1-bit width).
+    const uint64_t* r = row(w, reg);
+    uint32_t m = 0;
+#if defined(__SSE2__)
+    // Bit 0 of two lanes to the sign bits, then both at once: 16 steps instead of 32.
+    for (unsigned l = 0; l < 32; l += 2) {
+      const __m128i v = _mm_slli_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + l)), 63);
+      m |= static_cast<uint32_t>(_mm_movemask_pd(_mm_castsi128_pd(v))) << l;
+    }
+#else
+    for (unsigned l = 0; l < 32; ++l) m |= static_cast<uint32_t>(r[l] & 1u) << l;
+#endif
+    return m;
+  }
+
+  void tid(const Warp& w, unsigned lane, uint32_t out[3]) const {
+    const uint32_t t = w.id * 32 + lane;
+    out[0] = t % cfg_.block.x;
+    out[1] = (t / cfg_.block.x) % cfg_.block.y;
+    out[2] = t / (cfg_.block.x * cfg_.block.y);
+  }
+
+  uint64_t special(const Warp& w, const Operand& o, unsigned lane) const {
+    const uint32_t ntid[3] = {cfg_.block.x, cfg_.block.y, cfg_.block.z};
+    const uint32_t nctaid[3] = {cfg_.grid.x, cfg_.grid.y, cfg_.grid.z};
+    switch (o.special) {
+      case Special::kTid: {
+        uint32_t t[3];
+        tid(w, lane, t);
+        return t[o.component];
+      }
+      case Special::kNtid: return ntid[o.component];
+      case Special::kCtaid: return ctaid_[o.component];
+      case Special::kNctaid: return nctaid[o.component];
+      case Special::kLaneid: return lane;
+      case Special::kWarpid: return w.id;
+      case Special::kNwarpid: return 64;  // the most warps an SM holds (sm_90)
+      case Special::kSmid: return block_ % cfg_.smCount;
+      case Special::kNsmid: return cfg_.smCount;
+      case Special::kGridid: return 1;
+      case Special::kLanemaskEq: return uint64_t{1} << lane;
+      case Special::kLanemaskLt: return (uint64_t{1} << lane) - 1;
+      case Special::kLanemaskLe: return (uint64_t{2} << lane) - 1;
+      case Special::kLanemaskGt: return ~((uint64_t{2} << lane) - 1) & 0xffffffffu;
+      case Special::kLanemaskGe: return ~((uint64_t{1} << lane) - 1) & 0xffffffffu;
+      case Special::kClock: return w.executed & 0xffffffffu;
+      case Special::kClock64: return w.executed;
+      case Special::kGlobaltimer: return cfg_.globalTimerNs + w.executed;
+      case Special::kDynamicSmemSize: return cfg_.dynamicShared;
+      case Special::kTotalSmemSize: return sharedBytes_;
+    }
+    return 0;
+  }
+
+  // The row of values of a source operand: a register row, or `tmp` filled.
+  const uint64_t* source(Warp& w, const Operand& o, uint64_t* tmp) {
+    switch (o.kind) {
+      case Operand::Kind::kReg:
+        if (!o.negate) return row(w, o.reg);
+        {
+          const uint64_t* r = row(w, o.reg);
+          for (unsigned l = 0; l < 32; ++l) tmp[l] = r[l] == 0;
+        }
+        return tmp;
+      case Operand::Kind::kSpecial:
+        for (unsigned l = 0; l < 32; ++l) tmp[l] = special(w, o, l);
+        return tmp;
+      default:
+        for (unsigned l = 0; l < 32; ++l) tmp[l] = o.imm;
+        return tmp;
+    }
+  }
+
+  // ---- faults
+
+  void fail(Fault f, const Warp& w, unsigned lane, const Instruction* in, const std::string& what) {
+    if (result_.fault != Fault::kNone) return;
+    uint32_t t[3];
+    tid(w, lane, t);
+    std::string m = "kernel '" + fn_.name + "' block (" + std::to_string(ctaid_[0]) + "," + std::to_string(ctaid_[1]) + "," +
+                    std::to_string(ctaid_[2]) + ") thread (" + std::to_string(t[0]) + "," + std::to_string(t[1]) + "," +
+                    std::to_string(t[2]) + "): " + what;
+    if (in != nullptr) {
+      m += " in '" + in->text + "' at " + ex_.module_.name + ":" + std::to_string(in->line);
+      const std::string src = ex_.module_.sourceOf(*in);
+      if (!src.empty()) m += " (" + src + ")";
+    }
+    result_.fault = f;
+    result_.message = m;
+  }
+
+  // ---- memory
+
+  // Host bytes for `size` bytes at `addr` in `space` for `lane`, or nullptr after a fault.
+  uint8_t* locate(Warp& w, unsigned lane, const Instruction& in, Space space, uint64_t addr, unsigned size, AccessKind kind) {
+    if (addr % size != 0) {
+      fail(Fault::kMisalignedAddress, w, lane, &in,
+           "misaligned address " + hex(addr) + " (" + std::to_string(size) + "-byte access)");
+      return nullptr;
+    }
+    uint64_t off = addr;
+    if (space == Space::kGeneric) {
+      const uint64_t window = addr & ~(kWindowSize - 1);
+      off = addr - window;
+      space = window == kSharedWindow  ? Space::kShared
+              : window == kLocalWindow ? Space::kLocal
+              : window == kConstWindow ? Space::kConst
+              : window == kParamWindow ? Space::kParam
+                                       : Space::kGlobal;
+      if (space == Space::kGlobal) off = addr;
+    }
+    auto inside = [&](uint64_t bytes) { return off < bytes && size <= bytes - off; };
+    const bool write = kind != AccessKind::kRead;
+    const char* bad = nullptr;
+    uint8_t* p = nullptr;
+    switch (space) {
+      case Space::kShared:
+        if (inside(shared_.size())) p = shared_.data() + off;
+        else bad = "outside the block's shared memory";
+        break;
+      case Space::kLocal:
+        if (inside(fn_.localBytes)) p = w.local.data() + uint64_t{lane} * fn_.localBytes + off;
+        else bad = "outside the thread's local memory";
+        break;
+      case Space::kParam:
+        if (write) bad = "a write to kernel parameters";
+        else if (inside(cfg_.params.size())) p = const_cast<uint8_t*>(cfg_.params.data()) + off;
+        else bad = "outside the kernel's parameters";
+        break;
+      case Space::kConst:
+        if (write) bad = "a write to constant memory";
+        else if (inside(ex_.consts_.size())) p = ex_.consts_.data() + off;
+        else bad = "outside the module's constant memory";
+        break;
+      default:
+        if ((addr & ~(kWindowSize - 1)) == kModuleGlobalWindow) {
+          off = addr - kModuleGlobalWindow;
+          if (inside(ex_.globals_.size())) p = ex_.globals_.data() + off;
+          else bad = "outside the module's global variables";
+          break;
+        }
+        if (!(addr >= win_.va && addr - win_.va < win_.size && win_.host != nullptr)) {
+          const MemoryError e = ex_.memory_.resolve(addr, kind, cfg_.device, &win_);
+          if (e != MemoryError::kNone) {
+            win_ = MemoryWindow{};
+            bad = e == MemoryError::kUnmapped ? "unmapped" : "the device has no access to it";
+            break;
+          }
+        }
+        if (addr - win_.va + size > win_.size) {
+          bad = "runs past the end of its mapping";
+          break;
+        }
+        p = win_.host + (addr - win_.va);
+        break;
+    }
+    if (p == nullptr) {
+      fail(Fault::kIllegalAddress, w, lane, &in,
+           std::string("illegal address ") + hex(addr) + " (" + spaceName(space) + ", " + std::to_string(size) + " bytes: " + bad + ")");
+    }
+    return p;
+  }
+
+  void addresses(Warp& w, const Operand& o, uint64_t* out) {
+    if (o.reg == kNoReg) {
+      for (unsigned l = 0; l < 32; ++l) out[l] = o.imm;
+    } else {
+      const uint64_t* r = row(w, o.reg);
+      for (unsigned l = 0; l < 32; ++l) out[l] = r[l] + o.imm;
+    }
+  }
+
+  void load(Warp& w, const Instruction& in, uint32_t exec) {
+    const unsigned esize = typeBytes(in.type), n = in.vec;
+    uint64_t addr[32];
+    addresses(w, in.ops[1], addr);
+    const Operand& d = in.ops[0];
+    win_ = MemoryWindow{};
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      const uint8_t* p = locate(w, l, in, in.space, addr[l], esize * n, AccessKind::kRead);
+      if (p == nullptr) return;
+      for (unsigned e = 0; e < n; ++e) {
+        uint64_t v = 0;
+        std::memcpy(&v, p + e * esize, esize);  // little-endian host
+        if (isSigned(in.type)) v = signExtend(v, esize * 8);
+        const uint32_t reg = d.kind == Operand::Kind::kVec ? (d.vec[e].sink ? kNoReg : d.vec[e].reg) : d.reg;
+        if (reg != kNoReg) row(w, reg)[l] = v & regMask_[reg];
+      }
+    }
+  }
+
+  void store(Warp& w, const Instruction& in, uint32_t exec) {
+    const unsigned esize = typeBytes(in.type), n = in.vec;
+    uint64_t addr[32];
+    addresses(w, in.ops[0], addr);
+    const Operand& s = in.ops[1];
+    uint64_t tmp[32];
+    const uint64_t* scalar = s.kind == Operand::Kind::kVec ? nullptr : source(w, s, tmp);
+    win_ = MemoryWindow{};
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      uint8_t* p = locate(w, l, in, in.space, addr[l], esize * n, AccessKind::kWrite);
+      if (p == nullptr) return;
+      for (unsigned e = 0; e < n; ++e) {
+        uint64_t v;
+        if (scalar != nullptr) v = scalar[l];
+        else v = s.vec[e].isImm ? s.vec[e].imm : row(w, s.vec[e].reg)[l];
+        std::memcpy(p + e * esize, &v, esize);
+      }
+    }
+  }
+
+  void atomic(Warp& w, const Instruction& in, uint32_t exec) {
+    const bool isAtom = in.op == Op::kAtom;
+    const Operand& a = in.ops[isAtom ? 1 : 0];
+    uint64_t addr[32], tb[32], tc[32];
+    addresses(w, a, addr);
+    const uint64_t* b = source(w, in.ops[isAtom ? 2 : 1], tb);
+    const uint64_t* c = isAtom && in.nops > 3 ? source(w, in.ops[3], tc) : nullptr;
+    const unsigned size = typeBytes(in.type);
+    uint64_t old[32] = {};
+    win_ = MemoryWindow{};
+    // Lanes in ascending order: the order in which one warp's atomics to one address apply.
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      uint8_t* p = locate(w, l, in, in.space, addr[l], size, AccessKind::kAtomic);
+      if (p == nullptr) return;
+      uint64_t v = 0;
+      std::memcpy(&v, p, size);
+      old[l] = isSigned(in.type) ? signExtend(v, size * 8) : v;
+      const uint64_t nv = atomicResult(in, v, b[l], c != nullptr ? c[l] : 0);
+      std::memcpy(p, &nv, size);
+    }
+    if (isAtom && in.ops[0].kind == Operand::Kind::kReg) writeRow(w, in.ops[0].reg, exec, old);
+  }
+
+  // ---- synchronisation
+
+  uint32_t liveThreads() const {
+    uint32_t n = 0;
+    for (const Warp& w : warps_) n += static_cast<uint32_t>(__builtin_popcount(w.live));
+    return n;
+  }
+
+  void checkBarrier(unsigned id) {
+    Barrier& b = bars_[id];
+    if (b.arrived == 0) return;
+    const uint32_t expected = b.expected != 0 ? b.expected : liveThreads();
+    if (b.arrived < expected) return;
+    for (Warp& w : warps_) {
+      if (w.blocked != 0 && w.barId == id) {
+        w.blocked = 0;
+        reschedule(w);
+      }
+    }
+    b = Barrier{};
+  }
+
+  void barrier(Warp& w, const Instruction& in, uint32_t exec) {
+    uint64_t t0[32], t1[32];
+    const unsigned lane = static_cast<unsigned>(__builtin_ctz(exec));
+    const uint64_t id = source(w, in.ops[0], t0)[lane];
+    if (id >= kBarriers) {
+      fail(Fault::kTrap, w, lane, &in, "barrier id " + std::to_string(id) + " out of range 0-15");
+      return;
+    }
+    Barrier& b = bars_[id];
+    if (in.nops > 1) b.expected = static_cast<uint32_t>(source(w, in.ops[1], t1)[lane]);
+    b.arrived += static_cast<uint32_t>(__builtin_popcount(exec));
+    for (uint32_t m = w.active; m != 0; m &= m - 1) w.lanePc[__builtin_ctz(m)] = w.pc + 1;
+    if (in.barMode == BarMode::kSync) {
+      w.blocked |= exec;
+      w.barId = static_cast<uint32_t>(id);
+    }
+    reschedule(w);
+    checkBarrier(static_cast<unsigned>(id));
+  }
+
+  void shuffle(Warp& w, const Instruction& in, uint32_t exec) {
+    uint64_t ta[32], tb[32], tc[32];
+    const uint64_t* a = source(w, in.ops[2], ta);
+    const uint64_t* b = source(w, in.ops[3], tb);
+    const uint64_t* c = source(w, in.ops[4], tc);
+    uint64_t d[32] = {}, p[32] = {};
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      // PTX ISA, shfl.sync: c packs the clamp value (bits 0-4) and the segment mask (8-12).
+      const int seg = static_cast<int>((c[l] >> 8) & 0x1f), clamp = static_cast<int>(c[l] & 0x1f);
+      const int lane = static_cast<int>(l), bv = static_cast<int>(b[l] & 0x1f);
+      const int maxLane = (lane & seg) | (clamp & ~seg), minLane = lane & seg;
+      int j = lane;
+      bool ok = false;
+      switch (in.shflMode) {
+        case ShflMode::kUp: j = lane - bv; ok = j >= maxLane; break;
+        case ShflMode::kDown: j = lane + bv; ok = j <= maxLane; break;
+        case ShflMode::kBfly: j = lane ^ bv; ok = j <= maxLane; break;
+        case ShflMode::kIdx: j = minLane | (bv & ~seg); ok = j <= maxLane; break;
+      }
+      if (!ok) j = lane;
+      d[l] = a[j] & 0xffffffffu;
+      p[l] = ok;
+    }
+    writeRow(w, in.ops[0].reg, exec, d);
+    if (in.ops[1].kind == Operand::Kind::kReg) writeRow(w, in.ops[1].reg, exec, p);
+  }
+
+  void vote(Warp& w, const Instruction& in, uint32_t exec) {
+    uint64_t ta[32];
+    const uint64_t* a = source(w, in.ops[1], ta);
+    uint32_t yes = 0;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      if (a[l] != 0) yes |= 1u << l;
+    }
+    uint64_t v;
+    switch (in.voteMode) {
+      case VoteMode::kBallot: v = yes; break;
+      case VoteMode::kAll: v = yes == exec; break;
+      case VoteMode::kAny: v = yes != 0; break;
+      default: v = yes == 0 || yes == exec; break;
+    }
+    uint64_t d[32];
+    std::fill(std::begin(d), std::end(d), v);
+    writeRow(w, in.ops[0].reg, exec, d);
+  }
+
+  void move(Warp& w, const Instruction& in, uint32_t exec) {
+    const Operand& d = in.ops[0];
+    const Operand& s = in.ops[1];
+    uint64_t tmp[32], out[32];
+    if (d.kind == Operand::Kind::kVec || s.kind == Operand::Kind::kVec) {
+      const Operand& v = d.kind == Operand::Kind::kVec ? d : s;
+      const unsigned bits = typeBits(in.type) / v.vecCount;
+      const uint64_t em = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+      if (s.kind == Operand::Kind::kVec) {  // pack: element 0 in the low bits
+        std::fill(std::begin(out), std::end(out), 0);
+        for (unsigned e = 0; e < v.vecCount; ++e) {
+          for (unsigned l = 0; l < 32; ++l) {
+            const uint64_t x = v.vec[e].isImm ? v.vec[e].imm : row(w, v.vec[e].reg)[l];
+            out[l] |= (x & em) << (e * bits);
+          }
+        }
+        writeRow(w, d.reg, exec, out);
+      } else {  // unpack
+        const uint64_t* x = source(w, s, tmp);
+        for (unsigned e = 0; e < v.vecCount; ++e) {
+          if (v.vec[e].sink || v.vec[e].isImm) continue;
+          for (unsigned l = 0; l < 32; ++l) out[l] = (x[l] >> (e * bits)) & em;
+          writeRow(w, v.vec[e].reg, exec, out);
+        }
+      }
+      return;
+    }
+    writeRow(w, d.reg, exec, source(w, s, tmp));
+  }
+
+  void convertAddress(Warp& w, const Instruction& in, uint32_t exec) {
+    uint64_t tmp[32], out[32];
+    const uint64_t* a = source(w, in.ops[1], tmp);
+    uint64_t base = 0;
+    switch (in.space) {
+      case Space::kShared: base = kSharedWindow; break;
+      case Space::kLocal: base = kLocalWindow; break;
+      case Space::kConst: base = kConstWindow; break;
+      case Space::kParam: base = kParamWindow; break;
+      default: break;  // global and generic addresses are the same (PTX ISA, cvta)
+    }
+    for (unsigned l = 0; l < 32; ++l) out[l] = in.cvtaTo ? a[l] - base : a[l] + base;
+    writeRow(w, in.ops[0].reg, exec, out);
+  }
+
+  // ---- one instruction
+
+  void step(Warp& w, const Instruction& in) {
+    uint32_t exec = w.active;
+    if (in.guard != kNoReg) exec &= in.guardNegated ? ~predMask(w, in.guard) : predMask(w, in.guard);
+    ++result_.warpInstructions;
+    ++w.executed;
+    result_.threadInstructions += exec == 0xffffffffu ? 32 : static_cast<uint64_t>(__builtin_popcount(exec));
+    switch (in.op) {
+      case Op::kBra: {
+        const uint32_t target = in.ops[0].target;
+        if (exec == w.active) jump(w, target);
+        else if (exec == 0) jump(w, w.pc + 1);
+        else split(w, exec, target, w.pc + 1);
+        return;
+      }
+      case Op::kRet:
+      case Op::kExit: {
+        // A kernel's ret ends the thread (no .func calls yet, so there is nothing to return to).
+        w.live &= ~exec;
+        const uint32_t rest = w.active & ~exec;
+        w.active = rest;
+        if (rest != 0) jump(w, w.pc + 1);
+        else reschedule(w);
+        if (exec != 0)
+          for (unsigned id = 0; id < kBarriers; ++id) checkBarrier(id);
+        return;
+      }
+      case Op::kTrap:
+        if (exec != 0) {
+          fail(Fault::kTrap, w, static_cast<unsigned>(__builtin_ctz(exec)), &in, "trap");
+          return;
+        }
+        break;
+      case Op::kBar:
+        if (exec != 0) {
+          barrier(w, in, exec);
+          return;
+        }
+        break;
+      case Op::kMembar:
+        // Orders memory accesses: a sequential interpreter performs every access in program
+        // order, visible to all threads at once, so there is nothing to do.
+        break;
+      case Op::kLd: if (exec) load(w, in, exec); break;
+      case Op::kSt: if (exec) store(w, in, exec); break;
+      case Op::kAtom: case Op::kRed: if (exec) atomic(w, in, exec); break;
+      case Op::kShfl: if (exec) shuffle(w, in, exec); break;
+      case Op::kVote: if (exec) vote(w, in, exec); break;
+      case Op::kActivemask: {
+        uint64_t d[32];
+        std::fill(std::begin(d), std::end(d), uint64_t{w.active});
+        writeRow(w, in.ops[0].reg, exec, d);
+        break;
+      }
+      case Op::kMov: if (exec) move(w, in, exec); break;
+      case Op::kCvta: if (exec) convertAddress(w, in, exec); break;
+      default:
+        if (exec != 0) alu(w, in, exec);
+        break;
+    }
+    if (result_.fault != Fault::kNone) return;
+    jump(w, w.pc + 1);
+  }
+
+  void alu(Warp& w, const Instruction& in, uint32_t exec) {
+    const unsigned ndst = in.op == Op::kSetp ? 2 : 1;
+    const uint64_t* src[5] = {zeros_, zeros_, zeros_, zeros_, zeros_};
+    const uint64_t* const* imm = &immRows_[static_cast<size_t>(&in - fn_.code.data()) * kMaxOperands];
+
+    for (unsigned i = ndst; i < in.nops; ++i) src[i - ndst] = imm[i] != nullptr ? imm[i] : source(w, in.ops[i], tmp_[i - ndst]);
+    const bool second = ndst == 2 && in.ops[1].kind == Operand::Kind::kReg;
+    const size_t pc = static_cast<size_t>(&in - fn_.code.data());
+    if (exec == 0xffffffffu && direct_[pc]) {
+      // Straight into the destination registers: every lane computes from its own operands
+      // only, so a destination that is also a source is safe.
+      compute(in, exec, src, row(w, in.ops[0].reg), second ? row(w, in.ops[1].reg) : nullptr);
+      return;
+    }
+    compute(in, exec, src, out_, second ? out2_ : nullptr);
+    writeRow(w, in.ops[0].reg, exec, out_);
+    if (second) writeRow(w, in.ops[1].reg, exec, out2_);
+  }
+
+  Executor& ex_;
+  const Function& fn_;
+  const LaunchConfig& cfg_;
+  LaunchResult result_;
+  std::vector<uint64_t> regMask_;
+  uint32_t threadsPerBlock_ = 0;
+  uint64_t sharedBytes_ = 0;
+  uint64_t block_ = 0;
+  uint32_t ctaid_[3] = {};
+  std::vector<Warp> warps_;
+  std::vector<uint8_t> shared_;
+  Barrier bars_[kBarriers];
+  MemoryWindow win_;  // the global window resolved by the current instruction
+  std::vector<bool> direct_;                     // per instruction: see the constructor
+  std::vector<const uint64_t*> immRows_;         // [instruction * kMaxOperands + operand]
+  std::deque<std::vector<uint64_t>> immStore_;   // the rows immRows_ points at
+  uint64_t tmp_[5][32] = {};
+  uint64_t zeros_[32] = {};
+  uint64_t out_[32] = {};
+  uint64_t out2_[32] = {};
+};
+
+Executor::Executor(const Module& module, GlobalMemory& memory)
+    : module_(module), memory_(memory), globals_(module.globalInit), consts_(module.constInit) {}
+
+Executor::~Executor() = default;
+
+LaunchResult Executor::launch(const std::string& kernel, const LaunchConfig& config) {
+  LaunchResult bad;
+  bad.fault = Fault::kInvalidLaunch;
+  const Function* fn = module_.find(kernel);
+  if (fn == nullptr || !fn->isEntry) {
+    bad.message = "module '" + module_.name + "' has no kernel '" + kernel + "'";
+    return bad;
+  }
+  const uint64_t threads = uint64_t{config.block.x} * config.block.y * config.block.z;
+  if (threads == 0 || threads > 1024 || config.grid.x == 0 || config.grid.y == 0 || config.grid.z == 0 ||
+      config.grid.y > 65535 || config.grid.z > 65535 || config.block.z > 64) {
+    bad.message = "kernel '" + kernel + "': invalid grid or block dimensions";
+    return bad;
+  }
+  if (config.params.size() != fn->paramBytes) {
+    bad.message = "kernel '" + kernel + "' takes " + std::to_string(fn->paramBytes) + " bytes of parameters, not " +
+                  std::to_string(config.params.size());
+    return bad;
+  }
+  model::FloatEnvironment fenv;  // IEEE arithmetic whatever the host program set (model/float_env.h)
+  Run run(*this, *fn, config);
+  return run.go();
+}
+
+}  // namespace mcsim::ptx

@@ -1,0 +1,87 @@
+// Runs a kernel of a parsed module (ptx/ir.h) on the CPU: a warp-wide interpreter.
+//
+// Execution: the blocks of the grid run one after another in linear block order; within a block
+// every warp is resident and the warps take turns in warp order, each running until it waits at
+// a barrier, exits or has run a quantum of instructions (so that warps of one block that wait
+// for each other through shared or global memory progress). Each instruction runs for the
+// warp's active lanes at once over registers laid out lane-contiguously (32 64-bit values per
+// register). Divergence: every lane has its own program counter and the warp runs the lanes at
+// the lowest one (min-PC scheduling); lanes that branch apart reconverge where their paths meet,
+// which for the forward branches and backward loop edges nvcc emits is the immediate
+// post-dominator. docs/ptx.md has the details and what is not implemented.
+//
+// Deterministic: nothing depends on host time or addresses; %clock64 counts the warp's
+// instructions and %globaltimer is LaunchConfig::globalTimerNs plus that count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptx/ir.h"
+#include "ptx/memory.h"
+
+namespace mcsim::ptx {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+struct LaunchConfig {
+  Dim3 grid, block;
+  uint32_t dynamicShared = 0;
+  std::vector<uint8_t> params;   // the kernel's parameters in its .param layout (Function::params)
+  int device = 0;                // passed to GlobalMemory::resolve
+  uint32_t smCount = 132;        // %nsmid; %smid is the block's linear index modulo this
+  uint64_t globalTimerNs = 0;    // %globaltimer at the launch
+  uint64_t maxWarpInstructions = 0;  // 0: unlimited; else a kernel running longer fails (kTimeout)
+};
+
+enum class Fault : uint8_t {
+  kNone,
+  kInvalidLaunch,      // no such kernel, bad dimensions, parameter bytes of the wrong size
+  kIllegalAddress,     // unmapped, out of a space's bounds, no access right, a write to const/param
+  kMisalignedAddress,  // an access not aligned to its size
+  kTrap,               // trap: the kernel stopped itself
+  kBarrierDeadlock,    // threads wait at a barrier that can never complete
+  kTimeout,            // more than maxWarpInstructions
+};
+const char* faultName(Fault f);
+
+struct LaunchResult {
+  Fault fault = Fault::kNone;
+  // For a fault: what, where (kernel, block, thread, instruction, PTX line, source line) and the
+  // address, e.g. "kernel 'k' block (0,0,0) thread (5,0,0): illegal address 0x10 (unmapped) in
+  // 'ld.global.f32' at k.ptx:31 (k.cu:4)".
+  std::string message;
+  uint64_t warpInstructions = 0;
+  uint64_t threadInstructions = 0;
+};
+
+class Executor {
+ public:
+  // `module` and `memory` must outlive the executor. The module's .global and .const variables
+  // are copied into the executor's storage, which persists across launches.
+  Executor(const Module& module, GlobalMemory& memory);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  LaunchResult launch(const std::string& kernel, const LaunchConfig& config);
+
+  // The module's .global variables (their address is kModuleGlobalWindow + offset).
+  std::vector<uint8_t>& moduleGlobals() { return globals_; }
+
+ private:
+  class Run;
+  const Module& module_;
+  GlobalMemory& memory_;
+  std::vector<uint8_t> globals_;
+  std::vector<uint8_t> consts_;
+};
+
+// Packs arguments in the kernel's .param layout: args[i] points at parameter i's bytes, as the
+// driver's cuLaunchKernel receives them.
+std::vector<uint8_t> packParams(const Function& fn, const void* const* args);
+
+}  // namespace mcsim::ptx

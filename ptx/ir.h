@@ -1,0 +1,176 @@
+// The executable form of a PTX module: what the parser (ptx/parser.h) builds and the executor
+// (ptx/executor.h) runs. Everything textual is resolved at load: registers are slots, labels are
+// instruction indices, symbols are addresses in their state space, and each instruction's
+// modifiers are decoded into fields, so that execution never looks at a string.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcsim::ptx {
+
+// Fundamental types (PTX ISA, "Fundamental Types"). kPred is the predicate register type.
+enum class Type : uint8_t {
+  kNone, kPred,
+  kB8, kB16, kB32, kB64,
+  kU8, kU16, kU32, kU64,
+  kS8, kS16, kS32, kS64,
+  kF16, kF16x2, kBF16, kBF16x2, kF32, kF64,
+};
+unsigned typeBits(Type t);
+inline unsigned typeBytes(Type t) { return typeBits(t) / 8; }
+bool isSigned(Type t);
+bool isFloat(Type t);  // f16, bf16, f32, f64 and the packed forms
+const char* typeName(Type t);
+
+// State spaces. kGeneric: an address that the executor places by its window (ptx/address_map.h).
+enum class Space : uint8_t { kGeneric, kGlobal, kShared, kLocal, kParam, kConst };
+const char* spaceName(Space s);
+
+enum class Op : uint8_t {
+  // integer and bit operations
+  kAdd, kSub, kMul, kMad, kDiv, kRem, kMin, kMax, kAbs, kNeg,
+  kAnd, kOr, kXor, kNot, kCnot, kShl, kShr, kPopc, kClz, kBrev, kBfe, kBfi, kPrmt, kBfind,
+  // comparison and selection
+  kSetp, kSelp, kSlct,
+  // data movement and conversion
+  kMov, kCvt, kCvta, kLd, kSt,
+  // floating point (add/sub/mul/min/max/abs/neg/div above are shared with the integer forms)
+  kFma, kSqrt, kRcp, kRsqrt, kEx2, kLg2, kSin, kCos, kTestp, kCopysign,
+  // atomics and synchronisation
+  kAtom, kRed, kBar, kShfl, kVote, kActivemask, kMembar,
+  // control
+  kBra, kRet, kExit, kTrap,
+};
+const char* opName(Op op);
+
+enum class Rounding : uint8_t { kNone, kRn, kRz, kRm, kRp, kRni, kRzi, kRmi, kRpi };
+enum class MulMode : uint8_t { kLo, kHi, kWide };
+enum class Cmp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kLo, kLs, kHi, kHs, kEqu, kNeu, kLtu, kLeu, kGtu, kGeu, kNum, kNan };
+enum class BoolOp : uint8_t { kNone, kAnd, kOr, kXor };
+enum class AtomOp : uint8_t { kAdd, kMin, kMax, kExch, kCas, kAnd, kOr, kXor, kInc, kDec };
+enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
+enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
+enum class BarMode : uint8_t { kSync, kArrive };
+enum class TestpMode : uint8_t { kFinite, kInfinite, kNumber, kNotANumber, kNormal, kSubnormal };
+
+// Special registers (PTX ISA, "Special Registers"); the vector ones take a component .x/.y/.z.
+enum class Special : uint8_t {
+  kTid, kNtid, kCtaid, kNctaid, kLaneid, kWarpid, kNwarpid, kSmid, kNsmid, kGridid,
+  kLanemaskEq, kLanemaskLt, kLanemaskLe, kLanemaskGt, kLanemaskGe,
+  kClock, kClock64, kGlobaltimer, kDynamicSmemSize, kTotalSmemSize,
+};
+
+constexpr uint32_t kNoReg = 0xffffffffu;
+
+// Generic addressing (PTX ISA, "Generic Addressing"): the windows through which a generic
+// address reaches the state spaces that are not global. Far above any device allocation; a
+// generic address outside them is a global address. .global variables of a module live in the
+// executor's own storage at kModuleGlobalWindow (a global address too) until a driver places
+// them in device memory.
+constexpr uint64_t kSharedWindow = 0xfe00000000000000ull;
+constexpr uint64_t kLocalWindow = 0xfd00000000000000ull;
+constexpr uint64_t kModuleGlobalWindow = 0xfc00000000000000ull;
+constexpr uint64_t kConstWindow = 0xfb00000000000000ull;
+constexpr uint64_t kParamWindow = 0xfa00000000000000ull;
+constexpr uint64_t kWindowSize = 0x0100000000000000ull;
+
+struct VecElem {
+  bool isImm = false;
+  bool sink = false;  // `_`: a destination that is discarded
+  uint32_t reg = kNoReg;
+  uint64_t imm = 0;
+};
+
+struct Operand {
+  enum class Kind : uint8_t { kNone, kReg, kImm, kSpecial, kAddr, kVec, kLabel };
+  Kind kind = Kind::kNone;
+  bool negate = false;    // `!p` for a predicate source
+  Special special = Special::kTid;
+  uint8_t component = 0;  // 0..2 for .x/.y/.z
+  uint8_t vecCount = 0;
+  uint32_t reg = kNoReg;  // register slot; for kAddr the base register (kNoReg: none)
+  uint64_t imm = 0;       // immediate bits; for kAddr the offset (symbol address folded in)
+  uint32_t target = 0;    // kLabel: instruction index
+  VecElem vec[4];
+};
+
+// One instruction with its modifiers decoded. `type` is the instruction's type (the destination
+// type for cvt, the source type for mul.wide); `type2` the second type where PTX names two.
+struct Instruction {
+  Op op = Op::kMov;
+  Type type = Type::kNone;
+  Type type2 = Type::kNone;
+  Space space = Space::kGeneric;
+  Rounding rounding = Rounding::kNone;
+  MulMode mulMode = MulMode::kLo;
+  Cmp cmp = Cmp::kEq;
+  BoolOp boolOp = BoolOp::kNone;
+  AtomOp atomOp = AtomOp::kAdd;
+  ShflMode shflMode = ShflMode::kIdx;
+  VoteMode voteMode = VoteMode::kAll;
+  BarMode barMode = BarMode::kSync;
+  TestpMode testpMode = TestpMode::kFinite;
+  bool ftz = false, sat = false, approx = false;
+  bool cvtaTo = false;      // cvta.to.<space> (generic -> space) rather than cvta.<space>
+  bool uniform = false;     // bra.uni: the program promises that the branch does not diverge
+  uint8_t vec = 1;          // ld/st/mov vector width
+  uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
+  bool guardNegated = false;
+  uint8_t nops = 0;
+  Operand ops[6];
+  uint32_t line = 0;        // line in the PTX text
+  uint16_t srcFile = 0;     // from the last .loc: file number (0: none) and line
+  uint32_t srcLine = 0;
+  std::string text;         // the opcode with its modifiers, for reports ("ld.global.v2.f32")
+};
+
+struct Param {
+  std::string name;
+  uint32_t offset = 0;
+  uint32_t size = 0;
+  uint32_t align = 0;
+};
+
+struct Function {
+  std::string name;
+  bool isEntry = false;
+  uint32_t line = 0;
+  std::vector<Param> params;
+  uint32_t paramBytes = 0;
+  std::vector<Type> regTypes;    // per register slot
+  std::vector<std::string> regNames;
+  std::vector<Instruction> code;
+  uint32_t staticShared = 0;     // bytes of .shared this function uses (module-level ones included)
+  uint32_t dynamicSharedAlign = 1;  // alignment of an `.extern .shared` array, which starts at staticShared
+  uint32_t localBytes = 0;       // per thread
+};
+
+struct ModuleVariable {
+  std::string name;
+  Space space = Space::kGlobal;
+  uint64_t offset = 0;           // within its space's module storage
+  uint64_t size = 0;
+  uint32_t align = 1;
+  bool isExtern = false;         // `.extern .shared` (dynamic shared memory)
+};
+
+struct Module {
+  std::string name;              // the file or image name given to the parser, for reports
+  std::string version;           // .version
+  std::string target;            // .target (first field, e.g. "sm_90")
+  unsigned addressSize = 64;
+  std::vector<Function> functions;
+  std::vector<ModuleVariable> variables;
+  std::vector<uint8_t> globalInit;   // the module's .global variables, initialised
+  std::vector<uint8_t> constInit;    // its .const variables, initialised
+  uint32_t moduleShared = 0;         // bytes of module-level static .shared
+  std::vector<std::pair<unsigned, std::string>> files;  // .file number -> name
+
+  const Function* find(const std::string& fn) const;
+  // "k.cu:12" for an instruction with a .loc, "" otherwise.
+  std::string sourceOf(const Instruction& in) const;
+};
+
+}  // namespace mcsim::ptx

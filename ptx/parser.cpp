@@ -1,0 +1,802 @@
+#include "ptx/parser.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "ptx/decode.h"
+#include "ptx/lexer.h"
+
+namespace mcsim::ptx {
+
+namespace {
+
+using TK = Token::Kind;
+
+struct Symbol {
+  Space space;
+  uint64_t address;  // within the space (for .global: within the module's global storage)
+  bool isExtern;     // `.extern .shared`: placed after the function's static shared memory
+};
+
+struct LabelRef {
+  size_t instr;
+  unsigned operand;
+  std::string name;
+  uint32_t line;
+};
+
+struct ExternRef {
+  size_t instr;
+  unsigned operand;
+};
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+bool specialByName(const std::string& n, Special* out, bool* vector) {
+  static const std::map<std::string, std::pair<Special, bool>> m = {
+      {"%tid", {Special::kTid, true}},         {"%ntid", {Special::kNtid, true}},
+      {"%ctaid", {Special::kCtaid, true}},     {"%nctaid", {Special::kNctaid, true}},
+      {"%laneid", {Special::kLaneid, false}},  {"%warpid", {Special::kWarpid, false}},
+      {"%nwarpid", {Special::kNwarpid, false}}, {"%smid", {Special::kSmid, false}},
+      {"%nsmid", {Special::kNsmid, false}},    {"%gridid", {Special::kGridid, false}},
+      {"%lanemask_eq", {Special::kLanemaskEq, false}}, {"%lanemask_lt", {Special::kLanemaskLt, false}},
+      {"%lanemask_le", {Special::kLanemaskLe, false}}, {"%lanemask_gt", {Special::kLanemaskGt, false}},
+      {"%lanemask_ge", {Special::kLanemaskGe, false}}, {"%clock", {Special::kClock, false}},
+      {"%clock64", {Special::kClock64, false}}, {"%globaltimer", {Special::kGlobaltimer, false}},
+      {"%dynamic_smem_size", {Special::kDynamicSmemSize, false}},
+      {"%total_smem_size", {Special::kTotalSmemSize, false}},
+  };
+  auto it = m.find(n);
+  if (it == m.end()) return false;
+  *out = it->second.first;
+  *vector = it->second.second;
+  return true;
+}
+
+class Parser {
+ public:
+  Parser(std::vector<Token> toks, Module* m) : t_(std::move(toks)), m_(m) {}
+
+  bool run() {
+    while (!at(TK::kEnd)) {
+      if (!topLevel()) return false;
+    }
+    return true;
+  }
+
+  std::string error;
+  uint32_t errorLine = 0;
+
+ private:
+  // ---- token helpers
+  const Token& peek(size_t k = 0) const { return t_[std::min(p_ + k, t_.size() - 1)]; }
+  bool at(TK k) const { return peek().kind == k; }
+  bool atPunct(char c) const { return peek().kind == TK::kPunct && peek().text[0] == c; }
+  bool atDir(const char* d) const { return peek().kind == TK::kDirective && peek().text == d; }
+  const Token& next() { return t_[std::min(p_++, t_.size() - 1)]; }
+  bool fail(const std::string& msg) { return failAt(peek().line, msg); }
+  bool failAt(uint32_t line, const std::string& msg) {
+    if (error.empty()) {
+      error = msg;
+      errorLine = line;
+    }
+    return false;
+  }
+  bool expectPunct(char c, const char* where) {
+    if (!atPunct(c)) return fail(std::string("expected '") + c + "' " + where + ", found '" + peek().text + "'");
+    ++p_;
+    return true;
+  }
+  bool expectInt(uint64_t* v, const char* what) {
+    if (!at(TK::kInt)) return fail(std::string("expected ") + what + ", found '" + peek().text + "'");
+    *v = next().bits;
+    return true;
+  }
+
+  // ---- module level
+  bool topLevel() {
+    const Token& tk = peek();
+    if (tk.kind != TK::kDirective) return fail("expected a directive, found '" + tk.text + "'");
+    if (tk.text == ".version") {
+      ++p_;
+      if (!at(TK::kF64) && !at(TK::kInt)) return fail("expected a version number after .version");
+      m_->version = next().text;
+      return true;
+    }
+    if (tk.text == ".target") {
+      ++p_;
+      if (!at(TK::kIdent)) return fail("expected a target after .target");
+      m_->target = next().text;
+      while (atPunct(',')) {
+        ++p_;
+        if (!at(TK::kIdent)) return fail("expected a target option after ','");
+        const std::string opt = next().text;
+        if (opt == "map_f64_to_f32" || opt == "texmode_independent" || opt == "texmode_unified") continue;
+        if (opt != "debug") return fail("unsupported .target option '" + opt + "'");
+      }
+      return true;
+    }
+    if (tk.text == ".address_size") {
+      const uint32_t line = tk.line;
+      ++p_;
+      uint64_t v;
+      if (!expectInt(&v, "an address size")) return false;
+      if (v != 64) return failAt(line, ".address_size " + std::to_string(v) + " is not supported (only 64)");
+      m_->addressSize = 64;
+      return true;
+    }
+    if (tk.text == ".file") return fileDirective();
+    if (tk.text == ".section") return skipSection();
+    if (tk.text == ".pragma") return pragma();
+    bool isExtern = false;
+    while (atDir(".visible") || atDir(".extern") || atDir(".weak") || atDir(".common")) {
+      isExtern |= peek().text == ".extern";
+      ++p_;
+    }
+    if (atDir(".entry") || atDir(".func")) return function(isExtern);
+    if (atDir(".global") || atDir(".const") || atDir(".shared")) {
+      const std::string sp = next().text;
+      const Space space = sp == ".global" ? Space::kGlobal : sp == ".const" ? Space::kConst : Space::kShared;
+      return variable(space, isExtern, /*inFunction=*/false);
+    }
+    return fail("unsupported directive '" + peek().text + "'");
+  }
+
+  bool fileDirective() {
+    ++p_;
+    uint64_t n;
+    if (!expectInt(&n, "a file number")) return false;
+    if (!at(TK::kString)) return fail("expected a file name after .file");
+    m_->files.emplace_back(static_cast<unsigned>(n), next().text);
+    while (atPunct(',')) {  // optional timestamp and size
+      ++p_;
+      uint64_t ignored;
+      if (!expectInt(&ignored, "a number")) return false;
+    }
+    return true;
+  }
+
+  bool skipSection() {
+    // Debug sections (.section .debug_str { ... }): not needed to run; skipped whole.
+    ++p_;
+    if (at(TK::kDirective)) ++p_;
+    if (!expectPunct('{', "after .section")) return false;
+    int depth = 1;
+    while (depth > 0) {
+      if (at(TK::kEnd)) return fail("unterminated .section");
+      const Token& tk = next();
+      if (tk.kind == TK::kPunct && tk.text[0] == '{') ++depth;
+      if (tk.kind == TK::kPunct && tk.text[0] == '}') --depth;
+    }
+    return true;
+  }
+
+  bool pragma() {
+    ++p_;
+    while (at(TK::kString) || atPunct(',')) ++p_;
+    return expectPunct(';', "after .pragma");
+  }
+
+  // [.align N] [.v2|.v4] .type name[N]... [= init] ;
+  bool variable(Space space, bool isExtern, bool inFunction) {
+    const uint32_t line = peek().line;
+    uint64_t align = 0;
+    unsigned vec = 1;
+    Type type = Type::kNone;
+    while (at(TK::kDirective)) {
+      const std::string d = next().text;
+      if (d == ".align") {
+        if (!expectInt(&align, "an alignment")) return false;
+        if (align == 0 || (align & (align - 1)) != 0) return failAt(line, "alignment " + std::to_string(align) + " is not a power of two");
+      } else if (d == ".v2" || d == ".v4") {
+        vec = d == ".v2" ? 2 : 4;
+      } else if (typeFromDirective(d, &type)) {
+        break;
+      } else {
+        return failAt(line, "unsupported variable attribute '" + d + "'");
+      }
+    }
+    if (type == Type::kNone || type == Type::kPred) return failAt(line, "a variable needs a data type");
+    if (!at(TK::kIdent)) return fail("expected a variable name, found '" + peek().text + "'");
+    const std::string name = next().text;
+    uint64_t count = 1;
+    bool unsized = false;
+    while (atPunct('[')) {
+      ++p_;
+      if (atPunct(']')) {
+        unsized = true;
+      } else {
+        uint64_t n;
+        if (!expectInt(&n, "an array size")) return false;
+        count *= n;
+      }
+      if (!expectPunct(']', "after an array size")) return false;
+    }
+    const uint64_t elem = typeBytes(type) * vec;
+    if (align == 0) align = elem;
+    std::vector<uint64_t> init;
+    if (atPunct('=')) {
+      ++p_;
+      if (space != Space::kGlobal && space != Space::kConst) return failAt(line, "only .global and .const variables take initialisers");
+      if (!initialiser(type, &init)) return false;
+      if (unsized) {
+        count = (init.size() + vec - 1) / vec;
+        unsized = false;
+      }
+      if (init.size() > count * vec) return failAt(line, "too many initialisers for '" + name + "'");
+    }
+    if (!expectPunct(';', "after a variable declaration")) return false;
+    if (unsized && !(space == Space::kShared && isExtern)) return failAt(line, "'" + name + "' has no size");
+    const uint64_t size = unsized ? 0 : elem * count;
+    Symbol sym{space, 0, false};
+    switch (space) {
+      case Space::kGlobal:
+      case Space::kConst: {
+        std::vector<uint8_t>& store = space == Space::kGlobal ? m_->globalInit : m_->constInit;
+        sym.address = alignUp(store.size(), align);
+        store.resize(sym.address + size, 0);
+        for (size_t i = 0; i < init.size(); ++i) std::memcpy(&store[sym.address + i * typeBytes(type)], &init[i], typeBytes(type));
+        break;
+      }
+      case Space::kShared:
+        if (isExtern) {
+          sym.isExtern = true;
+          if (inFunction) fn_->dynamicSharedAlign = std::max<uint32_t>(fn_->dynamicSharedAlign, static_cast<uint32_t>(align));
+          else moduleExternAlign_ = std::max<uint32_t>(moduleExternAlign_, static_cast<uint32_t>(align));
+        } else if (inFunction) {
+          sym.address = alignUp(fn_->staticShared, align);
+          fn_->staticShared = static_cast<uint32_t>(sym.address + size);
+        } else {
+          sym.address = alignUp(m_->moduleShared, align);
+          m_->moduleShared = static_cast<uint32_t>(sym.address + size);
+        }
+        break;
+      case Space::kLocal:
+        sym.address = alignUp(fn_->localBytes, align);
+        fn_->localBytes = static_cast<uint32_t>(sym.address + size);
+        break;
+      default:
+        return failAt(line, "unsupported variable space");
+    }
+    ModuleVariable v;
+    v.name = name;
+    v.space = space;
+    v.offset = sym.address;
+    v.size = size;
+    v.align = static_cast<uint32_t>(align);
+    v.isExtern = sym.isExtern;
+    if (inFunction) {
+      fnSymbols_[name] = sym;
+    } else {
+      if (symbols_.count(name) != 0) return failAt(line, "'" + name + "' is declared twice");
+      symbols_[name] = sym;
+      m_->variables.push_back(v);
+    }
+    return true;
+  }
+
+  static bool typeFromDirective(const std::string& d, Type* t) {
+    static const std::map<std::string, Type> m = {
+        {".pred", Type::kPred}, {".b8", Type::kB8},   {".b16", Type::kB16},   {".b32", Type::kB32},
+        {".b64", Type::kB64},   {".u8", Type::kU8},   {".u16", Type::kU16},   {".u32", Type::kU32},
+        {".u64", Type::kU64},   {".s8", Type::kS8},   {".s16", Type::kS16},   {".s32", Type::kS32},
+        {".s64", Type::kS64},   {".f16", Type::kF16}, {".f16x2", Type::kF16x2}, {".bf16", Type::kBF16},
+        {".bf16x2", Type::kBF16x2}, {".f32", Type::kF32}, {".f64", Type::kF64},
+    };
+    auto it = m.find(d);
+    if (it == m.end()) return false;
+    *t = it->second;
+    return true;
+  }
+
+  // A constant or a { } list (nested lists flatten), as element bit patterns of `type`.
+  bool initialiser(Type type, std::vector<uint64_t>* out) {
+    if (atPunct('{')) {
+      ++p_;
+      if (!atPunct('}')) {
+        for (;;) {
+          if (!initialiser(type, out)) return false;
+          if (!atPunct(',')) break;
+          ++p_;
+        }
+      }
+      return expectPunct('}', "after an initialiser list");
+    }
+    uint64_t v;
+    if (!constant(type, &v)) return false;
+    out->push_back(v);
+    return true;
+  }
+
+  // A numeric constant for an operand or initialiser of `type`: integers as two's complement;
+  // 0f / 0d / decimal floats converted to `type` when it is a float type.
+  bool constant(Type type, uint64_t* v) {
+    bool neg = false;
+    if (atPunct('-')) {
+      neg = true;
+      ++p_;
+    }
+    const Token& tk = peek();
+    if (tk.kind == TK::kInt) {
+      ++p_;
+      uint64_t x = neg ? ~tk.bits + 1 : tk.bits;
+      if (type == Type::kF32 || type == Type::kF64) {
+        // An integer where a float is wanted: its value (PTX converts constants to the type).
+        const double d = neg ? -static_cast<double>(tk.bits) : static_cast<double>(tk.bits);
+        x = floatBits(d, type);
+      }
+      *v = x;
+      return true;
+    }
+    if (tk.kind == TK::kF32 || tk.kind == TK::kF64) {
+      ++p_;
+      double d;
+      if (tk.kind == TK::kF32) {
+        float f;
+        const uint32_t b = static_cast<uint32_t>(tk.bits);
+        std::memcpy(&f, &b, sizeof f);
+        if (type == Type::kF32 && !neg) {
+          *v = b;  // keep the exact bits (NaN payloads included)
+          return true;
+        }
+        d = f;
+      } else {
+        std::memcpy(&d, &tk.bits, sizeof d);
+        if (type == Type::kF64 && !neg) {
+          *v = tk.bits;
+          return true;
+        }
+      }
+      if (neg) d = -d;
+      if (type == Type::kF32 || type == Type::kF64) {
+        *v = floatBits(d, type);
+      } else if (type == Type::kF16 || type == Type::kBF16 || type == Type::kF16x2 || type == Type::kBF16x2) {
+        return fail("floating-point constants for f16/bf16 operands are not implemented");
+      } else {
+        // A float constant for an integer or bit type: its bit pattern (as 0f/0d in mov.b32).
+        uint64_t bits = tk.kind == TK::kF32 ? static_cast<uint32_t>(tk.bits) : tk.bits;
+        if (neg) bits ^= tk.kind == TK::kF32 ? 0x80000000ull : 0x8000000000000000ull;
+        *v = bits;
+      }
+      return true;
+    }
+    return fail("expected a constant, found '" + tk.text + "'");
+  }
+
+  static uint64_t floatBits(double d, Type type) {
+    if (type == Type::kF32) {
+      const float f = static_cast<float>(d);
+      uint32_t b;
+      std::memcpy(&b, &f, sizeof b);
+      return b;
+    }
+    uint64_t b;
+    std::memcpy(&b, &d, sizeof b);
+    return b;
+  }
+
+  // ---- functions
+  bool function(bool isExtern) {
+    const bool entry = next().text == ".entry";
+    Function f;
+    f.isEntry = entry;
+    f.line = peek().line;
+    fn_ = &f;
+    regs_.clear();
+    labels_.clear();
+    labelRefs_.clear();
+    externRefs_.clear();
+    fnSymbols_.clear();
+    loc_ = {0, 0};
+    f.staticShared = m_->moduleShared;
+    f.dynamicSharedAlign = moduleExternAlign_;
+    if (atPunct('(')) {  // a .func's return parameters
+      if (entry) return fail("a kernel (.entry) has no return value");
+      return fail("functions with return values (.func) are not implemented");
+    }
+    if (!at(TK::kIdent)) return fail("expected a function name, found '" + peek().text + "'");
+    f.name = next().text;
+    if (atPunct('(')) {
+      ++p_;
+      if (!atPunct(')')) {
+        for (;;) {
+          if (!param(&f)) return false;
+          if (!atPunct(',')) break;
+          ++p_;
+        }
+      }
+      if (!expectPunct(')', "after the parameter list")) return false;
+    }
+    // Performance tuning directives: accepted, not needed to execute.
+    while (atDir(".maxntid") || atDir(".reqntid") || atDir(".minnctapersm") || atDir(".maxnreg") || atDir(".noreturn") ||
+           atDir(".maxnctapersm") || atDir(".reqnctapercluster") || atDir(".explicitcluster") || atDir(".maxclusterrank") ||
+           atDir(".pragma")) {
+      if (atDir(".pragma")) {
+        if (!pragma()) return false;
+        continue;
+      }
+      ++p_;
+      while (at(TK::kInt) || atPunct(',')) ++p_;
+    }
+    if (atPunct(';')) {  // a prototype
+      ++p_;
+      if (!isExtern && entry) return fail("kernel '" + f.name + "' has no body");
+      return true;
+    }
+    if (!entry) return failAt(f.line, "device functions (.func '" + f.name + "') are not implemented yet");
+    if (!expectPunct('{', "to open the function body")) return false;
+    int depth = 1;
+    while (depth > 0) {
+      if (at(TK::kEnd)) return fail("function '" + f.name + "' is not closed");
+      if (atPunct('{')) {
+        ++p_;
+        ++depth;
+      } else if (atPunct('}')) {
+        ++p_;
+        --depth;
+      } else if (!statement()) {
+        return false;
+      }
+    }
+    return finishFunction(&f);
+  }
+
+  bool param(Function* f) {
+    if (!atDir(".param")) return fail("expected .param, found '" + peek().text + "'");
+    ++p_;
+    uint64_t align = 0;
+    Type type = Type::kNone;
+    while (at(TK::kDirective)) {
+      const std::string d = next().text;
+      if (d == ".align") {
+        if (!expectInt(&align, "an alignment")) return false;
+      } else if (d == ".ptr" || d == ".global" || d == ".const" || d == ".local" || d == ".shared") {
+        // .ptr attributes only describe what a pointer parameter points to
+      } else if (typeFromDirective(d, &type)) {
+        break;
+      } else {
+        return fail("unsupported parameter attribute '" + d + "'");
+      }
+    }
+    if (type == Type::kNone || type == Type::kPred) return fail("a parameter needs a data type");
+    if (!at(TK::kIdent)) return fail("expected a parameter name");
+    Param p;
+    p.name = next().text;
+    uint64_t count = 1;
+    if (atPunct('[')) {
+      ++p_;
+      if (!expectInt(&count, "an array size")) return false;
+      if (!expectPunct(']', "after an array size")) return false;
+    }
+    p.size = static_cast<uint32_t>(typeBytes(type) * count);
+    p.align = static_cast<uint32_t>(align != 0 ? align : typeBytes(type));
+    p.offset = static_cast<uint32_t>(alignUp(f->paramBytes, p.align));
+    f->paramBytes = p.offset + p.size;
+    fnSymbols_[p.name] = Symbol{Space::kParam, p.offset, false};
+    f->params.push_back(p);
+    return true;
+  }
+
+  bool statement() {
+    const Token& tk = peek();
+    if (tk.kind == TK::kDirective) {
+      const std::string d = tk.text;
+      if (d == ".reg") return regDecl();
+      if (d == ".loc") return locDirective();
+      if (d == ".pragma") return pragma();
+      if (d == ".local" || d == ".shared") {
+        ++p_;
+        return variable(d == ".local" ? Space::kLocal : Space::kShared, false, true);
+      }
+      if (d == ".param") return fail("parameters inside a body (calls) are not implemented yet");
+      return fail("unsupported directive '" + d + "' in a function body");
+    }
+    if (tk.kind == TK::kIdent && peek(1).kind == TK::kPunct && peek(1).text == ":") {
+      if (labels_.count(tk.text) != 0) return fail("label '" + tk.text + "' is defined twice");
+      labels_[tk.text] = static_cast<uint32_t>(fn_->code.size());
+      p_ += 2;
+      return true;
+    }
+    return instruction();
+  }
+
+  bool regDecl() {
+    ++p_;
+    Type type = Type::kNone;
+    if (at(TK::kDirective) && (peek().text == ".v2" || peek().text == ".v4")) return fail("vector registers are not implemented");
+    if (!at(TK::kDirective) || !typeFromDirective(peek().text, &type)) return fail("expected a register type after .reg");
+    ++p_;
+    for (;;) {
+      if (!at(TK::kIdent)) return fail("expected a register name, found '" + peek().text + "'");
+      const std::string base = next().text;
+      if (atPunct('<')) {
+        ++p_;
+        uint64_t n;
+        if (!expectInt(&n, "a register count")) return false;
+        if (!expectPunct('>', "after a register count")) return false;
+        if (n > (1u << 20)) return fail("too many registers");
+        for (uint64_t i = 0; i < n; ++i) addReg(base + std::to_string(i), type);
+      } else {
+        addReg(base, type);
+      }
+      if (!atPunct(',')) break;
+      ++p_;
+    }
+    return expectPunct(';', "after .reg");
+  }
+
+  void addReg(const std::string& name, Type type) {
+    if (regs_.count(name) != 0) return;  // a redeclaration in an inner scope reuses the slot
+    regs_[name] = static_cast<uint32_t>(fn_->regTypes.size());
+    fn_->regTypes.push_back(type);
+    fn_->regNames.push_back(name);
+  }
+
+  bool locDirective() {
+    ++p_;
+    uint64_t file, line, col;
+    if (!expectInt(&file, "a file number") || !expectInt(&line, "a line") || !expectInt(&col, "a column")) return false;
+    loc_ = {static_cast<uint16_t>(file), static_cast<uint32_t>(line)};
+    while (atPunct(',')) {  // , function_name label, inlined_at f l c
+      ++p_;
+      if (!at(TK::kIdent)) return fail("expected an attribute of .loc");
+      const std::string attr = next().text;
+      if (attr == "function_name") {
+        if (!at(TK::kIdent)) return fail("expected a label after function_name");
+        ++p_;
+      } else if (attr == "inlined_at") {
+        for (int i = 0; i < 3; ++i)
+          if (!expectInt(&col, "a number after inlined_at")) return false;
+      } else {
+        return fail("unsupported .loc attribute '" + attr + "'");
+      }
+    }
+    return true;
+  }
+
+  bool instruction() {
+    Instruction in;
+    in.line = peek().line;
+    in.srcFile = loc_.first;
+    in.srcLine = loc_.second;
+    if (atPunct('@')) {
+      ++p_;
+      if (atPunct('!')) {
+        ++p_;
+        in.guardNegated = true;
+      }
+      if (!at(TK::kIdent) || regs_.count(peek().text) == 0) return fail("expected a predicate register after '@'");
+      in.guard = regs_.at(next().text);
+    }
+    if (!at(TK::kIdent)) return fail("expected an instruction, found '" + peek().text + "'");
+    const std::string opcode = next().text;
+    std::vector<std::string> mods;
+    while (at(TK::kDirective)) mods.push_back(next().text);
+    std::string err;
+    if (!decodeOpcode(opcode, mods, &in, &err)) return failAt(in.line, err);
+    // operands
+    std::vector<Operand> ops;
+    Operand pair;
+    bool havePair = false;
+    if (!atPunct(';') && !atPunct('}') && !at(TK::kEnd)) {
+      for (;;) {
+        Operand o;
+        if (!operand(in, &o)) return false;
+        ops.push_back(o);
+        if (atPunct('|')) {
+          ++p_;
+          if (ops.size() != 1 || (in.op != Op::kSetp && in.op != Op::kShfl)) return fail("'|' is allowed only after the first operand of setp and shfl");
+          if (!operand(in, &pair)) return false;
+          havePair = true;
+        }
+        if (!atPunct(',')) break;
+        ++p_;
+      }
+    }
+    if (!atPunct(';')) return fail("expected ';' after '" + in.text + "', found '" + peek().text + "'");
+    ++p_;
+    if (in.op == Op::kSetp || in.op == Op::kShfl) {
+      // The second destination (or none) goes second: see checkOperands.
+      if (!ops.empty()) ops.insert(ops.begin() + 1, havePair ? pair : Operand{});
+    }
+    if (ops.size() > 6) return failAt(in.line, "too many operands for '" + in.text + "'");
+    in.nops = static_cast<uint8_t>(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) in.ops[i] = ops[i];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (pendingLabel_[i].size() != 0) labelRefs_.push_back({fn_->code.size(), static_cast<unsigned>(i), pendingLabel_[i], in.line});
+      if (pendingExtern_[i]) externRefs_.push_back({fn_->code.size(), static_cast<unsigned>(i)});
+    }
+    // pendingExtern_ is indexed in parse order, which is the final order unless setp/shfl had no
+    // second destination inserted after their first.
+    if ((in.op == Op::kSetp || in.op == Op::kShfl) && !ops.empty() && !havePair) {
+      for (auto& r : externRefs_)
+        if (r.instr == fn_->code.size() && r.operand >= 1) ++r.operand;
+    }
+    for (auto& s : pendingLabel_) s.clear();
+    for (auto& b : pendingExtern_) b = false;
+    operandIndex_ = 0;
+    if (!checkOperands(in, &err)) return failAt(in.line, err);
+    fn_->code.push_back(std::move(in));
+    return true;
+  }
+
+  // One operand; symbols resolve now, labels and dynamic shared memory at the function's end.
+  bool operand(const Instruction& in, Operand* o) {
+    const unsigned index = operandIndex_++;
+    if (atPunct('[')) {
+      ++p_;
+      o->kind = Operand::Kind::kAddr;
+      if (at(TK::kIdent)) {
+        const std::string n = next().text;
+        if (regs_.count(n) != 0) {
+          o->reg = regs_.at(n);
+        } else if (!symbolAddress(n, index, &o->imm)) {
+          return false;
+        }
+      } else if (at(TK::kInt)) {
+        o->imm = next().bits;
+      } else {
+        return fail("expected a register, symbol or address in [ ]");
+      }
+      if (atPunct('+') || atPunct('-')) {
+        const bool minus = next().text[0] == '-';
+        bool neg = minus;
+        if (atPunct('-')) {
+          ++p_;
+          neg = !neg;
+        }
+        uint64_t off;
+        if (!expectInt(&off, "an offset")) return false;
+        o->imm += neg ? ~off + 1 : off;
+      }
+      return expectPunct(']', "to close an address");
+    }
+    if (atPunct('{')) {
+      ++p_;
+      o->kind = Operand::Kind::kVec;
+      for (;;) {
+        if (o->vecCount == 4) return fail("vectors have at most 4 elements");
+        VecElem& e = o->vec[o->vecCount++];
+        if (at(TK::kIdent) && peek().text == "_") {
+          ++p_;
+          e.sink = true;
+        } else if (at(TK::kIdent)) {
+          const std::string n = next().text;
+          if (regs_.count(n) == 0) return fail("'" + n + "' is not a register");
+          e.reg = regs_.at(n);
+        } else {
+          e.isImm = true;
+          if (!constant(in.type, &e.imm)) return false;
+        }
+        if (!atPunct(',')) break;
+        ++p_;
+      }
+      return expectPunct('}', "to close a vector");
+    }
+    if (atPunct('!')) {
+      ++p_;
+      if (!at(TK::kIdent) || regs_.count(peek().text) == 0) return fail("expected a predicate register after '!'");
+      o->kind = Operand::Kind::kReg;
+      o->reg = regs_.at(next().text);
+      o->negate = true;
+      return true;
+    }
+    if (at(TK::kIdent)) {
+      const std::string n = next().text;
+      if (n == "_") {
+        o->kind = Operand::Kind::kNone;  // a discarded destination
+        return true;
+      }
+      if (regs_.count(n) != 0) {
+        o->kind = Operand::Kind::kReg;
+        o->reg = regs_.at(n);
+        return true;
+      }
+      Special sp;
+      bool vector = false;
+      if (specialByName(n, &sp, &vector)) {
+        o->kind = Operand::Kind::kSpecial;
+        o->special = sp;
+        if (vector) {
+          if (!at(TK::kDirective) || (peek().text != ".x" && peek().text != ".y" && peek().text != ".z"))
+            return fail("'" + n + "' needs a component .x, .y or .z");
+          o->component = static_cast<uint8_t>(next().text[1] - 'x');
+        }
+        return true;
+      }
+      if (n[0] == '%') return fail("'" + n + "' is not a declared register or a supported special register");
+      if (in.op == Op::kBra) {
+        o->kind = Operand::Kind::kLabel;
+        pendingLabel_[index] = n;
+        return true;
+      }
+      o->kind = Operand::Kind::kImm;
+      if (!symbolAddress(n, index, &o->imm)) return false;
+      if (atPunct('+')) {
+        ++p_;
+        uint64_t off;
+        if (!expectInt(&off, "an offset")) return false;
+        o->imm += off;
+      }
+      return true;
+    }
+    o->kind = Operand::Kind::kImm;
+    // Immediates take the instruction's source type: cvt's is its second, mul.wide's its own.
+    const Type t = in.op == Op::kCvt ? in.type2 : in.type;
+    return constant(t, &o->imm);
+  }
+
+  // The address of symbol `n` in its space.
+  bool symbolAddress(const std::string& n, unsigned index, uint64_t* addr) {
+    const Symbol* s = nullptr;
+    if (auto it = fnSymbols_.find(n); it != fnSymbols_.end()) s = &it->second;
+    else if (auto jt = symbols_.find(n); jt != symbols_.end()) s = &jt->second;
+    if (s == nullptr) return fail("undefined symbol '" + n + "'");
+    *addr = s->address + (s->space == Space::kGlobal ? kModuleGlobalWindow : 0);
+    if (s->isExtern) pendingExtern_[index] = true;
+    return true;
+  }
+
+  bool finishFunction(Function* f) {
+    for (const LabelRef& r : labelRefs_) {
+      auto it = labels_.find(r.name);
+      if (it == labels_.end()) return failAt(r.line, "undefined label '" + r.name + "'");
+      f->code[r.instr].ops[r.operand].target = it->second;
+    }
+    const uint64_t dyn = alignUp(f->staticShared, f->dynamicSharedAlign);
+    for (const ExternRef& r : externRefs_) f->code[r.instr].ops[r.operand].imm += dyn;
+    // A body that can run off its end gets an implicit return (nvcc always ends with ret).
+    Instruction ret;
+    ret.op = Op::kRet;
+    ret.text = "ret";
+    ret.line = peek().line;
+    f->code.push_back(ret);
+    for (const Function& g : m_->functions)
+      if (g.name == f->name) return failAt(f->line, "function '" + f->name + "' is defined twice");
+    m_->functions.push_back(std::move(*f));
+    fn_ = nullptr;
+    return true;
+  }
+
+  std::vector<Token> t_;
+  size_t p_ = 0;
+  Module* m_;
+  Function* fn_ = nullptr;
+  uint32_t moduleExternAlign_ = 1;
+  std::map<std::string, Symbol> symbols_;    // module scope
+  std::map<std::string, Symbol> fnSymbols_;  // the current function's params, locals, shared
+  std::map<std::string, uint32_t> regs_;
+  std::map<std::string, uint32_t> labels_;
+  std::vector<LabelRef> labelRefs_;
+  std::vector<ExternRef> externRefs_;
+  std::pair<uint16_t, uint32_t> loc_{0, 0};
+  unsigned operandIndex_ = 0;
+  std::string pendingLabel_[8];
+  bool pendingExtern_[8] = {};
+};
+
+}  // namespace
+
+bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error) {
+  *out = Module{};
+  out->name = name;
+  std::vector<Token> toks;
+  std::string lexError;
+  if (!tokenize(text, &toks, &lexError)) {
+    *error = name + ":" + lexError.substr(5);  // "line N: msg" -> "name:N: msg"
+    return false;
+  }
+  Parser p(std::move(toks), out);
+  if (!p.run()) {
+    *error = name + ":" + std::to_string(p.errorLine) + ": " + p.error;
+    return false;
+  }
+  if (out->version.empty()) {
+    *error = name + ": no .version directive (is this PTX?)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mcsim::ptx

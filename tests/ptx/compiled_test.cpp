@@ -1,0 +1,127 @@
+// Kernels compiled by nvcc (kernels.cu, built to PTX by the build) run by the executor and
+// checked against the same computation on the host. Skipped when the build found no nvcc.
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "tests/ptx/harness.h"
+
+namespace mcsim::ptx::test {
+namespace {
+
+class PtxCompiled : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = MCSIM_PTX_COMPILED;
+    if (path.empty()) GTEST_SKIP() << "no nvcc at build time: kernels.cu was not compiled";
+    std::ifstream f(path);
+    ASSERT_TRUE(f.good()) << path;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    program_ = std::make_unique<Program>(ss.str(), "kernels.ptx");
+    ASSERT_TRUE(program_->ok()) << program_->error();
+  }
+  std::unique_ptr<Program> program_;
+};
+
+uint64_t bitsOf(float f) { return f32(f); }
+
+TEST_F(PtxCompiled, VectorAdd) {
+  Program& p = *program_;
+  const int n = 1000;
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 0.1f * static_cast<float>(i);
+    b[i] = 1.0f / static_cast<float>(i + 1);
+  }
+  const uint64_t da = p.buffer(a), db = p.buffer(b), dc = p.buffer(n * 4);
+  const LaunchResult r = p.launch("vector_add", {(n + 127) / 128, 1, 1}, {128, 1, 1}, {da, db, dc, static_cast<uint64_t>(n)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto c = p.read<float>(dc, n);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(bitsOf(c[i]), bitsOf(a[i] + b[i])) << i;
+}
+
+TEST_F(PtxCompiled, BlockReduceWithBarriers) {
+  Program& p = *program_;
+  const int n = 1000, blocks = 4;
+  std::vector<float> in(n);
+  for (int i = 0; i < n; ++i) in[i] = static_cast<float>(i % 17) * 0.25f;
+  const uint64_t din = p.buffer(in), dout = p.buffer(blocks * 4);
+  const LaunchResult r = p.launch("block_reduce", {blocks, 1, 1}, {256, 1, 1}, {din, dout, static_cast<uint64_t>(n)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<float>(dout, blocks);
+  for (int b = 0; b < blocks; ++b) {
+    // The same tree on the host, in the same order.
+    std::vector<float> s(256);
+    for (int t = 0; t < 256; ++t) s[t] = b * 256 + t < n ? in[b * 256 + t] : 0.0f;
+    for (int k = 128; k > 0; k >>= 1)
+      for (int t = 0; t < k; ++t) s[t] += s[t + k];
+    EXPECT_EQ(bitsOf(out[b]), bitsOf(s[0])) << b;
+  }
+}
+
+TEST_F(PtxCompiled, WarpShuffleReduce) {
+  Program& p = *program_;
+  const int n = 5000;
+  std::vector<int> in(n);
+  long long sum = 0;
+  for (int i = 0; i < n; ++i) sum += in[i] = (i * 7919) % 1000 - 500;
+  const uint64_t din = p.buffer(in), dt = p.buffer(4);
+  const LaunchResult r = p.launch("warp_reduce", {(n + 255) / 256, 1, 1}, {256, 1, 1}, {din, dt, static_cast<uint64_t>(n)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(p.read<int>(dt, 1)[0], static_cast<int>(sum));
+}
+
+TEST_F(PtxCompiled, AtomicHistogram) {
+  Program& p = *program_;
+  const int n = 3000;
+  std::vector<unsigned> in(n), bins(16, 0);
+  unsigned mx = 0;
+  for (int i = 0; i < n; ++i) {
+    in[i] = static_cast<unsigned>(i * 2654435761u) >> 8;
+    ++bins[in[i] % 16];
+    mx = std::max(mx, in[i]);
+  }
+  const uint64_t din = p.buffer(in), dbins = p.buffer(16 * 4), dmax = p.buffer(4);
+  const LaunchResult r = p.launch("histogram", {(n + 255) / 256, 1, 1}, {256, 1, 1}, {din, dbins, dmax, static_cast<uint64_t>(n)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(p.read<unsigned>(dbins, 16), bins);
+  EXPECT_EQ(p.read<unsigned>(dmax, 1)[0], mx);
+}
+
+TEST_F(PtxCompiled, DivergentLoop) {
+  Program& p = *program_;
+  const int n = 2 * 96;
+  const uint64_t dout = p.buffer(n * 4);
+  const LaunchResult r = p.launch("divergent_loop", {2, 1, 1}, {96, 1, 1}, {dout});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<int>(dout, n);
+  for (int t = 0; t < n; ++t) {
+    int s = 0;
+    for (int i = 0; i < t % 37; ++i) {
+      if (i & 1) s += i * t;
+      else s ^= i + 3;
+    }
+    ASSERT_EQ(out[t], s) << t;
+  }
+}
+
+TEST_F(PtxCompiled, DynamicSharedMemoryAndDoubles) {
+  Program& p = *program_;
+  const int n = 64;
+  std::vector<double> in(n);
+  for (int i = 0; i < n; ++i) in[i] = 0.37 * i - 3.0;
+  const uint64_t din = p.buffer(in), dout = p.buffer(n * 8);
+  const LaunchResult r = p.launch("dynamic_shared", {}, {n, 1, 1}, {din, dout}, n * 8);
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<unsigned long long>(dout, n);
+  for (int t = 0; t < n; ++t) {
+    const double v = std::fma(in[n - 1 - t], 3.0, 0.5);  // nvcc contracts in * 3 + 0.5 into an fma
+    const double w = v * 1000.0;
+    const unsigned long long expect = (w <= 0 ? 0ull : static_cast<unsigned long long>(w)) ^ (static_cast<unsigned long long>(t) << 40);
+    ASSERT_EQ(out[t], expect) << t;
+  }
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test

@@ -1,0 +1,286 @@
+// Control flow (divergence, reconvergence, exit), barriers, warp-level instructions, special
+// registers, kernel-stopping faults and determinism.
+#include "tests/ptx/harness.h"
+
+namespace mcsim::ptx::test {
+namespace {
+
+const char* kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+TEST(PtxControl, BarrierOrdersSharedMemoryAcrossWarps) {
+  // Each thread writes its id, waits, then reads the id its mirror image wrote (another warp).
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b32 s[256];
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  shl.b32 %r1, %r0, 2;
+  mov.u32 %r2, s;
+  add.u32 %r3, %r2, %r1;
+  st.shared.u32 [%r3], %r0;
+  barrier.sync 0;
+  sub.u32 %r4, 255, %r0;
+  shl.b32 %r4, %r4, 2;
+  add.u32 %r4, %r2, %r4;
+  ld.shared.u32 %r5, [%r4];
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r5;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(256 * 4);
+  const LaunchResult r = p.launch("k", {}, {256, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 256);
+  for (uint32_t t = 0; t < 256; ++t) ASSERT_EQ(v[t], 255 - t) << t;
+}
+
+TEST(PtxControl, DivergentBranchesReconverge) {
+  // Odd lanes take one path, even lanes another; both then run the common tail together, which
+  // a ballot after the join shows (all 32 lanes active), and a data-dependent loop diverges.
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %laneid;
+  and.b32 %r1, %r0, 1;
+  setp.eq.u32 %p1, %r1, 1;
+  @%p1 bra ODD;
+  mov.u32 %r2, 100;
+  activemask.b32 %r7;
+  bra.uni JOIN;
+ODD:
+  mov.u32 %r2, 200;
+  activemask.b32 %r7;
+JOIN:
+  activemask.b32 %r3;
+  // loop: sum 0..lane-1
+  mov.u32 %r4, 0;
+  mov.u32 %r5, 0;
+LOOP:
+  setp.ge.u32 %p2, %r5, %r0;
+  @%p2 bra END;
+  add.u32 %r4, %r4, %r5;
+  add.u32 %r5, %r5, 1;
+  bra LOOP;
+END:
+  activemask.b32 %r6;
+  add.u32 %r2, %r2, %r4;
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {%r2, %r3, %r6, %r7};
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(32 * 16);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 32 * 4);
+  for (uint32_t l = 0; l < 32; ++l) {
+    EXPECT_EQ(v[4 * l], (l & 1 ? 200u : 100u) + l * (l - 1) / 2) << l;
+    EXPECT_EQ(v[4 * l + 1], 0xffffffffu) << l;  // reconverged after the if/else
+    EXPECT_EQ(v[4 * l + 2], 0xffffffffu) << l;  // and after the loop
+    EXPECT_EQ(v[4 * l + 3], l & 1 ? 0xaaaaaaaau : 0x55555555u) << l;  // inside each arm
+  }
+}
+
+TEST(PtxControl, ExitedThreadsDoNotHoldABarrier) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<2>;
+  .shared .align 4 .u32 n;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  setp.ge.u32 %p1, %r0, 40;
+  @%p1 exit;
+  atom.shared.add.u32 %r1, [n], 1;
+  bar.sync 0;
+  ld.shared.u32 %r2, [n];
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(128 * 4);
+  const LaunchResult r = p.launch("k", {}, {128, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 128);
+  for (uint32_t t = 0; t < 40; ++t) EXPECT_EQ(v[t], 40u) << t;
+  EXPECT_EQ(v[40], 0u);
+}
+
+TEST(PtxControl, ShuffleModesAndClamps) {
+  const auto out = runWords(
+      "mov.u32 %r0, %laneid;\n"
+      "shfl.sync.down.b32 %r1|%p1, %r0, 3, 31, -1;\n"
+      "shfl.sync.up.b32 %r2, %r0, 2, 0, -1;\n"
+      "shfl.sync.bfly.b32 %r3, %r0, 5, 31, -1;\n"
+      "shfl.sync.idx.b32 %r4, %r0, 7, 0x101f, -1;\n"  // 16-lane segments (segmask 0x10): lane 7 of each
+      "selp.b32 %r5, 1, 0, %p1;\n"
+      "shl.b32 %r1, %r1, 8;\n or.b32 %r1, %r1, %r5;\n"
+      "shl.b32 %r3, %r3, 8;\n or.b32 %r3, %r3, %r4;\n"
+      "mov.b64 %rd7, {%r1, %r3};\n"
+      "cvt.u64.u32 %rd8, %r2;\n shl.b64 %rd8, %rd8, 24;\n xor.b64 %rd7, %rd7, %rd8;",
+      std::vector<uint64_t>(32, 0));
+  for (uint32_t l = 0; l < 32; ++l) {
+    const uint32_t down = l + 3 <= 31 ? l + 3 : l, valid = l + 3 <= 31;
+    const uint32_t up = l >= 2 ? l - 2 : l;
+    const uint32_t bfly = l ^ 5, idx = (l & 16) | 7;
+    const uint64_t expect = pair((down << 8) | valid, (bfly << 8) | idx) ^ (uint64_t{up} << 24);
+    EXPECT_EQ(out[l], expect) << l;
+  }
+}
+
+TEST(PtxControl, VotesOverTheActiveLanes) {
+  const auto out = runWords(
+      "mov.u32 %r0, %laneid;\n"
+      "setp.lt.u32 %p1, %r0, 4;\n"
+      "vote.sync.ballot.b32 %r1, %p1, -1;\n"
+      "vote.sync.any.pred %p2, %p1, -1;\n"
+      "vote.sync.all.pred %p3, %p1, -1;\n"
+      "vote.sync.all.pred %p4, !%p2, -1;\n"
+      "vote.sync.uni.pred %p5, %p2, -1;\n"
+      "selp.b32 %r2, 1, 0, %p2;\n selp.b32 %r3, 2, 0, %p3;\n selp.b32 %r4, 4, 0, %p4;\n selp.b32 %r5, 8, 0, %p5;\n"
+      "or.b32 %r2, %r2, %r3;\n or.b32 %r2, %r2, %r4;\n or.b32 %r2, %r2, %r5;\n mov.b64 %rd7, {%r1, %r2};",
+      std::vector<uint64_t>(32, 0));
+  for (uint32_t l = 0; l < 32; ++l) EXPECT_EQ(out[l], pair(0xf, 1 | 8)) << l;
+}
+
+TEST(PtxControl, SpecialRegistersDescribeTheGrid) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, %tid.y;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ctaid.y;
+  mov.u32 %r5, %nctaid.x;
+  mov.u32 %r6, %laneid;
+  mov.u32 %r7, %warpid;
+  mad.lo.u32 %r8, %r1, %r2, %r0;
+  mov.u32 %r9, %ntid.y;
+  mul.lo.u32 %r10, %r2, %r9;
+  mad.lo.u32 %r11, %r4, %r5, %r3;
+  mad.lo.u32 %r12, %r11, %r10, %r8;
+  mul.wide.u32 %rd2, %r12, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {%r8, %r6, %r7, %r11};
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint32_t blocks = 6, threads = 48;
+  const uint64_t out = p.buffer(blocks * threads * 16);
+  const LaunchResult r = p.launch("k", {3, 2, 1}, {16, 3, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, blocks * threads * 4);
+  for (uint32_t b = 0; b < blocks; ++b) {
+    for (uint32_t t = 0; t < threads; ++t) {
+      const uint32_t* e = &v[(b * threads + t) * 4];
+      EXPECT_EQ(e[0], t);
+      EXPECT_EQ(e[1], t % 32);
+      EXPECT_EQ(e[2], t / 32);
+      EXPECT_EQ(e[3], b);
+    }
+  }
+}
+
+TEST(PtxControl, TrapDeadlockAndTimeoutStopTheKernel) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry trapper()
+{
+  .reg .b32 %r<2>;
+  .reg .pred %p<2>;
+  mov.u32 %r0, %tid.x;
+  setp.eq.u32 %p1, %r0, 5;
+  @%p1 trap;
+  ret;
+}
+.visible .entry stuck()
+{
+  .reg .b32 %r<2>;
+  .reg .pred %p<2>;
+  mov.u32 %r0, %tid.x;
+  setp.lt.u32 %p1, %r0, 32;
+  @%p1 bar.sync 1, 64;
+  ret;
+}
+.visible .entry forever()
+{
+LOOP:
+  bra LOOP;
+}
+)", "stop.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  LaunchResult r = p.launch("trapper", {}, {32, 1, 1}, {});
+  EXPECT_EQ(r.fault, Fault::kTrap);
+  EXPECT_NE(r.message.find("thread (5,0,0): trap in 'trap' at stop.ptx:11"), std::string::npos) << r.message;
+  r = p.launch("stuck", {}, {64, 1, 1}, {});
+  EXPECT_EQ(r.fault, Fault::kBarrierDeadlock) << r.message;
+  r = p.launch("forever", {}, {32, 1, 1}, {}, 0, /*maxWarpInstructions=*/10000);
+  EXPECT_EQ(r.fault, Fault::kTimeout) << r.message;
+}
+
+TEST(PtxControl, TwoRunsAreIdentical) {
+  // Atomics from many warps and blocks, clock values and float sums in atomic order: all of it
+  // must repeat exactly.
+  const std::string text = std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, %ctaid.x;
+  mad.lo.u32 %r2, %r1, 256, %r0;
+  cvt.rn.f32.u32 %f1, %r2;
+  mul.f32 %f1, %f1, 0f3DCCCCCD;
+  red.global.add.f32 [%rd1], %f1;
+  atom.global.add.u32 %r3, [%rd1+4], 1;
+  mov.u64 %rd2, %clock64;
+  mul.wide.u32 %rd3, %r2, 8;
+  add.s64 %rd4, %rd1, %rd3;
+  cvt.u64.u32 %rd5, %r3;
+  shl.b64 %rd5, %rd5, 32;
+  add.s64 %rd5, %rd5, %rd2;
+  st.global.u64 [%rd4+8], %rd5;
+  ret;
+}
+)";
+  std::vector<uint8_t> results[2];
+  LaunchResult runs[2];
+  for (int i = 0; i < 2; ++i) {
+    Program p(text);
+    ASSERT_TRUE(p.ok()) << p.error();
+    const uint64_t out = p.buffer(8 + 8 * 1024);
+    runs[i] = p.launch("k", {4, 1, 1}, {256, 1, 1}, {out});
+    ASSERT_EQ(runs[i].fault, Fault::kNone) << runs[i].message;
+    results[i] = p.read<uint8_t>(out, 8 + 8 * 1024);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(runs[0].warpInstructions, runs[1].warpInstructions);
+  EXPECT_EQ(runs[0].threadInstructions, runs[1].threadInstructions);
+  EXPECT_GT(runs[0].warpInstructions, 0u);
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test

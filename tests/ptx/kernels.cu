@@ -1,0 +1,60 @@
+// Kernels compiled to PTX by nvcc in the build (tests/ptx/CMakeLists.txt) and run by the PTX
+// executor in compiled_test.cpp: the shapes a user's first kernels take.
+#include <cstdint>
+
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+
+// One partial sum per block: a tree in shared memory with __syncthreads between the levels.
+extern "C" __global__ void block_reduce(const float* in, float* out, int n) {
+  __shared__ float s[256];
+  const int t = threadIdx.x;
+  const int i = blockIdx.x * blockDim.x + t;
+  s[t] = i < n ? in[i] : 0.0f;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (t < k) s[t] += s[t + k];
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+
+// A warp's sum by shuffles, then one atomic per warp.
+extern "C" __global__ void warp_reduce(const int* in, int* total, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = i < n ? in[i] : 0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(total, v);
+}
+
+// Atomics of several kinds into a small histogram and a running maximum.
+extern "C" __global__ void histogram(const unsigned* in, unsigned* bins, unsigned* maxOut, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const unsigned v = in[i];
+  atomicAdd(&bins[v % 16], 1u);
+  atomicMax(maxOut, v);
+}
+
+// A loop whose trip count differs per thread, with a branch inside.
+extern "C" __global__ void divergent_loop(int* out) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int s = 0;
+  for (int i = 0; i < t % 37; ++i) {
+    if (i & 1) s += i * t;
+    else s ^= i + 3;
+  }
+  out[t] = s;
+}
+
+// Dynamic shared memory, 64-bit integers and doubles.
+extern "C" __global__ void dynamic_shared(const double* in, unsigned long long* out) {
+  extern __shared__ double buf[];
+  const int t = threadIdx.x;
+  buf[t] = in[t] * 3.0 + 0.5;
+  __syncthreads();
+  const double v = buf[blockDim.x - 1 - t];
+  out[t] = static_cast<unsigned long long>(v * 1000.0) ^ (static_cast<unsigned long long>(t) << 40);
+}

@@ -1,0 +1,258 @@
+// State spaces, vector accesses, generic addressing, atomics, and memory faults.
+#include "tests/ptx/harness.h"
+
+namespace mcsim::ptx::test {
+namespace {
+
+const char* kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+TEST(PtxMemory, VectorLoadsAndStores) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .f32 %f<4>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd3, %r0, 16;
+  add.s64 %rd4, %rd1, %rd3;
+  add.s64 %rd5, %rd2, %rd3;
+  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd4];
+  st.global.v4.u32 [%rd5], {%r4, %r3, %r2, %r1};
+  ld.global.v2.f32 {%f1, _}, [%rd4+8];
+  st.global.v2.f32 [%rd5+8], {%f1, %f1};
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t in = p.buffer(std::vector<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8}), out = p.buffer(32);
+  const LaunchResult r = p.launch("k", {}, {2, 1, 1}, {in, out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(p.read<uint32_t>(out, 8), (std::vector<uint32_t>{4, 3, 3, 3, 8, 7, 7, 7}));
+}
+
+TEST(PtxMemory, SharedLocalConstGlobalVariablesAndGenericAddresses) {
+  Program p(std::string(kHeader) + R"(
+.const .align 4 .b32 table[4] = {10, 20, 30, 40};
+.global .align 4 .u32 counter = 100;
+.global .align 8 .f64 scale[2] = {0d4000000000000000, 0d4008000000000000};
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<12>;
+  .reg .f64 %fd<4>;
+  .local .align 4 .b8 depot[16];
+  .shared .align 4 .b32 tile[64];
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  // shared through a generic address
+  mov.u64 %rd2, tile;
+  cvta.shared.u64 %rd3, %rd2;
+  mul.wide.u32 %rd4, %r0, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  st.u32 [%rd5], %r0;
+  // local, generic too
+  mov.u64 %rd6, depot;
+  cvta.local.u64 %rd7, %rd6;
+  add.u32 %r1, %r0, 1000;
+  st.u32 [%rd7+4], %r1;
+  ld.local.u32 %r2, [depot+4];
+  // const with an initialiser
+  and.b32 %r3, %r0, 3;
+  mul.wide.u32 %rd8, %r3, 4;
+  mov.u64 %rd9, table;
+  add.s64 %rd9, %rd9, %rd8;
+  ld.const.u32 %r4, [%rd9];
+  // a module .global variable and dynamic shared memory
+  ld.global.u32 %r5, [counter];
+  ld.global.f64 %fd1, [scale+8];
+  cvt.rzi.u32.f64 %r6, %fd1;
+  st.shared.u32 [dyn+4], %r6;
+  ld.shared.u32 %r7, [dyn+4];
+  // results: out[tid] = local + const + counter + dyn + tile[tid] (through a shared address)
+  cvta.to.shared.u64 %rd10, %rd5;
+  cvt.u32.u64 %r8, %rd10;
+  ld.shared.u32 %r9, [%r8];
+  add.u32 %r10, %r2, %r4;
+  add.u32 %r10, %r10, %r5;
+  add.u32 %r10, %r10, %r7;
+  add.u32 %r10, %r10, %r9;
+  add.s64 %rd11, %rd1, %rd4;
+  st.global.u32 [%rd11], %r10;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(4 * 8);
+  const LaunchResult r = p.launch("k", {}, {8, 1, 1}, {out}, /*dynamicShared=*/16);
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 8);
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(v[t], (t + 1000) + 10 * ((t & 3) + 1) + 100 + 3 + t) << t;
+}
+
+TEST(PtxMemory, AtomicsOnGlobalAndSharedMemory) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .reg .f32 %f<2>;
+  .reg .pred %p<2>;
+  .shared .align 4 .u32 s;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  setp.ne.u32 %p1, %r0, 0;
+  @%p1 bra WAIT;
+  st.shared.u32 [s], 0;
+WAIT:
+  bar.sync 0;
+  atom.shared.add.u32 %r1, [s], 1;
+  atom.global.add.u32 %r2, [%rd1], 1;
+  atom.global.max.s32 %r3, [%rd1+4], %r0;
+  atom.global.min.u32 %r4, [%rd1+8], %r0;
+  red.global.or.b32 [%rd1+12], %r0;
+  atom.global.inc.u32 %r5, [%rd1+16], 9;
+  atom.global.cas.b32 %r6, [%rd1+20], %r0, 1000;
+  atom.global.exch.b32 %r7, [%rd1+24], %r0;
+  cvt.rn.f32.u32 %f1, %r0;
+  red.global.add.f32 [%rd1+28], %f1;
+  atom.global.dec.u32 %r8, [%rd1+32], 3;
+  bar.sync 0;
+  @%p1 bra DONE;
+  ld.shared.u32 %r9, [s];
+  st.global.u32 [%rd1+36], %r9;
+DONE:
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(std::vector<uint32_t>{0, 0, 0xffffffffu, 0, 0, 0, 0, 0, 0, 0});
+  const LaunchResult r = p.launch("k", {}, {100, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 10);
+  EXPECT_EQ(v[0], 100u);
+  EXPECT_EQ(v[1], 99u);
+  EXPECT_EQ(v[2], 0u);
+  EXPECT_EQ(v[3], 127u);  // 0 | 1 | ... | 99
+  EXPECT_EQ(v[4], 100u % 10);  // inc wraps to 0 after 9: 100 increments
+  EXPECT_EQ(v[5], 1000u);      // thread 0 swaps 0 for 1000; later compares fail
+  EXPECT_EQ(v[6], 99u);        // the last exchange in thread order
+  float sum;
+  std::memcpy(&sum, &v[7], 4);
+  EXPECT_EQ(sum, 4950.0f);
+  // dec with bound 3 from 0: 3, 2, 1, 0, 3, ...: after 100 steps 3 - ((100 - 1) % 4) = 0.
+  EXPECT_EQ(v[8], 0u);
+  EXPECT_EQ(v[9], 100u);
+}
+
+TEST(PtxMemory, UnmappedAccessNamesKernelBlockThreadLineAndAddress) {
+  Program p(std::string(kHeader) + R"(.visible .entry oob(.param .u64 pout)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r0;
+  ret;
+}
+)", "oob.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(4 * 40);  // 40 elements; the 2nd block's thread 8 is the 41st
+  const LaunchResult r = p.launch("oob", {2, 1, 1}, {64, 1, 1}, {out});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  char addr[32];
+  std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(out + 160));
+  EXPECT_NE(r.message.find("kernel 'oob' block (0,0,0) thread (40,0,0)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(addr), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("'st.global.u32' at oob.ptx:12"), std::string::npos) << r.message;
+  // The writes before the fault happened; nothing past the buffer did.
+  EXPECT_EQ(p.read<uint32_t>(out, 40)[39], 39u);
+}
+
+TEST(PtxMemory, MisalignedAndReadOnlyAccessesFault) {
+  Program p(std::string(kHeader) + R"(.visible .entry k(.param .u64 pout, .param .u32 which)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [pout];
+  ld.param.u32 %r1, [which];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 ld.global.u32 %r2, [%rd1+2];
+  @!%p1 st.shared.u32 [100000], %r1;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(16);
+  LaunchResult r = p.launch("k", {}, {1, 1, 1}, {out, 0});
+  EXPECT_EQ(r.fault, Fault::kMisalignedAddress);
+  EXPECT_NE(r.message.find("4-byte access"), std::string::npos) << r.message;
+  r = p.launch("k", {}, {1, 1, 1}, {out, 1});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("outside the block's shared memory"), std::string::npos) << r.message;
+}
+
+// GlobalMemory is asked at access time: a window that disappears between launches faults.
+class OneWindow : public GlobalMemory {
+ public:
+  MemoryError resolve(uint64_t va, AccessKind kind, int device, MemoryWindow* out) override {
+    ++calls;
+    lastDevice = device;
+    if (!mapped || va < 0x1000 || va >= 0x1000 + sizeof bytes) return MemoryError::kUnmapped;
+    if (kind != AccessKind::kRead && readOnly) return MemoryError::kNoAccess;
+    *out = MemoryWindow{0x1000, sizeof bytes, bytes};
+    return MemoryError::kNone;
+  }
+  uint8_t bytes[256] = {};
+  bool mapped = true, readOnly = false;
+  int calls = 0, lastDevice = -1;
+};
+
+TEST(PtxMemory, GlobalMemoryIsResolvedAtAccessTime) {
+  Module m;
+  std::string err;
+  ASSERT_TRUE(parseModule(std::string(kHeader) + R"(.visible .entry k(.param .u64 p)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r0;
+  ret;
+}
+)", "w.ptx", &m, &err)) << err;
+  OneWindow mem;
+  Executor ex(m, mem);
+  LaunchConfig cfg;
+  cfg.block.x = 32;
+  cfg.device = 3;
+  const uint64_t va = 0x1000;
+  const void* args[] = {&va};
+  cfg.params = packParams(*m.find("k"), args);
+  EXPECT_EQ(ex.launch("k", cfg).fault, Fault::kNone);
+  EXPECT_EQ(mem.lastDevice, 3);
+  EXPECT_EQ(mem.calls, 1);  // one window serves the warp's 32 stores
+  uint32_t v;
+  std::memcpy(&v, mem.bytes + 4 * 31, 4);
+  EXPECT_EQ(v, 31u);
+  mem.readOnly = true;
+  LaunchResult r = ex.launch("k", cfg);
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("no access"), std::string::npos) << r.message;
+  mem.readOnly = false;
+  mem.mapped = false;
+  r = ex.launch("k", cfg);
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("unmapped"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test
