@@ -654,6 +654,30 @@ void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uin
         each(mask, [&](unsigned l) { d[l] = static_cast<int32_t>(s[2][l]) >= 0 ? s[0][l] : s[1][l]; });
       }
       return;
+    case Op::kLop3:
+      // lop3.b32 d, a, b, c, lut (PTX ISA): bit i of d is bit (a_i b_i c_i) of lut, where the
+      // table's index reads a, b, c as a 3-bit number (a the most significant).
+      each(mask, [&](unsigned l) {
+        const uint32_t a = static_cast<uint32_t>(s[0][l]), b = static_cast<uint32_t>(s[1][l]), c = static_cast<uint32_t>(s[2][l]);
+        const uint32_t lut = static_cast<uint32_t>(s[3][l]) & 0xff;
+        uint32_t r = 0;
+        for (unsigned k = 0; k < 8; ++k) {
+          if (((lut >> k) & 1u) == 0) continue;
+          r |= ((k & 4) ? a : ~a) & ((k & 2) ? b : ~b) & ((k & 1) ? c : ~c);
+        }
+        d[l] = r;
+      });
+      return;
+    case Op::kShf:
+      // shf.{l,r}.{wrap,clamp}.b32 d, a, b, c (PTX ISA): b:a as a 64-bit value shifted by c
+      // (mod 32 for .wrap, at most 32 for .clamp); .l keeps the high word, .r the low one.
+      each(mask, [&](unsigned l) {
+        const uint64_t v = (s[0][l] & 0xffffffffu) | ((s[1][l] & 0xffffffffu) << 32);
+        const uint32_t c = static_cast<uint32_t>(s[2][l]);
+        const unsigned n = in.shfClamp ? std::min(c, 32u) : c & 31u;
+        d[l] = in.shfLeft ? static_cast<uint32_t>((v << n) >> 32) : static_cast<uint32_t>(v >> n);
+      });
+      return;
     case Op::kPrmt:
       // Default mode (PTX ISA, prmt): four selector nibbles of c pick bytes of {b, a}; a
       // selector's bit 3 replicates the chosen byte's sign bit.

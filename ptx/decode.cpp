@@ -15,6 +15,7 @@ const std::map<std::string, Op>& opcodes() {
       {"xor", Op::kXor},     {"not", Op::kNot},       {"cnot", Op::kCnot},   {"shl", Op::kShl},
       {"shr", Op::kShr},     {"popc", Op::kPopc},     {"clz", Op::kClz},     {"brev", Op::kBrev},
       {"bfe", Op::kBfe},     {"bfi", Op::kBfi},       {"prmt", Op::kPrmt},   {"bfind", Op::kBfind},
+      {"lop3", Op::kLop3},   {"shf", Op::kShf},
       {"setp", Op::kSetp},   {"selp", Op::kSelp},     {"slct", Op::kSlct},   {"mov", Op::kMov},
       {"cvt", Op::kCvt},     {"cvta", Op::kCvta},     {"ld", Op::kLd},       {"st", Op::kSt},
       {"fma", Op::kFma},     {"sqrt", Op::kSqrt},     {"rcp", Op::kRcp},     {"rsqrt", Op::kRsqrt},
@@ -105,7 +106,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     static const std::set<std::string> later = {
         "call", "multimem", "cp", "mbarrier", "redux", "match", "ldmatrix", "stmatrix", "mma", "wmma", "wgmma",
         "tex", "tld4", "suld", "sust", "sured", "prefetch", "prefetchu", "nanosleep", "addc", "subc", "madc",
-        "mad24", "mul24", "sad", "dp4a", "dp2a", "set", "tanh", "ex2", "fns", "shf", "lop3", "isspacep",
+        "mad24", "mul24", "sad", "dp4a", "dp2a", "set", "tanh", "fns", "isspacep",
         "cvt.pack", "elect", "griddepcontrol", "applypriority", "discard", "createpolicy", "getctarank",
         "stackrestore", "stacksave", "alloca", "pmevent", "brkpt", "vote.any", "bar.red", "brx", "setmaxnreg",
         "istypep", "szext", "bmsk", "copysign.f16", "st.async", "red.async", "cp.async", "tensormap"};
@@ -160,6 +161,10 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     } else if (op == Op::kMembar && m == ".proxy") {
       // fence.proxy.<kind>: orders proxies; nothing to order in a sequential interpreter.
     } else if (op == Op::kMembar && (m == ".alias" || m == ".async" || m == ".generic" || m == ".tensormap")) {
+    } else if (op == Op::kShf && (m == ".l" || m == ".r")) {
+      in->shfLeft = m == ".l";
+    } else if (op == Op::kShf && (m == ".wrap" || m == ".clamp")) {
+      in->shfClamp = m == ".clamp";
     } else if (op == Op::kBra && m == ".uni") {
       in->uniform = true;
     } else if (spaces().count(m) != 0 && (op == Op::kLd || op == Op::kSt || op == Op::kAtom || op == Op::kRed || op == Op::kCvta)) {
@@ -230,7 +235,8 @@ bool checkOperands(const Instruction& in, std::string* error) {
       lo = hi = 2; break;
     case Op::kRed: lo = hi = 2; break;
     case Op::kAtom: lo = 3; hi = 4; break;
-    case Op::kMad: case Op::kFma: case Op::kSelp: case Op::kSlct: case Op::kBfe: case Op::kPrmt: lo = hi = 4; break;
+    case Op::kMad: case Op::kFma: case Op::kSelp: case Op::kSlct: case Op::kBfe: case Op::kPrmt: case Op::kShf: lo = hi = 4; break;
+    case Op::kLop3: lo = hi = 5; break;
     case Op::kBfi: lo = hi = 5; break;
     case Op::kSetp: lo = 4; hi = 5; break;   // p, q|none, a, b [, c]
     case Op::kShfl: lo = hi = 6; break;      // d, p|none, a, b, c, membermask

@@ -34,7 +34,7 @@ const char* spaceName(Space s) {
 const char* opName(Op op) {
   static const char* const names[] = {
       "add", "sub", "mul", "mad", "div", "rem", "min", "max", "abs", "neg",
-      "and", "or", "xor", "not", "cnot", "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "bfind",
+      "and", "or", "xor", "not", "cnot", "shl", "shr", "popc", "clz", "brev", "bfe", "bfi", "prmt", "bfind", "lop3", "shf",
       "setp", "selp", "slct", "mov", "cvt", "cvta", "ld", "st",
       "fma", "sqrt", "rcp", "rsqrt", "ex2", "lg2", "sin", "cos", "testp", "copysign",
       "atom", "red", "bar", "shfl", "vote", "activemask", "membar",

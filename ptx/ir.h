@@ -31,7 +31,7 @@ const char* spaceName(Space s);
 enum class Op : uint8_t {
   // integer and bit operations
   kAdd, kSub, kMul, kMad, kDiv, kRem, kMin, kMax, kAbs, kNeg,
-  kAnd, kOr, kXor, kNot, kCnot, kShl, kShr, kPopc, kClz, kBrev, kBfe, kBfi, kPrmt, kBfind,
+  kAnd, kOr, kXor, kNot, kCnot, kShl, kShr, kPopc, kClz, kBrev, kBfe, kBfi, kPrmt, kBfind, kLop3, kShf,
   // comparison and selection
   kSetp, kSelp, kSlct,
   // data movement and conversion
@@ -115,6 +115,8 @@ struct Instruction {
   bool ftz = false, sat = false, approx = false;
   bool cvtaTo = false;      // cvta.to.<space> (generic -> space) rather than cvta.<space>
   bool uniform = false;     // bra.uni: the program promises that the branch does not diverge
+  bool shfLeft = false;     // shf.l (else shf.r)
+  bool shfClamp = false;    // shf .clamp (else .wrap)
   uint8_t vec = 1;          // ld/st/mov vector width
   uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
   bool guardNegated = false;

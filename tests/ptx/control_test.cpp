@@ -284,3 +284,74 @@ TEST(PtxControl, TwoRunsAreIdentical) {
 
 }  // namespace
 }  // namespace mcsim::ptx::test
+
+namespace mcsim::ptx::test {
+namespace {
+
+TEST(PtxControl, ArriveLetsAProducerWarpGoOn) {
+  // Warp 0 produces and arrives at barrier 1 without waiting; warp 1 waits there, then reads.
+  std::string text = std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<2>;
+  .shared .align 4 .b32 s[32];
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, %laneid;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r5, s;
+  add.u32 %r6, %r5, %r2;
+  setp.ge.u32 %p1, %r0, 32;
+  @%p1 bra CONSUMER;
+  mul.lo.u32 %r3, %r1, 7;
+  st.shared.u32 [%r6], %r3;
+  bar.arrive 1, 64;
+  mov.u32 %r4, %lanemask_lt;
+  bra.uni OUT;
+CONSUMER:
+  bar.sync 1, 64;
+  ld.shared.u32 %r4, [%r6];
+OUT:
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r4;
+  ret;
+}
+)";
+  Program q(text);
+  ASSERT_TRUE(q.ok()) << q.error();
+  const uint64_t out = q.buffer(64 * 4);
+  const LaunchResult r = q.launch("k", {}, {64, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = q.read<uint32_t>(out, 64);
+  for (uint32_t l = 0; l < 32; ++l) {
+    EXPECT_EQ(v[l], (1u << l) - 1) << l;  // %lanemask_lt
+    EXPECT_EQ(v[32 + l], l * 7) << l;     // what warp 0 wrote before it arrived
+  }
+}
+
+TEST(PtxControl, ParametersThroughAGenericAddress) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout, .param .align 4 .b8 pstruct[8])
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u64 %rd2, pstruct;
+  cvta.param.u64 %rd3, %rd2;
+  ld.u32 %r1, [%rd3+4];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(4);
+  const LaunchResult r = p.launch("k", {}, {1, 1, 1}, {out, 0x1234567800000000ull});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(p.read<uint32_t>(out, 1)[0], 0x12345678u);
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test

@@ -1,6 +1,8 @@
 // Floating-point instructions: IEEE results in each rounding mode, .ftz, .sat, NaN and signed
 // zero rules, conversions, f16/bf16. Expected bit patterns are worked out from IEEE 754 and the
 // PTX ISA's definitions (min/max, canonical NaN, cvt saturation).
+#include <cmath>
+
 #include "tests/ptx/harness.h"
 
 namespace mcsim::ptx::test {
@@ -158,6 +160,54 @@ TEST(PtxFloat, HalfPrecisionConversionsAndArithmetic) {
       "mov.b32 %r4, {%h2, %h6};\n mov.b64 %rd7, {%r3, %r4};",
       {0});
   EXPECT_EQ(ar[0], pair(0xc2003c00u, 0x4000 | (0x4280u << 16)));
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test
+
+namespace mcsim::ptx::test {
+namespace {
+
+float asFloat(uint64_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST(PtxFloat, ApproximateFunctionsWithinTheIsaError) {
+  // PTX ISA bounds: rcp/sqrt/rsqrt.approx.f32 within 1-2 ulp, ex2.approx.f32 2 ulp (full range),
+  // lg2.approx.f32 2^-22.6 absolute in [0.5, 2], sin/cos.approx.f32 2^-20.9 absolute in [-pi, pi].
+  const auto out = runWords("cvt.u32.u64 %r1, %rd6;\n mov.b32 %f1, %r1;\n"
+                            "rcp.approx.f32 %f2, %f1;\n ex2.approx.f32 %f3, %f1;\n"
+                            "mov.b32 %r2, %f2;\n mov.b32 %r3, %f3;\n mov.b64 %rd7, {%r2, %r3};",
+                            {f32(3.0f), f32(-1.5f), f32(10.25f)});
+  const float xs[] = {3.0f, -1.5f, 10.25f};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(asFloat(out[i]), 1.0f / xs[i], std::abs(1.0f / xs[i]) * 2.4e-7f) << i;
+    EXPECT_NEAR(asFloat(out[i] >> 32), std::exp2(xs[i]), std::exp2(xs[i]) * 2.4e-7f) << i;
+  }
+  const auto trig = runWords("cvt.u32.u64 %r1, %rd6;\n mov.b32 %f1, %r1;\n sin.approx.f32 %f2, %f1;\n cos.approx.f32 %f3, %f1;\n"
+                             "mov.b32 %r2, %f2;\n mov.b32 %r3, %f3;\n mov.b64 %rd7, {%r2, %r3};",
+                             {f32(0.5f), f32(-2.0f)});
+  EXPECT_NEAR(asFloat(trig[0]), std::sin(0.5), 5.1e-7);
+  EXPECT_NEAR(asFloat(trig[0] >> 32), std::cos(0.5), 5.1e-7);
+  EXPECT_NEAR(asFloat(trig[1]), std::sin(-2.0), 5.1e-7);
+  const auto lg = runWords("cvt.u32.u64 %r1, %rd6;\n mov.b32 %f1, %r1;\n lg2.approx.f32 %f2, %f1;\n rsqrt.approx.f32 %f3, %f1;\n"
+                           "mov.b32 %r2, %f2;\n mov.b32 %r3, %f3;\n mov.b64 %rd7, {%r2, %r3};",
+                           {f32(1.5f)});
+  EXPECT_NEAR(asFloat(lg[0]), std::log2(1.5), 1.6e-7);
+  EXPECT_NEAR(asFloat(lg[0] >> 32), 1.0 / std::sqrt(1.5), 2.0 * 1.2e-7);
+}
+
+TEST(PtxFloat, CopysignTakesTheFirstOperandsSign) {
+  // copysign.f32 d, a, b: b's magnitude with a's sign (PTX ISA).
+  EXPECT_EQ(f32op("copysign.f32", {{0x80000000u, kTwo}, {0, 0xc0400000u}}), (std::vector<uint32_t>{0xc0000000u, kThree}));
+  // neg and abs change the sign bit alone, NaN payloads included.
+  const auto out = runWords("mov.b64 {%r1, %r2}, %rd6;\n mov.b32 %f1, %r1;\n neg.f32 %f2, %f1;\n abs.f32 %f3, %f1;\n"
+                            "mov.b32 %r3, %f2;\n mov.b32 %r4, %f3;\n mov.b64 %rd7, {%r3, %r4};",
+                            {pair(kOne, 0), pair(0xff800000u, 0), pair(0xffc00001u, 0)});
+  EXPECT_EQ(out, (std::vector<uint64_t>{pair(0xbf800000u, kOne), pair(kInf, kInf), pair(0x7fc00001u, 0x7fc00001u)}));
 }
 
 }  // namespace

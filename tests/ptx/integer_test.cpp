@@ -166,3 +166,25 @@ TEST(PtxInteger, SetpMayCombineWithItsOwnDestination) {
 
 }  // namespace
 }  // namespace mcsim::ptx::test
+
+namespace mcsim::ptx::test {
+namespace {
+
+TEST(PtxInteger, ThreeInputLogicAndFunnelShifts) {
+  const uint32_t a = 0xf0f0ff00u, b = 0xcccc0ff0u, c = 0xaaaa3c3cu;
+  const auto out = runWords(
+      "mov.b64 {%r1, %r2}, %rd6;\n mov.u32 %r3, " + std::to_string(c) + ";\n"
+      "lop3.b32 %r4, %r1, %r2, %r3, 0x96;\n lop3.b32 %r5, %r1, %r2, %r3, 0xe8;\n lop3.b32 %r6, %r1, %r2, %r3, 0xca;\n"
+      "xor.b32 %r7, %r4, %r5;\n mov.b64 %rd7, {%r6, %r7};",
+      {pair(a, b)});
+  EXPECT_EQ(out[0], pair((a & b) | (~a & c), (a ^ b ^ c) ^ ((a & b) | (a & c) | (b & c))));
+  const auto sh = runWords(
+      "mov.b64 {%r1, %r2}, %rd6;\n shf.l.wrap.b32 %r3, %r1, %r1, 36;\n shf.r.clamp.b32 %r4, %r1, %r2, 40;\n"
+      "shf.r.wrap.b32 %r5, %r1, %r2, 8;\n xor.b32 %r4, %r4, %r5;\n mov.b64 %rd7, {%r3, %r4};",
+      {pair(0x80000001u, 0x12345678u)});
+  // rotl(0x80000001, 4) = 0x18; clamp at 32 gives b; wrap 8 gives b's low byte over a's top.
+  EXPECT_EQ(sh[0], pair(0x18, 0x12345678u ^ 0x78800000u));
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test

@@ -1,4 +1,6 @@
 // State spaces, vector accesses, generic addressing, atomics, and memory faults.
+#include "model/lazy_region.h"
+#include "ptx/address_space_memory.h"
 #include "tests/ptx/harness.h"
 
 namespace mcsim::ptx::test {
@@ -250,6 +252,69 @@ TEST(PtxMemory, GlobalMemoryIsResolvedAtAccessTime) {
   mem.readOnly = false;
   mem.mapped = false;
   r = ex.launch("k", cfg);
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("unmapped"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test
+
+namespace mcsim::ptx::test {
+namespace {
+
+// The node's path: mappings and rights in a model::AddressSpace, bytes in model::LazyRegions.
+TEST(PtxMemory, AddressSpaceMemoryFollowsMappingsAndRights) {
+  model::AddressSpace space(0x100000000ull, 1ull << 32, /*deviceCount=*/2);
+  auto region = model::LazyRegion::create(1 << 20);
+  ASSERT_NE(region, nullptr);
+  uint64_t va = 0;
+  ASSERT_EQ(space.reserve(4 << 20, 2 << 20, 0, false, &va), mcsim::Status::kOk);
+  // The allocation's second half is mapped at va: offsets 512 KiB on.
+  ASSERT_EQ(space.map(va, 512 << 10, /*alloc=*/7, /*allocOffset=*/512 << 10), mcsim::Status::kOk);
+  ASSERT_EQ(space.setAccess(va, 512 << 10, 0, model::Access::kReadWrite), mcsim::Status::kOk);
+  ASSERT_EQ(space.setAccess(va, 512 << 10, 1, model::Access::kRead), mcsim::Status::kOk);
+  AddressSpaceMemory memory(space, [&](model::AllocId alloc, uint64_t* size) -> uint8_t* {
+    if (alloc != 7) return nullptr;
+    *size = region->size();
+    return region->data();
+  });
+  Module m;
+  std::string err;
+  ASSERT_TRUE(parseModule(std::string(kHeader) + R"(.visible .entry k(.param .u64 p)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  atom.global.add.u32 %r1, [%rd3], %r0;
+  ret;
+}
+)", "as.ptx", &m, &err)) << err;
+  Executor ex(m, memory);
+  auto run = [&](uint64_t base, int device) {
+    LaunchConfig cfg;
+    cfg.block.x = 64;
+    cfg.device = device;
+    const void* args[] = {&base};
+    cfg.params = packParams(*m.find("k"), args);
+    return ex.launch("k", cfg);
+  };
+  ASSERT_EQ(run(va, 0).fault, Fault::kNone);
+  uint32_t v;
+  std::memcpy(&v, region->data() + (512 << 10) + 4 * 63, 4);
+  EXPECT_EQ(v, 63u);  // through the mapping's offset into the allocation
+  LaunchResult r = run(va, 1);  // device 1 may only read
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("no access"), std::string::npos) << r.message;
+  r = run(va + (512 << 10) - 128, 0);  // runs off the mapping's end
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("thread (32,0,0)"), std::string::npos) << r.message;
+  // Unmapped between launches: the next launch sees it.
+  std::vector<model::Mapping> removed;
+  ASSERT_EQ(space.unmap(va, 512 << 10, &removed), mcsim::Status::kOk);
+  r = run(va, 0);
   EXPECT_EQ(r.fault, Fault::kIllegalAddress);
   EXPECT_NE(r.message.find("unmapped"), std::string::npos) << r.message;
 }
