@@ -16,9 +16,10 @@ namespace mcsim::ptx::test {
 
 class Program {
  public:
-  explicit Program(const std::string& text, const std::string& name = "test.ptx") {
+  // Global memory is `memory` if given, else host buffers of the program's own (buffer()).
+  explicit Program(const std::string& text, const std::string& name = "test.ptx", GlobalMemory* memory = nullptr) {
     ok_ = parseModule(text, name, &module_, &error_);
-    if (ok_) executor_ = std::make_unique<Executor>(module_, memory_);
+    if (ok_) executor_ = std::make_unique<Executor>(module_, memory != nullptr ? *memory : memory_);
   }
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
@@ -43,8 +44,9 @@ class Program {
 
   // Launches `kernel`; each of `args` fills one parameter (its low bytes, little-endian).
   LaunchResult launch(const std::string& kernel, Dim3 grid, Dim3 block, const std::vector<uint64_t>& args,
-                      uint32_t dynamicShared = 0, uint64_t maxWarpInstructions = 100000000) {
+                      uint32_t dynamicShared = 0, uint64_t maxWarpInstructions = 100000000, int device = 0) {
     LaunchConfig cfg;
+    cfg.device = device;
     cfg.grid = grid;
     cfg.block = block;
     cfg.dynamicShared = dynamicShared;

@@ -8,6 +8,22 @@ namespace {
 
 const char* kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
 
+// A kernel in which thread i stores i (st) or adds i (atom) to the u32 at p + 4 i.
+std::string indexKernel(const char* access) {
+  return std::string(kHeader) + R"(.visible .entry k(.param .u64 p)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  )" + access + R"(
+  ret;
+}
+)";
+}
+
 TEST(PtxMemory, VectorLoadsAndStores) {
   Program p(std::string(kHeader) + R"(
 .visible .entry k(.param .u64 pin, .param .u64 pout)
@@ -151,25 +167,14 @@ DONE:
 }
 
 TEST(PtxMemory, UnmappedAccessNamesKernelBlockThreadLineAndAddress) {
-  Program p(std::string(kHeader) + R"(.visible .entry oob(.param .u64 pout)
-{
-  .reg .b32 %r<4>;
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [pout];
-  mov.u32 %r0, %tid.x;
-  mul.wide.u32 %rd2, %r0, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r0;
-  ret;
-}
-)", "oob.ptx");
+  Program p(indexKernel("st.global.u32 [%rd3], %r0;"), "oob.ptx");
   ASSERT_TRUE(p.ok()) << p.error();
   const uint64_t out = p.buffer(4 * 40);  // 40 elements; the 2nd block's thread 8 is the 41st
-  const LaunchResult r = p.launch("oob", {2, 1, 1}, {64, 1, 1}, {out});
+  const LaunchResult r = p.launch("k", {2, 1, 1}, {64, 1, 1}, {out});
   EXPECT_EQ(r.fault, Fault::kIllegalAddress);
   char addr[32];
   std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(out + 160));
-  EXPECT_NE(r.message.find("kernel 'oob' block (0,0,0) thread (40,0,0)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("kernel 'k' block (0,0,0) thread (40,0,0)"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find(addr), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("'st.global.u32' at oob.ptx:12"), std::string::npos) << r.message;
   // The writes before the fault happened; nothing past the buffer did.
@@ -217,50 +222,26 @@ class OneWindow : public GlobalMemory {
 };
 
 TEST(PtxMemory, GlobalMemoryIsResolvedAtAccessTime) {
-  Module m;
-  std::string err;
-  ASSERT_TRUE(parseModule(std::string(kHeader) + R"(.visible .entry k(.param .u64 p)
-{
-  .reg .b32 %r<2>;
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [p];
-  mov.u32 %r0, %tid.x;
-  mul.wide.u32 %rd2, %r0, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r0;
-  ret;
-}
-)", "w.ptx", &m, &err)) << err;
   OneWindow mem;
-  Executor ex(m, mem);
-  LaunchConfig cfg;
-  cfg.block.x = 32;
-  cfg.device = 3;
-  const uint64_t va = 0x1000;
-  const void* args[] = {&va};
-  cfg.params = packParams(*m.find("k"), args);
-  EXPECT_EQ(ex.launch("k", cfg).fault, Fault::kNone);
+  Program p(indexKernel("st.global.u32 [%rd3], %r0;"), "w.ptx", &mem);
+  ASSERT_TRUE(p.ok()) << p.error();
+  auto run = [&] { return p.launch("k", {}, {32, 1, 1}, {0x1000}, 0, 100000, /*device=*/3); };
+  EXPECT_EQ(run().fault, Fault::kNone);
   EXPECT_EQ(mem.lastDevice, 3);
   EXPECT_EQ(mem.calls, 1);  // one window serves the warp's 32 stores
   uint32_t v;
   std::memcpy(&v, mem.bytes + 4 * 31, 4);
   EXPECT_EQ(v, 31u);
   mem.readOnly = true;
-  LaunchResult r = ex.launch("k", cfg);
+  LaunchResult r = run();
   EXPECT_EQ(r.fault, Fault::kIllegalAddress);
   EXPECT_NE(r.message.find("no access"), std::string::npos) << r.message;
   mem.readOnly = false;
   mem.mapped = false;
-  r = ex.launch("k", cfg);
+  r = run();
   EXPECT_EQ(r.fault, Fault::kIllegalAddress);
   EXPECT_NE(r.message.find("unmapped"), std::string::npos) << r.message;
 }
-
-}  // namespace
-}  // namespace mcsim::ptx::test
-
-namespace mcsim::ptx::test {
-namespace {
 
 // The node's path: mappings and rights in a model::AddressSpace, bytes in model::LazyRegions.
 TEST(PtxMemory, AddressSpaceMemoryFollowsMappingsAndRights) {
@@ -278,29 +259,9 @@ TEST(PtxMemory, AddressSpaceMemoryFollowsMappingsAndRights) {
     *size = region->size();
     return region->data();
   });
-  Module m;
-  std::string err;
-  ASSERT_TRUE(parseModule(std::string(kHeader) + R"(.visible .entry k(.param .u64 p)
-{
-  .reg .b32 %r<2>;
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [p];
-  mov.u32 %r0, %tid.x;
-  mul.wide.u32 %rd2, %r0, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  atom.global.add.u32 %r1, [%rd3], %r0;
-  ret;
-}
-)", "as.ptx", &m, &err)) << err;
-  Executor ex(m, memory);
-  auto run = [&](uint64_t base, int device) {
-    LaunchConfig cfg;
-    cfg.block.x = 64;
-    cfg.device = device;
-    const void* args[] = {&base};
-    cfg.params = packParams(*m.find("k"), args);
-    return ex.launch("k", cfg);
-  };
+  Program p(indexKernel("atom.global.add.u32 %r1, [%rd3], %r0;"), "as.ptx", &memory);
+  ASSERT_TRUE(p.ok()) << p.error();
+  auto run = [&](uint64_t base, int device) { return p.launch("k", {}, {64, 1, 1}, {base}, 0, 100000, device); };
   ASSERT_EQ(run(va, 0).fault, Fault::kNone);
   uint32_t v;
   std::memcpy(&v, region->data() + (512 << 10) + 4 * 63, 4);
