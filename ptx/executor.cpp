@@ -751,6 +751,13 @@ LaunchResult Executor::launch(const std::string& kernel, const LaunchConfig& con
                   std::to_string(config.params.size());
     return bad;
   }
+  const uint64_t shared = (uint64_t{fn->staticShared} + fn->dynamicSharedAlign - 1) / fn->dynamicSharedAlign *
+                              fn->dynamicSharedAlign + config.dynamicShared;
+  if (shared > config.maxSharedBytes) {
+    bad.message = "kernel '" + kernel + "' needs " + std::to_string(shared) + " bytes of shared memory a block, more than " +
+                  std::to_string(config.maxSharedBytes);
+    return bad;
+  }
   model::FloatEnvironment fenv;  // IEEE arithmetic whatever the host program set (model/float_env.h)
   Run run(*this, *fn, config);
   return run.go();

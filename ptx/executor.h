@@ -35,6 +35,7 @@ struct LaunchConfig {
   uint32_t smCount = 132;        // %nsmid; %smid is the block's linear index modulo this
   uint64_t globalTimerNs = 0;    // %globaltimer at the launch
   uint64_t maxWarpInstructions = 0;  // 0: unlimited; else a kernel running longer fails (kTimeout)
+  uint32_t maxSharedBytes = 232448;  // shared memory a block may have (sm_90: 227 KiB)
 };
 
 enum class Fault : uint8_t {
@@ -61,7 +62,7 @@ struct LaunchResult {
 class Executor {
  public:
   // `module` and `memory` must outlive the executor. The module's .global and .const variables
-  // are copied into the executor's storage, which persists across launches.
+  // are copied into the executor's storage, which persists across launches. One launch at a time.
   Executor(const Module& module, GlobalMemory& memory);
   ~Executor();
   Executor(const Executor&) = delete;

@@ -355,3 +355,25 @@ TEST(PtxControl, ParametersThroughAGenericAddress) {
 
 }  // namespace
 }  // namespace mcsim::ptx::test
+
+namespace mcsim::ptx::test {
+namespace {
+
+TEST(PtxControl, BadLaunchesAreRefusedWithTheReason) {
+  Program p(std::string(kHeader) + ".visible .entry k(.param .u32 x)\n{\n  .shared .align 4 .b8 s[1024];\n  ret;\n}\n");
+  ASSERT_TRUE(p.ok()) << p.error();
+  LaunchResult r = p.launch("nope", {}, {32, 1, 1}, {0});
+  EXPECT_EQ(r.fault, Fault::kInvalidLaunch);
+  EXPECT_EQ(r.message, "module 'test.ptx' has no kernel 'nope'");
+  r = p.launch("k", {}, {2048, 1, 1}, {0});
+  EXPECT_EQ(r.fault, Fault::kInvalidLaunch);
+  EXPECT_EQ(r.message, "kernel 'k': invalid grid or block dimensions");
+  r = p.launch("k", {}, {32, 1, 1}, {});
+  EXPECT_EQ(r.message, "kernel 'k' takes 4 bytes of parameters, not 0");
+  r = p.launch("k", {}, {32, 1, 1}, {0}, /*dynamicShared=*/232448);
+  EXPECT_EQ(r.message, "kernel 'k' needs 233472 bytes of shared memory a block, more than 232448");
+  EXPECT_EQ(p.launch("k", {}, {32, 1, 1}, {0}, 232448 - 1024).fault, Fault::kNone);
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test
