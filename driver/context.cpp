@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "driver/driver.h"
+#include "driver/export_tables.h"
 #include "driver/stream.h"
 
 namespace mcsim::driver {
@@ -37,6 +38,19 @@ Contexts& contexts() {
 
 thread_local std::vector<CUctx_st*> tlsStack;
 
+// The limits a context starts with: the defaults the CUDA programming guide gives (1 KiB of stack
+// per thread, a 1 MiB printf FIFO, an 8 MiB device heap, sync depth 2, 2048 pending launches) and
+// the 64-byte L2 fetch granularity; no persisting L2, no shared-memory carve-out limit.
+void setDefaultLimits(CUctx_st* ctx) {
+  for (size_t& l : ctx->limits) l = 0;
+  ctx->limits[CU_LIMIT_STACK_SIZE] = 1024;
+  ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+  ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
+  ctx->limits[CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2;
+  ctx->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+  ctx->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64;
+}
+
 Primary& primaryFor(int device) {
   Contexts& c = contexts();
   if (c.primaries.empty()) {
@@ -45,6 +59,7 @@ Primary& primaryFor(int device) {
       p->ctx.device = d;
       p->ctx.primary = true;
       p->ctx.id = static_cast<unsigned long long>(d) + 1;
+      setDefaultLimits(&p->ctx);
       c.registry.insert(&p->ctx);
       c.primaries.push_back(p);
     }
@@ -80,6 +95,11 @@ void addContextsToDigest(model::Digest& d) {
   d.add(contexts().nextCreatedId);
   d.add(tlsStack.size());
   for (const CUctx_st* c : tlsStack) d.add(c->id);
+}
+
+CUcontext primaryContextObject(int device) {
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  return &primaryFor(device).ctx;
 }
 
 bool knownContext(CUcontext ctx) {
@@ -132,6 +152,16 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     std::lock_guard<std::mutex> lock(contexts().mu);
     Primary& p = primaryFor(dev);
     if (p.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (p.refs == 1 && p.active) released = &p.ctx;
+  }
+  // The runtimes' context-local storage goes first, while the context still works: their
+  // destructors free what they made in it.
+  if (released != nullptr) runContextStorageDestructors(released);
+  released = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    Primary& p = primaryFor(dev);
+    if (p.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (--p.refs == 0) {
       if (p.active) released = &p.ctx;
       p.active = false;
@@ -145,6 +175,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
 CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   MCSIM_REQUIRE_INIT_DEV(dev);
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  // As at the last release: the runtimes' destructors run while the context still works.
+  runContextStorageDestructors(primaryContextObject(dev));
   CUctx_st* ctx = nullptr;
   {
     std::lock_guard<std::mutex> lock(contexts().mu);
@@ -152,6 +184,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     p.active = false;  // the retain count survives a reset (see Primary)
     p.flags = 0;
     p.ctx.peers.clear();
+    setDefaultLimits(&p.ctx);
     p.ctx.stickyError = CUDA_SUCCESS;
     ctx = &p.ctx;
   }
@@ -194,6 +227,7 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsi
   auto* ctx = new CUctx_st();
   ctx->device = dev;
   ctx->flags = flags;
+  setDefaultLimits(ctx);
   {
     std::lock_guard<std::mutex> lock(contexts().mu);
     Contexts& c = contexts();
@@ -211,6 +245,11 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   {
     std::lock_guard<std::mutex> lock(contexts().mu);
     if (contexts().registry.count(ctx) == 0 || ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  }
+  runContextStorageDestructors(ctx);
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
     if (!ctx->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     ctx->alive = false;
   }
@@ -345,6 +384,30 @@ CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
   if (c == nullptr) MCSIM_TRY(currentContext(&c));
   else if (!usableContext(c)) return CUDA_ERROR_INVALID_CONTEXT;
   *ctxId = c->id;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+  MCSIM_REQUIRE_INIT();
+  if (pvalue == nullptr || limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  *pvalue = ctx->limits[limit];
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
+  MCSIM_REQUIRE_INIT();
+  if (limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_INVALID_VALUE;
+  // The L2 fetch granularity is a hint of 0 to 128 bytes in powers of two.
+  if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value != 0 && value != 32 && value != 64 && value != 128) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  ctx->limits[limit] = value;
   return CUDA_SUCCESS;
 }
 

@@ -28,6 +28,8 @@ struct CUctx_st {
   // tails stream order requires, submit to the node, record the new tail), so that two threads'
   // submissions are ordered one after the other (driver/stream.cpp).
   mcsim::OrderedMutex submitOrder{mcsim::LockRank::kDriverSubmission};
+  // cuCtxGetLimit / cuCtxSetLimit, by CUlimit; back to the defaults when a primary is reset.
+  size_t limits[CU_LIMIT_MAX] = {};
 };
 
 namespace mcsim::driver {
@@ -40,6 +42,10 @@ CUresult currentContext(CUctx_st** ctx);
 bool knownContext(CUcontext ctx);
 // Whether a known context can be used now.
 bool usableContext(CUcontext ctx);
+
+// The device's primary context object, made on first use, whether or not it is active: what the
+// runtime's interface table hands out (it retains the context itself).
+CUcontext primaryContextObject(int device);
 
 // For mcsim::api: primary-context counts, live contexts and this thread's stack.
 void addContextsToDigest(model::Digest& d);

@@ -1,13 +1,15 @@
 // Devices: enumeration, names, UUIDs, memory size, attributes, peer queries.
+#include <cstdio>
 #include <cstring>
 
 #include "driver/driver.h"
 
 using namespace mcsim::driver;
 
-namespace {
+namespace mcsim::driver {
 
 // A stable UUID per (preset, device): the same machine description always gives the same ids.
+// Also hashed by the runtime's integrity check (export_tables.cpp).
 CUuuid deviceUuid(int dev) {
   const auto& preset = state().node->preset();
   uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
@@ -25,7 +27,7 @@ CUuuid deviceUuid(int dev) {
   return u;
 }
 
-}  // namespace
+}  // namespace mcsim::driver
 
 extern "C" {
 
@@ -83,6 +85,44 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevi
   if (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
   *pi = state().attributes[static_cast<size_t>(dev)][static_cast<size_t>(attrib)];
   return CUDA_SUCCESS;
+}
+
+// "domain:bus:device.function" in hex, as the real driver writes it ("0000:00:06.0").
+CUresult CUDAAPI cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  MCSIM_REQUIRE_INIT_DEV(dev);
+  if (pciBusId == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  const auto& a = state().attributes[static_cast<size_t>(dev)];
+  std::snprintf(pciBusId, static_cast<size_t>(len), "%04x:%02x:%02x.0", a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
+                a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID], a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
+  return CUDA_SUCCESS;
+}
+
+// Takes "domain:bus:device.function" or "bus:device.function" (hex, either case), as the
+// reference documents.
+CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
+  MCSIM_REQUIRE_INIT();
+  if (dev == nullptr || pciBusId == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  int used = 0;
+  if (std::sscanf(pciBusId, "%x:%x:%x.%x%n", &domain, &bus, &device, &function, &used) != 4 ||
+      pciBusId[used] != '\0') {
+    domain = 0;
+    used = 0;
+    if (std::sscanf(pciBusId, "%x:%x.%x%n", &bus, &device, &function, &used) != 3 || pciBusId[used] != '\0') {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  for (int d = 0; d < state().deviceCount; ++d) {
+    const auto& a = state().attributes[static_cast<size_t>(d)];
+    if (static_cast<unsigned>(a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID]) == domain &&
+        static_cast<unsigned>(a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID]) == bus &&
+        static_cast<unsigned>(a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]) == device && function == 0) {
+      *dev = d;
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_DEVICE;
 }
 
 CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {

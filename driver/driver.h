@@ -60,6 +60,9 @@ DriverState& state();
 // resolves against. MCSIM_DRIVER_VERSION overrides the default (the cuda.h version).
 int emulatedDriverVersion();
 
+// The device's UUID (cuDeviceGetUuid), stable per preset and device.
+CUuuid deviceUuid(int device);
+
 inline bool initialized() { return state().initialized.load(std::memory_order_acquire); }
 inline fabric::Node& node() { return *state().node; }
 inline bool validDevice(CUdevice d) { return d >= 0 && d < state().deviceCount; }

@@ -4,8 +4,10 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "driver/driver.h"
+#include "driver/unmodelled.h"
 #include "mcsim/cuda_multicast_v2.h"
 
 // The table names exact symbols, older variants included.
@@ -47,20 +49,39 @@ const Entry kEntries[] = {
 #undef MCSIM_ENTRY
 };
 
+// The functions mcsim does not model (unmodelled.h), as entries; those of version 0 are exported
+// but not resolvable.
+const std::vector<Entry>& unmodelledTable() {
+  static const std::vector<Entry> table = [] {
+    std::vector<Entry> t;
+    size_t n = 0;
+    const mcsim::driver::UnmodelledEntry* u = mcsim::driver::unmodelledEntries(&n);
+    for (size_t i = 0; i < n; ++i) {
+      if (u[i].version == 0) continue;
+      t.push_back(Entry{u[i].name, u[i].version,
+                        endsWith(u[i].symbol, "_ptds") || endsWith(u[i].symbol, "_ptsz"), u[i].fn});
+    }
+    return t;
+  }();
+  return table;
+}
+
 // Looks `symbol` up. Returns the variant or nullptr, and says why in `status`.
 const Entry* lookup(const char* symbol, int cudaVersion, bool perThread, CUdriverProcAddressQueryResult* status) {
   const int driverVersion = mcsim::driver::emulatedDriverVersion();
   const Entry* plain = nullptr;
   const Entry* threaded = nullptr;
   bool exists = false;
-  for (const Entry& e : kEntries) {
+  auto consider = [&](const Entry& e) {
     // A variant newer than the emulated driver does not exist in that driver at all.
-    if (e.version > driverVersion || std::strcmp(e.name, symbol) != 0) continue;
+    if (e.version > driverVersion || std::strcmp(e.name, symbol) != 0) return;
     exists = true;
-    if (e.version > cudaVersion) continue;
+    if (e.version > cudaVersion) return;
     const Entry*& best = e.perThread ? threaded : plain;
     if (best == nullptr || e.version > best->version) best = &e;
-  }
+  };
+  for (const Entry& e : kEntries) consider(e);
+  for (const Entry& e : unmodelledTable()) consider(e);
   const Entry* chosen = (perThread && threaded != nullptr) ? threaded : plain;
   *status = chosen != nullptr ? CU_GET_PROC_ADDRESS_SUCCESS
             : exists          ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT

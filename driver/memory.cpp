@@ -5,7 +5,9 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -81,7 +83,8 @@ void releaseContextResources(CUctx_st* ctx) {
     }
     for (uint64_t va : linear) tables().linearOwner.erase(va);
     for (uint64_t base : host) {
-      munmap(reinterpret_cast<void*>(base), tables().host[base].size);
+      // Registered memory is the program's own: it is only forgotten.
+      if (!tables().host[base].registered) munmap(reinterpret_cast<void*>(base), tables().host[base].size);
       tables().host.erase(base);
     }
   }
@@ -217,10 +220,8 @@ CUresult checkFreeContext() {
 
 extern "C" {
 
-CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-  MCSIM_REQUIRE_INIT_ARGS({"bytesize", bytesize});
-  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *dptr = 0;  // the real driver clears the pointer of a refused allocation (mem.alloc.size0)
+// The body of cuMemAlloc and cuMemAllocPitch (each consults the fault plan under its own name).
+static CUresult allocLinear(CUdeviceptr* dptr, size_t bytesize) {
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   if (bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -231,6 +232,30 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     tables().linearOwner[va] = ctx;
   }
   *dptr = va;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  MCSIM_REQUIRE_INIT_ARGS({"bytesize", bytesize});
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *dptr = 0;  // the real driver clears the pointer of a refused allocation (mem.alloc.size0)
+  return allocLinear(dptr, bytesize);
+}
+
+// Rows padded to a multiple of 512 bytes, the pitch cudaMallocPitch hands out on Hopper for
+// narrow rows (a row of 100 bytes gets 512).
+CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                                    unsigned int ElementSizeBytes) {
+  MCSIM_REQUIRE_INIT();
+  if (dptr == nullptr || pPitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) return CUDA_ERROR_INVALID_VALUE;
+  if (WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
+  constexpr size_t kPitchAlignment = 512;
+  if (WidthInBytes > SIZE_MAX - kPitchAlignment) return CUDA_ERROR_INVALID_VALUE;
+  const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
+  MCSIM_TRY(allocLinear(dptr, pitch * Height));
+  *pPitch = pitch;
   return CUDA_SUCCESS;
 }
 
@@ -302,8 +327,42 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
   if (p == nullptr) return CUDA_SUCCESS;
   std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
-  if (it == tables().host.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (it == tables().host.end() || it->second.registered) return CUDA_ERROR_INVALID_VALUE;
   munmap(p, it->second.size);
+  tables().host.erase(it);
+  return CUDA_SUCCESS;
+}
+
+// Host memory the program allocated itself, page-locked for the device: from then on copies treat
+// it as pinned and pointer queries report it as host memory, as for cuMemHostAlloc's.
+CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
+                         CU_MEMHOSTREGISTER_READ_ONLY;
+  if (p == nullptr || bytesize == 0 || (Flags & ~known) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((Flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0) return CUDA_ERROR_NOT_SUPPORTED;  // no device I/O memory here
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  const auto base = reinterpret_cast<uint64_t>(p);
+  if (base + bytesize < base) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+  // Overlapping pinned memory of any kind refuses the registration.
+  auto it = tables().host.lower_bound(base + bytesize);
+  if (it != tables().host.begin() && std::prev(it)->second.base + std::prev(it)->second.size > base) {
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  HostAllocation h{base, bytesize, Flags, ctx, ~uint64_t{0} - tables().nextHostId++};
+  h.registered = true;
+  tables().host[base] = h;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostUnregister(void* p) {
+  MCSIM_REQUIRE_INIT();
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+  auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
+  if (it == tables().host.end() || !it->second.registered) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   tables().host.erase(it);
   return CUDA_SUCCESS;
 }

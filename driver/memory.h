@@ -17,13 +17,14 @@ namespace mcsim::driver {
 void addMemoryTablesToDigest(model::Digest& d);
 uint64_t hostAllocationCount();
 
-// Pinned host memory made by cuMemAllocHost / cuMemHostAlloc.
+// Pinned host memory: made by cuMemAllocHost / cuMemHostAlloc, or registered by cuMemHostRegister.
 struct HostAllocation {
   uint64_t base = 0;
   uint64_t size = 0;
   unsigned flags = 0;
   CUctx_st* ctx = nullptr;
   uint64_t id = 0;  // process-wide buffer id (pointer attributes)
+  bool registered = false;  // the program's own memory, page-locked by cuMemHostRegister
 };
 bool findHostAllocation(uint64_t p, HostAllocation* out);
 // The context that made the cuMemAlloc allocation at `base`, or nullptr.
@@ -47,5 +48,9 @@ CUresult copyDtoH(void* dst, uint64_t src, size_t bytes, const Ordering& o);
 CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes, const Ordering& o);
 CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes, const Ordering& o);
 CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count, const Ordering& o);
+// The 2D forms (memory2d.cpp): rectangles of rows, as cuMemcpy2D* and cuMemsetD2D* take them.
+CUresult copy2D(const CUDA_MEMCPY2D* copy, const Ordering& o);
+CUresult fill2D(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementBytes, size_t width, size_t height,
+                const Ordering& o);
 
 }  // namespace mcsim::driver

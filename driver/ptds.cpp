@@ -16,3 +16,5 @@ using namespace mcsim::driver;
 #include "driver/memops_entries.inc"
 #include "driver/stream_entries.inc"
 #include "driver/launch_entries.inc"
+#include "driver/memory2d_entries.inc"
+#include "driver/host_function_entries.inc"

@@ -83,6 +83,10 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault);
 CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault);
 CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault);
 CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault);
+// host_functions.cpp
+CUresult launchHostFunctionEntry(CUstream s, CUhostFn fn, void* userData, bool perThreadDefault);
+CUresult streamAddCallbackEntry(CUstream s, CUstreamCallback callback, void* userData, unsigned flags,
+                                bool perThreadDefault);
 
 // For mcsim::api: streams and events in state digests.
 void addStreamsToDigest(model::Digest& d);

@@ -188,7 +188,8 @@ OVERRIDE_KINDS = {'h_new': 'kHandleNew', 'h_out': 'kHandleOut', 'addr_new': 'kAd
                   'ptr_attrs': 'kPtrAttrs', 'pool_attr': 'kPoolAttr', 'pfn': 'kPfn', 'aux': 'kAux', 'raw': 'kRaw',
                   'image': 'kImage', 'image_file': 'kImageFile', 'jit_options': 'kOptions',
                   'lib_options': 'kOptions', 'h_array': 'kHandleArray', 'launch_func': 'kLaunchFunc',
-                  'kernel_params': 'kKernelParams', 'kernel_extra': 'kKernelExtra', 'launch_config': 'kLaunchConfig'}
+                  'kernel_params': 'kKernelParams', 'kernel_extra': 'kKernelExtra', 'launch_config': 'kLaunchConfig',
+                  'host_fn': 'kHostFn'}
 
 
 def main():

@@ -52,6 +52,7 @@ enum class Kind : uint8_t {
   kKernelParams,  // a launch's kernelParams: pointers to each parameter (`ref`: the function)
   kKernelExtra,   // a launch's `extra` array (CU_LAUNCH_PARAM_BUFFER_POINTER form)
   kLaunchConfig,  // cuLaunchKernelEx's CUlaunchConfig
+  kHostFn,        // a host function the call runs (cuLaunchHostFunc): a replay runs one that does nothing
 };
 
 enum class HandleKind : uint8_t { kNone, kCtx, kMem, kPool, kStream, kEvent, kModule, kFunction, kLibrary, kKernel, kOther };

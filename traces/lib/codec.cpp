@@ -105,6 +105,10 @@ bool readHost(uint64_t addr, uint64_t n, std::string* digest, std::vector<uint8_
 
 Json raw(uint64_t v) { return Json{{"raw", hexValue(v)}}; }
 
+// What a replay runs for the program's host functions (cuLaunchHostFunc, cuStreamAddCallback):
+// they belong to the recorded process. It reads none of the arguments it is called with.
+void replayedHostFunction() {}
+
 // A pointer nobody described: only whether it was null is stable from run to run.
 Json rawPointer(uint64_t v) { return v == 0 ? Json() : Json{{"raw_ptr", "nonnull"}}; }
 
@@ -470,6 +474,7 @@ void encodeInputs(const CallDesc& d, const uint64_t* slots, const Names& names, 
       case Kind::kKernelParams: a = encodeKernelParams(launched, s, names); break;
       case Kind::kKernelExtra: a = encodeKernelExtra(launched, s, names); break;
       case Kind::kLaunchConfig: a = encodeLaunchConfig(s, names); break;
+      case Kind::kHostFn: a = s == 0 ? Json() : Json{{"host_fn", "program"}}; break;
       default: break;
     }
   }
@@ -837,6 +842,7 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
       case Kind::kKernelParams: s = decodeKernelParams(a, b, arena, approximate, &problem); break;
       case Kind::kKernelExtra: s = decodeKernelExtra(a, b, arena, approximate, &problem); break;
       case Kind::kLaunchConfig: s = decodeLaunchConfig(a, b, arena, &problem); break;
+      case Kind::kHostFn: s = toSlot(reinterpret_cast<void*>(&replayedHostFunction)); break;
       default: break;
     }
   }
@@ -944,6 +950,7 @@ const char* kindName(Kind k) {
     case Kind::kKernelParams: return "kernel parameters";
     case Kind::kKernelExtra: return "kernel parameter buffer";
     case Kind::kLaunchConfig: return "launch configuration";
+    case Kind::kHostFn: return "host function";
   }
   return "?";
 }

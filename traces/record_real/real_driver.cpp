@@ -56,11 +56,15 @@ bool describeRealFunction(uint64_t f, bool isKernel, const std::string& label, F
     if (get != nullptr && get(&name, h) == CUDA_SUCCESS && name != nullptr) out->name = name;
   }
   const GetParamInfo info = isKernel ? gKernelGetParamInfo : gFuncGetParamInfo;
-  if (info != nullptr) {
+  size_t offset = 0, size = 0;
+  // A driver may export the query without answering it (mcsim's libcuda.so.1 exports every real
+  // function, unmodelled ones returning CUDA_ERROR_NOT_SUPPORTED): that is no query.
+  const CUresult first = info != nullptr ? info(h, 0, &offset, &size) : CUDA_ERROR_NOT_SUPPORTED;
+  if (first != CUDA_ERROR_NOT_SUPPORTED) {
     std::vector<uint64_t> offsets, sizes;
     for (size_t i = 0; i < 1024; ++i) {
-      size_t offset = 0, size = 0;
-      if (info(h, i, &offset, &size) != CUDA_SUCCESS) break;
+      if (i > 0) offset = size = 0;
+      if ((i == 0 ? first : info(h, i, &offset, &size)) != CUDA_SUCCESS) break;
       offsets.push_back(offset);
       sizes.push_back(size);
     }
@@ -72,7 +76,7 @@ bool describeRealFunction(uint64_t f, bool isKernel, const std::string& label, F
   }
   if (!gWarnedLayout) {
     gWarnedLayout = true;
-    std::fprintf(stderr, "mcsim record: the real driver has no %s, so the parameters of launches of kernels other than "
+    std::fprintf(stderr, "mcsim record: the real driver has no working %s, so the parameters of launches of kernels other than "
                  "mcsim's kernel library are recorded without their values (flagged layout \"unknown\")\n",
                  isKernel ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo");
   }
