@@ -271,6 +271,48 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   return r;
 }
 
+// The bodies of the attribute calls, under the tables' lock.
+CUresult functionAttribute(CUfunc_st* hfunc, CUfunction_attribute attrib, int* pi) {
+  auto set = hfunc->attributes.find(static_cast<int>(attrib));
+  if (set != hfunc->attributes.end()) {
+    *pi = set->second;
+    return CUDA_SUCCESS;
+  }
+  // What the library's kernels report on sm_90: small register-light grid-stride loops.
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
+    // No cluster shape compiled in, none required, the default scheduling policy (what
+    // cudaFuncGetAttributes reads besides the above).
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *pi = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult setFunctionAttribute(CUfunc_st* hfunc, CUfunction_attribute attrib, int value) {
+  if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
+      attrib != CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (value < -1) return CUDA_ERROR_INVALID_VALUE;
+  hfunc->attributes[static_cast<int>(attrib)] = value;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 bool describeForTrace(const void* f, std::string* name, std::vector<size_t>* paramBytes, bool* haveModel) {
@@ -520,26 +562,7 @@ CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunc
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
-  auto set = hfunc->attributes.find(static_cast<int>(attrib));
-  if (set != hfunc->attributes.end()) {
-    *pi = set->second;
-    return CUDA_SUCCESS;
-  }
-  // What the library's kernels report on sm_90: small register-light grid-stride loops.
-  switch (attrib) {
-    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
-    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
-    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
-    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
-    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
-    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 0; break;
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
+  return functionAttribute(hfunc, attrib, pi);
 }
 
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
@@ -547,13 +570,30 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
-  if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
-      attrib != CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  if (value < -1) return CUDA_ERROR_INVALID_VALUE;
-  hfunc->attributes[static_cast<int>(attrib)] = value;
-  return CUDA_SUCCESS;
+  return setFunctionAttribute(hfunc, attrib, value);
+}
+
+// A kernel's attributes on `dev` are those of its function in the device's primary context (what
+// cudaFuncGetAttributes and cudaFuncSetAttribute reach through the runtime).
+CUresult CUDAAPI cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev) {
+  MCSIM_REQUIRE_INIT_DEV(dev);
+  if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveKernel(t, kernel)) return CUDA_ERROR_INVALID_HANDLE;
+  return functionAttribute(functionOf(t, libraryModule(t, kernel->library, primaryContextObject(dev)), kernel->name),
+                           attrib, pi);
+}
+
+CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) {
+  MCSIM_REQUIRE_INIT_DEV(dev);
+  if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!liveKernel(t, kernel)) return CUDA_ERROR_INVALID_HANDLE;
+  return setFunctionAttribute(
+      functionOf(t, libraryModule(t, kernel->library, primaryContextObject(dev)), kernel->name), attrib, val);
 }
 
 }  // extern "C"

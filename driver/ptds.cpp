@@ -18,3 +18,4 @@ using namespace mcsim::driver;
 #include "driver/launch_entries.inc"
 #include "driver/memory2d_entries.inc"
 #include "driver/host_function_entries.inc"
+#include "driver/stream_capture_entries.inc"

@@ -83,6 +83,8 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault);
 CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault);
 CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault);
 CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault);
+// stream_capture.cpp: the capture status of a stream (never capturing; see there).
+CUresult captureStatusEntry(CUstream s, CUstreamCaptureStatus* status, bool perThreadDefault);
 // host_functions.cpp
 CUresult launchHostFunctionEntry(CUstream s, CUhostFn fn, void* userData, bool perThreadDefault);
 CUresult streamAddCallbackEntry(CUstream s, CUstreamCallback callback, void* userData, unsigned flags,

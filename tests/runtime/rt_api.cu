@@ -299,6 +299,29 @@ void driverEntryPoints() {
   RT_OK(cudaFree(reinterpret_cast<void*>(p)));
 }
 
+// No stream is capturing (mcsim models no graphs; on a real GPU nothing here begins a capture),
+// and the thread's capture mode is kept as exchanged.
+void streamCaptureQueries() {
+  cudaStream_t s;
+  RT_OK(cudaStreamCreate(&s));
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusActive;
+  RT_OK(cudaStreamIsCapturing(s, &st));
+  RT_EXPECT(st == cudaStreamCaptureStatusNone, "status %d", st);
+  st = cudaStreamCaptureStatusActive;
+  RT_OK(cudaStreamIsCapturing(nullptr, &st));
+  RT_EXPECT(st == cudaStreamCaptureStatusNone, "legacy stream status %d", st);
+  st = cudaStreamCaptureStatusActive;
+  unsigned long long id = 0;
+  RT_OK(cudaStreamGetCaptureInfo(s, &st, &id));
+  RT_EXPECT(st == cudaStreamCaptureStatusNone, "capture info status %d", st);
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  RT_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+  RT_EXPECT(mode == cudaStreamCaptureModeGlobal, "the default mode is %d", mode);
+  RT_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+  RT_EXPECT(mode == cudaStreamCaptureModeRelaxed, "the mode set was %d", mode);
+  RT_OK(cudaStreamDestroy(s));
+}
+
 void deviceReset() {
   RT_OK(cudaSetDevice(0));
   void* d = nullptr;
@@ -350,6 +373,7 @@ const rtcheck::Case kCases[] = {
     {"limits", limits},
     {"driver_entry_points", driverEntryPoints},
     {"second_runtime", secondRuntime},
+    {"stream_capture_queries", streamCaptureQueries},
     {"device_reset", deviceReset},
 };
 

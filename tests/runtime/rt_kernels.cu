@@ -61,6 +61,18 @@ void libraryKernelLaunchApi() {
   RT_OK(cudaFree(dst));
 }
 
+// cudaFuncGetAttributes and cudaFuncSetAttribute reach the kernel through cuKernelGetAttribute /
+// cuKernelSetAttribute.
+void kernelAttributes() {
+  cudaFuncAttributes fa{};
+  RT_OK(cudaFuncGetAttributes(&fa, mcsim_copy));
+  RT_EXPECT(fa.maxThreadsPerBlock > 0 && fa.maxThreadsPerBlock <= 1024, "max threads %d", fa.maxThreadsPerBlock);
+  RT_EXPECT(fa.binaryVersion == 90, "binary version %d", fa.binaryVersion);
+  RT_OK(cudaFuncSetAttribute(mcsim_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024));
+  RT_OK(cudaFuncGetAttributes(&fa, mcsim_copy));
+  RT_EXPECT(fa.maxDynamicSharedSizeBytes == 1024, "dynamic shared memory %d after setting 1024", fa.maxDynamicSharedSizeBytes);
+}
+
 // On a real GPU the kernel runs; on mcsim it is found in the fat binary but has no executor.
 void userKernel() {
   const int n = 1000;
@@ -85,6 +97,7 @@ void userKernel() {
 const rtcheck::Case kCases[] = {
     {"library_kernel_chevrons", libraryKernelTripleChevron},
     {"library_kernel_launch_api", libraryKernelLaunchApi},
+    {"kernel_attributes", kernelAttributes},
     {"user_kernel", userKernel},
 };
 
