@@ -12,9 +12,9 @@ namespace mcsim::driver {
 
 CUresult launchHostFunctionEntry(CUstream s, CUhostFn fn, void* userData, bool perThreadDefault) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
-  MCSIM_TRY(synchronizeStream(st));
+  MCSIM_TRY(synchronizeStream(st.get()));
   fn(userData);
   return CUDA_SUCCESS;
 }
@@ -23,9 +23,9 @@ CUresult launchHostFunctionEntry(CUstream s, CUhostFn fn, void* userData, bool p
 CUresult streamAddCallbackEntry(CUstream s, CUstreamCallback callback, void* userData, unsigned flags,
                                 bool perThreadDefault) {
   if (callback == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
-  const CUresult status = synchronizeStream(st);
+  const CUresult status = synchronizeStream(st.get());
   callback(s, status, userData);
   return CUDA_SUCCESS;
 }

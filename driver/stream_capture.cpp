@@ -11,7 +11,7 @@ namespace mcsim::driver {
 
 CUresult captureStatusEntry(CUstream s, CUstreamCaptureStatus* status, bool perThreadDefault) {
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUstream_st* st = nullptr;
+  StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   *status = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
