@@ -11,7 +11,7 @@
 //
 // The embedded node (makeEmbeddedNode) is a host with one process, this one. A shared node
 // (`mcsim node`, node_server.cpp) is a host in a process of its own, whose attached processes
-// reach it through the transport in node_transport.h.
+// reach it through the shared node's transport (node_client.cpp, node_server_transport.cpp).
 #pragma once
 
 #include <cstdint>
