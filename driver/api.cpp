@@ -13,6 +13,7 @@
 #include "driver/memory.h"
 #include "driver/pool.h"
 #include "driver/stream.h"
+#include "fabric/node_host.h"
 #include "model/digest.h"
 #include "model/engine.h"
 
@@ -122,14 +123,14 @@ mcsim_status mcsim_get_simulation_stats(mcsim_simulation_stats* stats) {
   if (stats == nullptr) return driver::nullArgument("stats");
   *stats = mcsim_simulation_stats{};
   if (!driver::state().node) return driver::notInitialized();
-  // A process attached to a shared node runs no engine of its own (and must not start one: its
-  // thread would count as the program's in the node's deadlock detection); the node's clock is
-  // all it reports.
-  if (!mcsim::model::Engine::exists()) {
+  // A process attached to a shared node runs no engine of its own: the node's clock is all it
+  // reports. The embedded node's engine runs here.
+  auto* local = dynamic_cast<mcsim::fabric::AttachedNode*>(&node());
+  if (local == nullptr) {
     stats->simulated_ps = node().nowPs();
     return apiSuccess();
   }
-  const mcsim::model::EngineStats e = mcsim::model::Engine::instance().stats();
+  const mcsim::model::EngineStats e = local->engineStats();
   stats->processes = e.processes;
   stats->timed_waits = e.activations;
   stats->simulated_ps = e.nowPs;

@@ -32,7 +32,7 @@ void AdmissionOrder::follow(std::vector<Admission> schedule, double patienceSeco
 
 void AdmissionOrder::limitSimulation() const {
   const bool limited = following_ && next_ < schedule_.size();
-  model::Engine::instance().limitRuns(limited ? schedule_[next_].simRuns : UINT64_MAX);
+  engine_.limitRuns(limited ? schedule_[next_].simRuns : UINT64_MAX);
 }
 
 size_t AdmissionOrder::indexOf(uint64_t number) const {
@@ -80,14 +80,14 @@ void AdmissionOrder::admit(OrderedLock& lock) {
       if (!done_[i]) {
         // Its turn: pinned at its recorded run count (the limit is this entry's until it is in;
         // what it posts and reads then waits for the simulation to get there).
-        const uint64_t runs = model::Engine::instance().pin(schedule_[i].simRuns);
+        const uint64_t runs = engine_.pin(schedule_[i].simRuns);
         r->admission = {r->tag, finishedTraced_, runs};
         taken(i);
         return;
       }
     }
   }
-  const uint64_t runs = model::Engine::instance().pin();
+  const uint64_t runs = engine_.pin();
   r->admission = {++counter_, finishedTraced_, runs};
   if (following_) {
     lastProgress_ = std::chrono::steady_clock::now();

@@ -27,6 +27,10 @@
 
 #include "model/ordered_mutex.h"
 
+namespace mcsim::model {
+class Engine;
+}
+
 namespace mcsim::fabric {
 
 struct Admission {
@@ -58,6 +62,9 @@ Request* currentRequest();
 
 class AdmissionOrder {
  public:
+  // The order of the node whose simulation `engine` is (it pins requests there).
+  explicit AdmissionOrder(model::Engine& engine) : engine_(engine) {}
+
   // Replaying: the recorded admissions to follow, by number (no number twice). A tagged request
   // that waits `patienceSeconds` without any request being taken in or finishing meanwhile ends
   // the following (the replay has diverged: the number before it never came); what happened is
@@ -84,6 +91,7 @@ class AdmissionOrder {
   void limitSimulation() const;  // the simulation may run up to the next entry's recorded count
   bool turnOf(size_t index) const;  // the entry's turn has come
 
+  model::Engine& engine_;
   uint64_t counter_ = 0;          // numbers given (recording), or beyond the schedule (following)
   uint64_t finishedTraced_ = 0;
   bool following_ = false;

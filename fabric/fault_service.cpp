@@ -7,8 +7,8 @@
 namespace mcsim::fabric {
 
 FaultService::FaultService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
-                           const MulticastService& waits)
-    : preset_(preset), fabric_(fabric), waiter_(waiter), health_(health), waits_(waits) {}
+                           const MulticastService& waits, model::Engine& engine)
+    : preset_(preset), fabric_(fabric), waiter_(waiter), health_(health), waits_(waits), engine_(engine) {}
 
 void FaultService::install(std::vector<FaultRule> rules, uint64_t seed) {
   injector_ = FaultInjector(std::move(rules), seed);
@@ -21,7 +21,7 @@ bool FaultService::vetoSlot() {
   // The rank of the bind that asks for the slot (it went through onEntry first), so that rank=
   // filters on multicast-slot rules match; they never did with the rank left unset.
   e.rank = rank_;
-  if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
+  if (injector_.usesTime()) e.nowPs = engine_.nowPs();
   const auto fired = injector_.consult(e);
   return fired && injector_.rule(*fired).action == FaultActionKind::kExhaust;
 }
@@ -33,7 +33,7 @@ Node::FaultOutcome FaultService::onEntry(OrderedLock& lock, const char* symbol, 
   rank_ = rank;
   FaultEvent e;
   e.rank = rank;
-  if (injector_.usesTime()) e.nowPs = model::Engine::instance().nowPs();
+  if (injector_.usesTime()) e.nowPs = engine_.nowPs();
   // Fabric-level rules see every driver call that acts on the node as a moment at which they
   // may fire.
   for (FaultPointKind p : {FaultPointKind::kFabricManager, FaultPointKind::kImex, FaultPointKind::kLink,
@@ -79,7 +79,7 @@ void FaultService::release(const std::string& label) {
 // A `delay` (or the delay of "delay T return ...") : simulated time passes for the call. Timed
 // blocks may end meanwhile, so waiters look again.
 void FaultService::delay(uint64_t ps) {
-  model::Engine::instance().run([ps] { return ps; });
+  engine_.run([ps] { return ps; });
   waiter_.progress();
 }
 
@@ -91,7 +91,7 @@ Node::FaultOutcome FaultService::block(const FaultRule& r, const char* symbol, i
   const std::string label = r.label;
   uint64_t wakeAt = TeamWaiter::kNoDeadline;
   if (r.untilPs >= 0) wakeAt = static_cast<uint64_t>(r.untilPs);
-  if (r.forPs >= 0) wakeAt = model::Engine::instance().nowPs() + static_cast<uint64_t>(r.forPs);
+  if (r.forPs >= 0) wakeAt = engine_.nowPs() + static_cast<uint64_t>(r.forPs);
   std::string releasedBy;
   if (!label.empty()) releasedBy = "'release " + label + "' or mcsim::api::releaseFault";
   if (wakeAt != TeamWaiter::kNoDeadline) {
@@ -109,7 +109,7 @@ Node::FaultOutcome FaultService::block(const FaultRule& r, const char* symbol, i
       lock, who, MulticastService::kFaultHold,
       [&] {
         return (!label.empty() && injector_.isReleased(label)) ||
-               (wakeAt != TeamWaiter::kNoDeadline && model::Engine::instance().nowPs() >= wakeAt);
+               (wakeAt != TeamWaiter::kNoDeadline && engine_.nowPs() >= wakeAt);
       },
       [&](uint64_t object) { return waits_.describeWait(object); }, wakeAt);
   if (s != Status::kOk) {

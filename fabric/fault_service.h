@@ -43,9 +43,10 @@ struct FabricHealth {
 
 class FaultService {
  public:
-  // `waits` describes what a blocked call waits for in reports (a hold, or a team).
+  // `waits` describes what a blocked call waits for in reports (a hold, or a team); `engine` is
+  // the node's simulation, whose clock times rules and delays.
   FaultService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
-               const MulticastService& waits);
+               const MulticastService& waits, model::Engine& engine);
 
   bool active() const { return active_.load(std::memory_order_acquire); }
   void install(std::vector<FaultRule> rules, uint64_t seed);
@@ -68,6 +69,7 @@ class FaultService {
   TeamWaiter& waiter_;
   FabricHealth& health_;
   const MulticastService& waits_;
+  model::Engine& engine_;
   FaultInjector injector_;
   std::atomic<bool> active_{false};
   int rank_ = -1;  // MCSIM_RANK as the driver last passed it to onEntry

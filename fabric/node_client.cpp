@@ -229,7 +229,8 @@ class ClientNode final : public Node {
                name + "`)";
       return false;
     }
-    vaBase_ = reserveDeviceWindow();
+    window_ = DeviceWindow::reserve();
+    vaBase_ = window_.base();
     if (vaBase_ == 0) {
       *error = "cannot reserve the simulated device address space";
       return false;
@@ -505,6 +506,7 @@ class ClientNode final : public Node {
   channel::SegmentHeader* header_ = nullptr;
   int nodePid_ = 0;
   Preset preset_;
+  DeviceWindow window_;  // this process's, for the node's addresses
   uint64_t vaBase_ = 0, vaLimit_ = 0;
   std::atomic<bool> lost_{false};
   std::string settings_;  // the node's settings (JSON), from its welcome

@@ -50,12 +50,13 @@ class ProcessNode;
 struct NodeHost::State {
   State(Preset p, const NodeSettings& settings)
       : preset(std::move(p)),
+        admission(engine),
         fabric(preset, settings.fabricManager),
-        waiter(settings.hang),
-        model(std::make_shared<NodeModel>(preset)),
+        waiter(settings.hang, engine),
+        model(std::make_shared<NodeModel>(preset, engine)),
         objects(preset, fabric, exports, *model),
         multicast(preset, fabric, waiter, objects, health),
-        faults(preset, fabric, waiter, health, multicast),
+        faults(preset, fabric, waiter, health, multicast, engine),
         functional(settings.movesData),
         planner(preset, objects, fabric, health, functional),
         pollIntervalPs(settings.hostPollNs * 1000) {
@@ -68,6 +69,9 @@ struct NodeHost::State {
   }
 
   Preset preset;
+  // The node's simulation: its clock and the SystemC context its hardware runs in. Declared
+  // before everything that uses it, so that it is destroyed last (its end frees the work in flight).
+  model::Engine engine;
   OrderedMutex mu{LockRank::kNode};
   // The order requests are taken in (a shared node's; the embedded node's calls carry no
   // Request, and pass straight through).
@@ -133,8 +137,10 @@ namespace {
 
 class ProcessNode final : public AttachedNode {
  public:
-  ProcessNode(std::shared_ptr<NodeHost::State> state, uint64_t vaBase)
-      : state_(std::move(state)),
+  // `window`: this process's, when the node is embedded (a shared node's client holds its own).
+  ProcessNode(std::shared_ptr<NodeHost::State> state, uint64_t vaBase, DeviceWindow window = {})
+      : window_(std::move(window)),
+        state_(std::move(state)),
         n_(*state_),
         vaBase_(vaBase),
         space_(vaBase_, kDeviceWindowSize - kLinearGranule, n_.preset.gpuCount, n_.objects, n_.fabric) {
@@ -363,7 +369,7 @@ class ProcessNode final : public AttachedNode {
 
   uint64_t waitFor(const WorkDone& w) override {
     const auto pinned = n_.admitRequest();  // taken in like any request; the wait itself is outside the lock
-    model::Engine& engine = model::Engine::instance();
+    model::Engine& engine = n_.engine;
     // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
     // with the hang policy of team waits and the kernels this node has waiting.
     std::call_once(n_.stallPolicySet, [&] {
@@ -382,8 +388,8 @@ class ProcessNode final : public AttachedNode {
   size_t abandonWaits(int pid) override {
     abandoned_->store(true);
     size_t stopped = 0;
-    if (model::Engine::exists()) {
-      model::Engine::instance().wakeWaiters();
+    if (n_.engine.started()) {
+      n_.engine.wakeWaiters();
       stopped = n_.model->stopKernels(abandoned_);
     }
     std::lock_guard<OrderedMutex> lock(n_.mu);
@@ -393,7 +399,7 @@ class ProcessNode final : public AttachedNode {
 
   bool poll(const WorkDone& w) override {
     const auto pinned = n_.admitRequest();
-    model::Engine& engine = model::Engine::instance();
+    model::Engine& engine = n_.engine;
     engine.settle();  // done or not as of the request's run
     if (w->done()) return true;
     engine.advance(n_.pollIntervalPs, w);
@@ -402,16 +408,16 @@ class ProcessNode final : public AttachedNode {
 
   uint64_t nowPs() override {
     const auto pinned = n_.admitRequest();  // a clock read is a request like any other: where it falls decides what it reads
-    return model::Engine::instance().nowPs();
+    return n_.engine.nowPs();
   }
   Status advanceTime(uint64_t ps, uint64_t* reachedPs) override {
     const auto pinned = n_.admitRequest();
-    *reachedPs = model::Engine::instance().advance(ps);
+    *reachedPs = n_.engine.advance(ps);
     return Status::kOk;
   }
   bool isDone(const WorkDone& w) override {
     const auto pinned = n_.admitRequest();
-    model::Engine::instance().settle();  // done or not as of the request's run
+    n_.engine.settle();  // done or not as of the request's run
     return w->done();
   }
 
@@ -532,6 +538,8 @@ class ProcessNode final : public AttachedNode {
     return n_.collectStats();
   }
 
+  model::EngineStats engineStats() override { return n_.engine.stats(); }
+
   NodeStats held() override {
     std::lock_guard<OrderedMutex> lock(n_.mu);
     NodeStats s;
@@ -561,6 +569,7 @@ class ProcessNode final : public AttachedNode {
     return n_.multicast.live(h->object);
   }
 
+  DeviceWindow window_;  // given back after the node (destroyed last)
   std::shared_ptr<NodeHost::State> state_;
   NodeHost::State& n_;  // *state_
   uint64_t number_ = 0;  // the order in which it attached
@@ -601,20 +610,6 @@ uint64_t NodeHost::State::digest() const {
   return d.value();
 }
 
-uint64_t reserveDeviceWindow() {
-  void* want = reinterpret_cast<void*>(kDeviceWindowBase);
-  void* p = mmap(want, kDeviceWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-                 MAP_FIXED_NOREPLACE, -1, 0);
-  if (p == want) return kDeviceWindowBase;
-  if (p != MAP_FAILED) munmap(p, kDeviceWindowSize);
-  p = mmap(nullptr, kDeviceWindowSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return 0;
-  std::fprintf(stderr, "mcsim: the device address window at 0x%llx is taken; device addresses "
-                       "will differ from run to run\n", static_cast<unsigned long long>(kDeviceWindowBase));
-  // Keep the window aligned to 2 MiB so that granularity rules hold for every address in it.
-  return (reinterpret_cast<uint64_t>(p) + kLinearGranule - 1) & ~(kLinearGranule - 1);
-}
-
 NodeHost::NodeHost(Preset preset, const NodeSettings& settings)
     : state_(std::make_shared<State>(std::move(preset), settings)) {}
 
@@ -624,6 +619,11 @@ const Preset& NodeHost::preset() const { return state_->preset; }
 
 std::unique_ptr<AttachedNode> NodeHost::attach(uint64_t vaBase) {
   return std::make_unique<ProcessNode>(state_, vaBase);
+}
+
+std::unique_ptr<AttachedNode> NodeHost::attach(DeviceWindow window) {
+  const uint64_t base = window.base();
+  return std::make_unique<ProcessNode>(state_, base, std::move(window));
 }
 
 void NodeHost::setIdentity(const std::string& name) {
@@ -658,6 +658,8 @@ NodeStats NodeHost::stats() {
 
 bool NodeHost::movesData() const { return state_->functional; }
 
+uint64_t NodeHost::simulatedPs() { return state_->engine.nowPs(); }
+
 void NodeHost::finishRequest() {
   OrderedLock lock(state_->mu);
   state_->admission.finish(lock);
@@ -684,10 +686,10 @@ size_t NodeHost::processCount() {
 }
 
 std::unique_ptr<Node> makeEmbeddedNode(Preset preset, const NodeSettings& settings) {
-  const uint64_t window = reserveDeviceWindow();
-  if (window == 0) return nullptr;
+  DeviceWindow window = DeviceWindow::reserve();
+  if (window.base() == 0) return nullptr;
   NodeHost host(std::move(preset), settings);
-  return host.attach(window);
+  return host.attach(std::move(window));
 }
 
 }  // namespace mcsim::fabric

@@ -21,27 +21,12 @@
 #include <vector>
 
 #include "fabric/admission.h"
+#include "fabric/device_window.h"
 #include "fabric/node.h"
 #include "fabric/team_wait.h"
+#include "model/engine.h"
 
 namespace mcsim::fabric {
-
-// The simulated device VA window. Every process that uses a node reserves it in its own address
-// space (PROT_NONE), so that no host allocation can land inside it and a host dereference of a
-// device pointer faults, as on a real GPU. The address is fixed for reproducible runs and lies
-// clear of the sanitizers' shadow and allocator ranges. ThreadSanitizer lets a process map only
-// its application ranges, none of which holds 32 TiB: its build takes 256 GiB at 64 GiB, in the
-// low application range (docs/reliability.md).
-#if defined(__SANITIZE_THREAD__)
-constexpr uint64_t kDeviceWindowBase = 0x1000000000ull;
-constexpr uint64_t kDeviceWindowSize = 0x4000000000ull;  // 256 GiB
-#else
-constexpr uint64_t kDeviceWindowBase = 0x200000000000ull;
-constexpr uint64_t kDeviceWindowSize = 0x200000000000ull;  // 32 TiB
-#endif
-// Reserves the window in this process: its base, kDeviceWindowBase unless that range is taken
-// (then another, with a warning); 0 when no room is left.
-uint64_t reserveDeviceWindow();
 
 // A Node that one attached process holds.
 class AttachedNode : public Node {
@@ -51,6 +36,8 @@ class AttachedNode : public Node {
   virtual Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) = 0;
   // What this process holds now: its handles, reservations and mappings (the other counts 0).
   virtual NodeStats held() = 0;
+  // The node's simulation: processes spawned, timed waits, simulated time (model::Engine::stats).
+  virtual model::EngineStats engineStats() = 0;
   // The process (`pid`) died: the calls it was waiting in, for teams, fault holds or device work,
   // return at once (kHang, or Engine::kGaveUp for device work), without a report, so that it can
   // be detached; its kernels that wait at a signal word stop and end. Returns how many did.
@@ -72,9 +59,11 @@ class NodeHost {
   // Names the node (a shared node's name): FABRIC handles carry it, so that another node refuses
   // them. An embedded node has none.
   void setIdentity(const std::string& name);
-  // A Node for one more process, whose device window starts at `vaBase`. The host lives at least
-  // as long as the Nodes it handed out.
+  // A Node for one more process, whose device window (device_window.h) starts at `vaBase`. The
+  // host lives at least as long as the Nodes it handed out.
   std::unique_ptr<AttachedNode> attach(uint64_t vaBase);
+  // The same for this process, with the window it reserved: the Node keeps it while it lives.
+  std::unique_ptr<AttachedNode> attach(DeviceWindow window);
 
   // Deadlock detection compares the calls blocked for teams with the application threads that
   // could still complete them: by default those of this process (model::Engine::applicationThreads); a
@@ -90,6 +79,8 @@ class NodeHost {
   NodeStats stats();
   // Whether copies move data (false: MCSIM_TIMING_ONLY=1).
   bool movesData() const;
+  // The node's simulated time (0 until it has simulated anything), for status reports.
+  uint64_t simulatedPs();
 
   // Admission order (admission.h), for a shared node's requests. The current thread's request
   // (RequestScope) is done: it is counted, and taken in first if nothing it did entered the node.

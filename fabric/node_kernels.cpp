@@ -116,7 +116,7 @@ size_t NodeModel::stopKernels(const std::shared_ptr<const std::atomic<bool>>& ab
     for (const auto& [id, k] : waitingKernels_) waiting += k.abandoned == abandoned.get() ? 1 : 0;
   }
   // The waiting kernels look at their words again, see that they are to stop, and end.
-  if (waiting > 0) Engine::instance().post([self = shared_from_this()] { self->signalled().notify(sc_core::SC_ZERO_TIME); });
+  if (waiting > 0) engine_.post([self = shared_from_this()] { self->signalled().notify(sc_core::SC_ZERO_TIME); });
   return waiting;
 }
 
@@ -326,7 +326,7 @@ NodeModel::ChunkTimes NodeModel::timeStepChunk(int gpu, const ResolvedStep& st, 
 
 void NodeModel::executeKernel(DeviceWork& w) {
   using K = KernelStep::Kind;
-  Engine& engine = Engine::instance();
+  Engine& engine = engine_;
   const uint64_t start = Engine::simNowPs();
   model::Gpu& gpu = *gpus_[static_cast<size_t>(w.engineGpu)];
   const model::SmSpec& sm = gpu.spec().sm;
@@ -341,7 +341,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
   // The SMs the launch occupies (a block each) move only so many bytes a second: a small grid is
   // bound by them before it is by its loads in flight.
   const uint64_t sms = std::min(std::max<uint64_t>(w.blocks, 1), sm.smCount);
-  BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack());
+  BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
   for (const ResolvedStep& st : w.steps) {
     if (st.kind == K::kWait) {
       // Compared modulo 2^32, as the kernels do, so that a word that wraps keeps working.
@@ -375,7 +375,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
         outstanding.pop_front();
       }
       const uint64_t n = std::min(chunk, st.bytes - off);
-      BandwidthServer::setHorizon(Engine::simNowPs());
+      horizon_.ps = Engine::simNowPs();
       // The SMs' work on the chunk overlaps its memory traffic; it bounds when the chunk is done.
       const uint64_t smDone = smIssue.serve(Engine::simNowPs(), smBytes(st.kind) * n);
       const ChunkTimes c = timeStepChunk(w.engineGpu, st, off, n, Engine::simNowPs());

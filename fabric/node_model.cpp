@@ -28,17 +28,17 @@ void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) 
 }  // namespace
 
 
-NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
-  for (int g = 0; g < preset.gpuCount; ++g) gpus_.push_back(std::make_unique<model::Gpu>(g, preset.gpu.timing));
+NodeModel::NodeModel(const Preset& preset, Engine& engine) : preset_(preset), engine_(engine) {
+  for (int g = 0; g < preset.gpuCount; ++g) gpus_.push_back(std::make_unique<model::Gpu>(g, preset.gpu.timing, &horizon_));
   const double perLink = preset.nvlink.gbytesPerSecPerLinkPerDirection * preset.nvlink.efficiency * 1e9;
   for (int s = 0; s < preset.nvswitch.count; ++s) {
     auto sw = std::make_unique<Switch>();
     sw->crossbar = BandwidthServer(preset.nvswitch.crossbarGbytesPerSec * 1e9,
-                                   Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"));
+                                   Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"), &horizon_);
     const double links = static_cast<double>(preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)]) *
                          preset.gpuCount;
     sw->reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceLineRateFraction * links * perLink),
-                                 Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction"));
+                                 Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction"), &horizon_);
     sw->latencyPs = preset.nvswitch.latencyNs * 1000;
     switches_.push_back(std::move(sw));
   }
@@ -48,8 +48,8 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
       Port p;
       p.links = preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)];
       const std::string gpu = "GPU " + std::to_string(g), to = "NVLink switch " + std::to_string(s);
-      p.up = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " out"));
-      p.down = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " in"));
+      p.up = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " out"), &horizon_);
+      p.down = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " in"), &horizon_);
       ports_[static_cast<size_t>(g)].push_back(std::move(p));
     }
   }
@@ -62,12 +62,12 @@ NodeModel::NodeModel(const Preset& preset) : preset_(preset) {
 }
 
 NodeModel::~NodeModel() {
-  if (signalled_ != nullptr) Engine::instance().retire(signalled_);
+  if (signalled_ != nullptr) engine_.retire(signalled_);
 }
 
 model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::vector<model::CompletionPtr> after) {
   auto done = std::make_shared<model::Completion>();
-  Engine& engine = Engine::instance();
+  Engine& engine = engine_;
   engine.post([self = shared_from_this(), &engine, work = std::move(work), after = std::move(after), done] {
     engine.spawn([self, work, after, done] {
       for (const auto& c : after) c->waitDone();
@@ -81,8 +81,8 @@ model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::ve
 void NodeModel::forget(int gpu, uint64_t alloc) {
   // Nothing was ever simulated, so nothing is cached (and no engine need start, e.g. while a
   // node that never moved data is destroyed at exit).
-  if (gpu < 0 || gpu >= gpuCount() || !Engine::exists()) return;
-  Engine::instance().post([self = shared_from_this(), gpu, alloc] { self->gpus_[static_cast<size_t>(gpu)]->forget(alloc); });
+  if (gpu < 0 || gpu >= gpuCount() || !engine_.started()) return;
+  engine_.post([self = shared_from_this(), gpu, alloc] { self->gpus_[static_cast<size_t>(gpu)]->forget(alloc); });
 }
 
 void NodeModel::moveData(DeviceWork& w) {
@@ -98,7 +98,7 @@ void NodeModel::moveData(DeviceWork& w) {
 }
 
 void NodeModel::execute(DeviceWork& w) {
-  Engine& engine = Engine::instance();
+  Engine& engine = engine_;
   const uint64_t start = Engine::simNowPs();
   if (w.kind == DeviceWork::Kind::kKernel) {
     executeKernel(w);
@@ -128,7 +128,7 @@ void NodeModel::execute(DeviceWork& w) {
         inflight.pop_front();
       }
       const uint64_t n = std::min<uint64_t>(ce.chunkBytes, p.bytes - off);
-      BandwidthServer::setHorizon(Engine::simNowPs());
+      horizon_.ps = Engine::simNowPs();
       const uint64_t end = moveChunk(w, p, off, n, Engine::simNowPs());
       inflight.push_back(end);
       last = std::max(last, end);

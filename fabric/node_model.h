@@ -24,6 +24,7 @@
 #include "mcsim/kernel_model.h"
 #include "model/bandwidth_server.h"
 #include "model/completion.h"
+#include "model/engine.h"
 #include "model/gpu.h"
 #include "model/ordered_mutex.h"
 
@@ -92,7 +93,9 @@ struct DeviceWork {
 
 class NodeModel : public std::enable_shared_from_this<NodeModel> {
  public:
-  explicit NodeModel(const Preset& preset);
+  // The hardware `preset` describes, simulated by `engine` (the node's), which must outlive the
+  // model's owner; work in flight, which holds the model, ends with the engine's simulation.
+  NodeModel(const Preset& preset, model::Engine& engine);
   ~NodeModel();
   NodeModel(const NodeModel&) = delete;
   NodeModel& operator=(const NodeModel&) = delete;
@@ -168,6 +171,10 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   uint64_t nextWaitingId_ = 0;
 
   Preset preset_;
+  model::Engine& engine_;
+  // This node's simulation horizon (bandwidth_server.h), which each resource below reads:
+  // moved on to the current simulated time before a chunk is timed.
+  model::Horizon horizon_;
   std::vector<std::unique_ptr<model::Gpu>> gpus_;
   std::vector<std::unique_ptr<Switch>> switches_;
   std::vector<std::vector<Port>> ports_;  // [gpu][switch]

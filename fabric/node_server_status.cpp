@@ -10,7 +10,6 @@
 #include "fabric/node_server_processes.h"
 #include "fabric/node_server_staging.h"
 #include "fabric/node_server_transport.h"
-#include "model/engine.h"
 
 namespace mcsim::fabric::server {
 
@@ -41,7 +40,7 @@ std::string StatusReport::text() {
   out += "  socket:    " + paths_.socket + "\n";
   out += "  log:       " + paths_.log + "\n";
   std::snprintf(buf, sizeof buf, "  simulated: %llu ps\n",
-                static_cast<unsigned long long>(model::Engine::exists() ? model::Engine::instance().nowPs() : 0));
+                static_cast<unsigned long long>(host_.simulatedPs()));
   out += buf;
   std::snprintf(buf, sizeof buf,
                 "  node:      %llu allocations, %llu handles, %llu reservations, %llu mappings, %llu multicast "

@@ -22,7 +22,8 @@ thread_local Caller tCaller;
 CallerScope::CallerScope(const Caller& c) : saved_(tCaller) { tCaller = c; }
 CallerScope::~CallerScope() { tCaller = saved_; }
 
-TeamWaiter::TeamWaiter(HangPolicy policy) : policy_(policy), threadCount_(&model::Engine::applicationThreads) {}
+TeamWaiter::TeamWaiter(HangPolicy policy, model::Engine& engine)
+    : policy_(policy), engine_(engine), threadCount_(&model::Engine::applicationThreads) {}
 
 Status TeamWaiter::wait(OrderedLock& lock, const std::string& call, uint64_t object,
                         const std::function<bool()>& ready,
@@ -103,7 +104,7 @@ bool TeamWaiter::advanceToDeadline() {
     if (w.stuck() && w.wakeAtPs < earliest) earliest = w.wakeAtPs;
   }
   if (earliest == kNoDeadline) return false;
-  model::Engine& engine = model::Engine::instance();
+  model::Engine& engine = engine_;
   const uint64_t now = engine.nowPs();
   // A stuck waiter's deadline is still ahead (its ready() holds from the deadline on); were it
   // not, advancing would wake nobody and the loop would spin, so that counts as no deadline.

@@ -27,6 +27,10 @@
 #include "model/ordered_mutex.h"
 #include "model/status.h"
 
+namespace mcsim::model {
+class Engine;
+}
+
 namespace mcsim::fabric {
 
 struct HangPolicy {
@@ -58,7 +62,8 @@ class CallerScope {
 
 class TeamWaiter {
  public:
-  explicit TeamWaiter(HangPolicy policy);
+  // Waits of the node whose simulation `engine` is (a timed block's deadline is in its time).
+  TeamWaiter(HangPolicy policy, model::Engine& engine);
 
   // How many application threads could still complete a team (model::Engine::applicationThreads).
   void setThreadCounter(std::function<int()> count) { threadCount_ = std::move(count); }
@@ -112,6 +117,7 @@ class TeamWaiter {
   void giveUpAll(const char* verdict, const std::function<std::string(uint64_t)>& describe);
 
   HangPolicy policy_;
+  model::Engine& engine_;
   std::function<int()> threadCount_;
   std::string lastReport_;
   OrderedCondition cv_;

@@ -6,8 +6,10 @@
 
 namespace mcsim::model {
 
-BandwidthServer::BandwidthServer(double bytesPerSecond, TimelineTrack track)
-    : psPerByte_(bytesPerSecond > 0 ? 1e12 / bytesPerSecond : 0), track_(track) {}
+BandwidthServer::BandwidthServer(double bytesPerSecond, TimelineTrack track, const Horizon* horizon)
+    : psPerByte_(bytesPerSecond > 0 ? 1e12 / bytesPerSecond : 0),
+      track_(track),
+      horizon_(horizon != nullptr ? horizon : &kNoHorizon) {}
 
 void BandwidthServer::book(uint64_t start, uint64_t end, const char* what) {
   if (end <= start) return;
@@ -37,7 +39,8 @@ size_t BandwidthServer::firstEndingAfter(uint64_t t) const {
 }
 
 void BandwidthServer::forgetBeforeHorizon() {
-  while (head_ < busy_.size() && busy_[head_].second <= horizonPs_) ++head_;
+  const uint64_t horizonPs = horizon_->ps;
+  while (head_ < busy_.size() && busy_[head_].second <= horizonPs) ++head_;
   // Drop the forgotten front in batches, so that each promise is moved O(1) times.
   if (head_ > 64 && head_ * 2 > busy_.size()) {
     busy_.erase(busy_.begin(), busy_.begin() + static_cast<std::ptrdiff_t>(head_));

@@ -9,6 +9,10 @@
 // "busy until" would make a chunk offered now wait behind a promise for later, and leave the
 // resource idle meanwhile.) Intervals before the simulation's horizon (the current simulated
 // time: nothing can arrive earlier) are dropped. Pure arithmetic on the simulation thread.
+//
+// The horizon belongs to the simulation the resource is part of (a node's: each node has its own
+// clock), so a resource reads it from the Horizon its node owns rather than from anything
+// process-wide.
 #pragma once
 
 #include <cstdint>
@@ -19,19 +23,22 @@
 
 namespace mcsim::model {
 
+// A simulation's horizon: no transfer arrives before it. Its owner (a node's model) moves it on
+// with simulated time, on the simulation thread.
+struct Horizon {
+  uint64_t ps = 0;
+};
+
 class BandwidthServer {
  public:
   BandwidthServer() = default;
-  // `bytesPerSecond` is the rate the resource sustains (peak times efficiency).
-  BandwidthServer(double bytesPerSecond, TimelineTrack track);
+  // `bytesPerSecond` is the rate the resource sustains (peak times efficiency). `horizon` is the
+  // simulation's, which must outlive the server; none: a horizon that stays at 0.
+  BandwidthServer(double bytesPerSecond, TimelineTrack track, const Horizon* horizon = nullptr);
 
   // Serves `bytes` that arrive at `arrivePs`; returns when the last byte has been served.
   uint64_t serve(uint64_t arrivePs, uint64_t bytes, const char* what = nullptr);
   uint64_t bytesServed() const { return bytes_; }
-
-  // The simulation's horizon: no transfer arrives before it. Set by the simulation as time
-  // advances (simulation thread only; one value for every resource).
-  static void setHorizon(uint64_t ps) { horizonPs_ = ps; }
 
  private:
   using Interval = std::pair<uint64_t, uint64_t>;  // [start, end)
@@ -48,7 +55,8 @@ class BandwidthServer {
   size_t head_ = 0;
   uint64_t bytes_ = 0;
   TimelineTrack track_;
-  static inline uint64_t horizonPs_ = 0;
+  static constexpr Horizon kNoHorizon{};
+  const Horizon* horizon_ = &kNoHorizon;
 };
 
 }  // namespace mcsim::model

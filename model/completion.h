@@ -2,9 +2,11 @@
 //
 // Host threads hold these and ask whether the work is done or wait for it (through the engine);
 // the simulation thread completes them. The SystemC event that simulation processes wait on is
-// made on the simulation thread the first time a process needs it, and is deleted there too
-// (the kernel's event lists are not thread-safe), so a Completion can be made and dropped on
-// any thread.
+// made on the simulation thread the first time a process needs it, and deleted there when the
+// work completes (the kernel's event lists are not thread-safe), so a Completion can be made and
+// dropped on any thread, and holds nothing of its engine's once done. (A process waiting for it
+// holds it until then; a completion with an event is dropped undone only when its engine ended
+// with that process still waiting, and the event then stays with the context SystemC leaves.)
 #pragma once
 
 #include <atomic>
@@ -22,7 +24,6 @@ class Completion {
   Completion() = default;
   Completion(const Completion&) = delete;
   Completion& operator=(const Completion&) = delete;
-  ~Completion();
 
   bool done() const { return done_.load(std::memory_order_acquire); }
   // Simulated time at which the work completed (valid once done()).

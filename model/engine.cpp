@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <systemc>
@@ -18,10 +19,6 @@ extern "C" __attribute__((weak, visibility("default"))) int sc_main(int, char**)
 
 namespace mcsim::model {
 
-Completion::~Completion() {
-  if (event_ != nullptr) Engine::instance().retire(event_);
-}
-
 void Completion::waitDone() {
   if (done()) return;
   if (event_ == nullptr) event_ = new sc_core::sc_event();
@@ -31,23 +28,30 @@ void Completion::waitDone() {
 void Completion::complete() {
   donePs_.store(Engine::simNowPs(), std::memory_order_release);
   done_.store(true, std::memory_order_release);
-  if (event_ != nullptr) event_->notify();  // immediate: waiters become runnable in this delta
-  Engine::instance().reached(*this);
+  if (event_ != nullptr) {
+    // Immediate: the waiters become runnable in this delta, and the event is done with (the
+    // kernel keeps no reference to an event once it has triggered its waiters). Deleting it here
+    // means a completion never outlives an event of its engine's context.
+    event_->notify();
+    delete event_;
+    event_ = nullptr;
+  }
+  Engine::reached(*this);
 }
 
-// The SystemC side: one process that runs posted work in order, at the current simulated time,
-// inside a process context (so that the work may spawn processes and notify events).
-struct Engine::Core : sc_core::sc_module {
-  sc_core::sc_event admitted;
+// The SystemC side: the engine's simulation context, and in it one process that runs posted work
+// in order, at the current simulated time, inside a process context (so that the work may spawn
+// processes and notify events).
+struct Engine::Core {
+  sc_core::sc_simcontext* context = nullptr;  // owned; freed by endSimulation
+  sc_core::sc_event* admitted = nullptr;      // an event of `context`
   std::deque<std::function<void()>> pending;  // touched only on the simulation thread
+  bool ending = false;                        // endSimulation: the loop returns once idle
 
-  explicit Core(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {
-    SC_HAS_PROCESS(Core);
-    SC_THREAD(loop);
-  }
   void loop() {
     for (;;) {
-      while (pending.empty()) wait(admitted);
+      while (pending.empty() && !ending) sc_core::wait(*admitted);
+      if (pending.empty()) return;
       while (!pending.empty()) {
         std::function<void()> fn = std::move(pending.front());
         pending.pop_front();
@@ -58,40 +62,100 @@ struct Engine::Core : sc_core::sc_module {
 };
 
 namespace {
+
 std::atomic<int> gInternalThreads{0};
-// The calling thread's pin (Engine::pin), if it has one.
-thread_local bool tPinned = false;
+// The engine whose simulation thread this is (Engine::current).
+thread_local Engine* tEngine = nullptr;
+// The calling thread's pin (Engine::pin), if it has one: the engine and the run count.
+thread_local Engine* tPinEngine = nullptr;
 thread_local uint64_t tPinAt = 0;
+
+// The SystemC lock (see engine.h): held by a simulation thread for all of its SystemC work.
+std::mutex& systemcMutex() {
+  static std::mutex* mu = new std::mutex();  // leaked: a parked engine may hold it at exit
+  return *mu;
+}
+
+// The engines started and not yet destroyed, in the order they started: at exit, each is parked.
+std::mutex gEnginesMu;
+std::vector<Engine*>& liveEngines() {
+  static auto* engines = new std::vector<Engine*>();  // leaked: the atexit handler reads it
+  return *engines;
+}
+
 }  // namespace
+
+// Holds the SystemC lock with an engine's context made current, and makes the previous context
+// current again when it lets go.
+class Engine::SystemC {
+ public:
+  explicit SystemC(sc_core::sc_simcontext* context)
+      : lock_(systemcMutex()), previous_(sc_core::sc_curr_simcontext) {
+    sc_core::sc_curr_simcontext = context;
+  }
+  ~SystemC() { sc_core::sc_curr_simcontext = previous_; }
+  SystemC(const SystemC&) = delete;
+  SystemC& operator=(const SystemC&) = delete;
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+  sc_core::sc_simcontext* previous_;
+};
 
 int Engine::internalThreads() { return gInternalThreads.load(); }
 
-namespace {
-std::atomic<bool> gEngineMade{false};
-}  // namespace
+Engine* Engine::current() { return tEngine; }
 
-bool Engine::exists() { return gEngineMade.load(); }
+Engine::Engine() = default;
 
-Engine& Engine::instance() {
-  // Intentionally leaked: the simulation thread must outlive every static destructor that might
-  // still call the driver during process exit.
-  static Engine* engine = [] {
-    auto* e = new Engine();
-    gEngineMade.store(true);
-    return e;
-  }();
-  return *engine;
+void Engine::start() {
+  std::call_once(startOnce_, [this] {
+    static std::once_flag processOnce;
+    std::call_once(processOnce, [] {
+      // SystemC prints a banner on first use; applications' output must stay theirs alone.
+      setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+      std::atexit(&Engine::quiesceAll);
+    });
+    {
+      std::lock_guard<std::mutex> lock(gEnginesMu);
+      liveEngines().push_back(this);
+    }
+    gInternalThreads.fetch_add(1);
+    thread_ = std::thread([this] { threadMain(); });
+    started_.store(true, std::memory_order_release);
+  });
 }
 
-Engine::Engine() {
-  // SystemC prints a banner on first use; applications' output must stay theirs alone.
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-  gInternalThreads.fetch_add(1);
-  thread_ = std::thread([this] { threadMain(); });
-  std::atexit([] { Engine::instance().quiesce(); });
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(gEnginesMu);
+    auto& live = liveEngines();
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (live[i] == this) {
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+  }
+  if (!thread_.joinable()) {
+    // Never started, or parked by quiesce() at exit: its thread was joined, or left to finish the
+    // run it was in, which it does before it touches the engine for the last time.
+    if (started()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      doneCv_.wait(lock, [this] { return threadExited_; });
+    }
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    tearDown_ = true;
+    cv_.notify_all();
+    doneCv_.notify_all();
+  }
+  thread_.join();
+  gInternalThreads.fetch_sub(1);
 }
-
-Engine::~Engine() = default;
 
 uint64_t Engine::simNowPs() { return static_cast<uint64_t>(sc_core::sc_time_stamp().value()); }
 
@@ -109,10 +173,14 @@ void Engine::waitUntil(uint64_t ps) {
 }
 
 void Engine::reached(Completion& c) {
-  if (c.awaited.load() > 0) sc_core::sc_pause();
+  if (c.awaited.load() > 0) sc_core::sc_pause();  // the running simulation's: the caller's engine's
 }
 
 void Engine::retire(sc_core::sc_event* ev) {
+  if (tEngine == this) {
+    delete ev;
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   retired_.push_back(ev);
 }
@@ -127,12 +195,30 @@ void Engine::deleteRetired() {
 }
 
 void Engine::threadMain() {
-  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
-  // Starting with nothing to do is normal here (a waiter on work that needs a host action).
-  sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
-  core_ = std::make_unique<Core>("mcsim_engine");
+  tEngine = this;
+  simulate();
+  // The last touch of the engine: ~Engine of an engine parked at exit waits for it.
+  std::lock_guard<std::mutex> lock(mu_);
+  threadExited_ = true;
+  doneCv_.notify_all();
+}
+
+void Engine::simulate() {
+  core_ = std::make_unique<Core>();
   Core& core = *core_;
-  sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  {
+    std::lock_guard<std::mutex> lock(systemcMutex());
+    core.context = new sc_core::sc_simcontext();
+  }
+  {
+    SystemC systemc(core.context);
+    sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
+    // Starting with nothing to do is normal here (a waiter on work that needs a host action).
+    sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
+    core.admitted = new sc_core::sc_event();
+    sc_core::sc_spawn([&core] { core.loop(); }, "mcsim_engine");
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  }
   for (;;) {
     std::deque<std::function<void()>> batch;
     bool run = false;
@@ -141,7 +227,10 @@ void Engine::threadMain() {
       cv_.wait(lock, [this] { return stopping_ || mayStartRun(pins_.empty() ? UINT64_MAX : *pins_.begin()); });
       if (stopping_) {
         doneCv_.notify_all();
-        return;  // the process is exiting; quiesce() joins this thread
+        if (!tearDown_) return;  // the process is exiting; quiesce() joins this thread
+        lock.unlock();
+        endSimulation();
+        return;
       }
       batch.swap(posted_);
       unpinnedPosts_ = 0;
@@ -150,9 +239,10 @@ void Engine::threadMain() {
       ++runsStarted_;
       doneCv_.notify_all();  // a pinned post may wait for this run to have started
     }
+    SystemC systemc(core.context);
     if (!batch.empty()) {
       for (auto& fn : batch) core.pending.push_back(std::move(fn));
-      core.admitted.notify(sc_core::SC_ZERO_TIME);
+      core.admitted->notify(sc_core::SC_ZERO_TIME);
       // Admit at the current time only: run the delta cycles the posted work causes.
       // (sc_start(SC_ZERO_TIME) with nothing due now would move on to the next timed event.)
       const uint64_t at = simNowPs();
@@ -171,8 +261,9 @@ void Engine::threadMain() {
       // Runs until an awaited completion pauses it, or nothing is left to simulate.
       sc_core::sc_start();
     }
+    const bool activityLeft = sc_core::sc_pending_activity();
     std::lock_guard<std::mutex> lock(mu_);
-    if (run && !sc_core::sc_pending_activity() && !stalled_) {
+    if (run && !activityLeft && !stalled_) {
       stalled_ = true;
       ++stallEpisode_;
     }
@@ -183,6 +274,29 @@ void Engine::threadMain() {
     publishedActivations_ = activations_;
     doneCv_.notify_all();
   }
+}
+
+void Engine::endSimulation() {
+  Core& core = *core_;
+  {
+    SystemC systemc(core.context);
+    // The loop process sees `ending` and returns (deltas at the current time only: whatever
+    // else is scheduled later is not run), so that deleting the context collects it.
+    core.ending = true;
+    core.admitted->notify(sc_core::SC_ZERO_TIME);
+    while (sc_core::sc_pending_activity_at_current_time()) sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    deleteRetired();
+    delete core.admitted;
+    // Frees ended processes with the rest. SystemC cannot free a thread process that still waits
+    // (device work that never finished); it stays allocated, and so does what it holds.
+    delete core.context;
+  }
+  core_.reset();
+}
+
+void Engine::quiesceAll() {
+  std::lock_guard<std::mutex> lock(gEnginesMu);
+  for (Engine* e : liveEngines()) e->quiesce();
 }
 
 void Engine::quiesce() {
@@ -208,8 +322,9 @@ void Engine::quiesce() {
 }
 
 void Engine::post(std::function<void()> fn) {
+  start();
   std::unique_lock<std::mutex> lock(mu_);
-  if (tPinned) {
+  if (tPinEngine == this) {
     // Into the intake of run tPinAt + 1: run tPinAt must have started (a replay's may not yet).
     waitForPin(lock, [this] { return runsStarted_ >= tPinAt; });
   } else {
@@ -227,9 +342,9 @@ bool Engine::mayStartRun(uint64_t pinnedAt) const {
 
 uint64_t Engine::pin(uint64_t runs) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (tPinned) return tPinAt;
+  if (tPinEngine != nullptr) return tPinAt;
   tPinAt = runs == kRunsNow ? runsStarted_ : runs;
-  tPinned = true;
+  tPinEngine = this;
   pins_.insert(tPinAt);
   return tPinAt;
 }
@@ -250,26 +365,26 @@ void Engine::waitForPin(std::unique_lock<std::mutex>& lock, const std::function<
 }
 
 void Engine::settleLocked(std::unique_lock<std::mutex>& lock) {
-  if (tPinned) waitForPin(lock, [this] { return simIdle_ && runs_ >= tPinAt; });
+  if (tPinEngine == this) waitForPin(lock, [this] { return simIdle_ && runs_ >= tPinAt; });
 }
 
 void Engine::settle() {
-  if (!tPinned) return;
+  if (tPinEngine != this) return;
   std::unique_lock<std::mutex> lock(mu_);
   settleLocked(lock);
 }
 
 void Engine::releaseLocked() {
-  if (!tPinned) return;
-  tPinned = false;
+  if (tPinEngine != this) return;
+  tPinEngine = nullptr;
   pins_.erase(pins_.find(tPinAt));
   cv_.notify_all();
   doneCv_.notify_all();
 }
 
 void Engine::release() {
-  if (!tPinned) return;  // (the embedded node's threads are never pinned: no lock taken for them)
-  Engine& e = instance();
+  if (tPinEngine == nullptr) return;  // (the embedded node's threads are never pinned: no lock taken for them)
+  Engine& e = *tPinEngine;
   std::lock_guard<std::mutex> lock(e.mu_);
   e.releaseLocked();
 }
@@ -303,6 +418,7 @@ void Engine::wakeWaiters() {
 }
 
 uint64_t Engine::wait(const CompletionPtr& c, const std::atomic<bool>* cancelled) {
+  start();
   {
     std::unique_lock<std::mutex> lock(mu_);
     // A pinned thread's wait begins after its run: where a run pauses depends on what is awaited.
@@ -416,12 +532,13 @@ uint64_t Engine::advance(uint64_t ps, const CompletionPtr& until) {
   // run has ended, so that the run in progress pauses where it would have without this wait.)
   auto timer = std::make_shared<Completion>();
   timer->awaited.fetch_add(1);
-  if (until && !tPinned) until->awaited.fetch_add(1);
+  const bool pinned = tPinEngine == this;
+  if (until && !pinned) until->awaited.fetch_add(1);
   completeAfter(timer, [ps] { return ps; });
   uint64_t reached = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (tPinned) {
+    if (pinned) {
       settleLocked(lock);
       if (until) until->awaited.fetch_add(1);
     }

@@ -24,9 +24,20 @@
 // recorded count and starts no run past the next request's count (limitRuns), and so reads and
 // posts at the same simulated points as the recording.
 //
-// SystemC allows one elaboration per process: there is one engine per process, made on first
-// use, and the simulated hardware is made of plain objects driven by dynamically spawned
-// processes, so that nodes of different shapes can be built one after another in one process.
+// Each node owns an engine, and an engine owns a SystemC simulation context (sc_simcontext) of its
+// own, with its own simulated time: two nodes in one process have independent clocks, each the
+// same as it would be alone. SystemC keeps some state process-wide all the same: the current
+// context is a global (sc_curr_simcontext, which every SystemC call consults), and its coroutine
+// package keeps the coroutine that a simulation returns to in a file static. So an engine's
+// simulation thread does all of its SystemC work, from making its context up to tearing it down,
+// holding one process-wide lock (the SystemC lock) with its context made current, and restores
+// the previous context when it lets go: the engines of one process take turns, a pass of one
+// simulation loop at a time, and each pass starts and ends on its thread's own stack, which is
+// all SystemC's coroutines need. Host threads never touch SystemC, so they never take that lock;
+// a lone engine takes it uncontended, once per pass. The engine starts its thread and context on
+// first use (a node that never simulates costs neither); destroying it ends its simulation and
+// frees the context, except what SystemC itself cannot free (a thread process that still waits,
+// such as a kernel at a barrier no GPU will join, stays allocated).
 #pragma once
 
 #include <atomic>
@@ -58,9 +69,19 @@ class Engine {
   // duration (picoseconds) that it occupies.
   using Work = std::function<uint64_t()>;
 
-  static Engine& instance();
-  // Whether the engine has been made (instance() was called) in this process.
-  static bool exists();
+  // An engine at simulated time 0. Its simulation thread and SystemC context start on first use
+  // (post() or wait()).
+  Engine();
+  // Ends the simulation and frees its context (see the top). No host thread may be using the
+  // engine any more; an engine already parked at process exit is left as it is.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // The engine whose simulation thread calls; nullptr on any other thread.
+  static Engine* current();
+  // Whether the simulation has started (it has never simulated anything if not).
+  bool started() const { return started_.load(std::memory_order_acquire); }
 
   void post(std::function<void()> fn);
   // Returns the simulated time at which `c` completed, or kGaveUp when the wait was given up: the
@@ -96,7 +117,8 @@ class Engine {
   // ---- Pinning requests to runs (a shared node's requests; see the top) ----
   // Pins the calling thread at `runs` runs started (kRunsNow: the runs started so far): no run
   // past that count starts until the thread is released. Returns the pin; pinning again keeps the
-  // first. Once pinned, the thread's post() waits until run `runs` has started (at once, unless
+  // first. A thread holds one pin at a time, on one engine (a shared node's request thread serves
+  // one node). Once pinned, the thread's post() waits until run `runs` has started (at once, unless
   // replaying), and its nowPs(), wait(), advance() and settle() until run `runs` has ended, so that
   // it posts into run `runs` + 1 and reads the state after run `runs`. Those waits end early when
   // the count can never be reached (no run could start: nothing to do, or the limit).
@@ -104,8 +126,9 @@ class Engine {
   uint64_t pin(uint64_t runs = kRunsNow);
   // Pinned: waits until the run the thread is pinned at has ended (see pin). Not pinned: nothing.
   void settle();
-  // Releases the calling thread's pin; nothing when it has none. wait(), advance() and run()
-  // release it once their waiter is in place, so that the work they wait for can run.
+  // Releases the calling thread's pin, on whichever engine it is; nothing when it has none.
+  // wait(), advance() and run() release it once their waiter is in place, so that the work they
+  // wait for can run.
   static void release();
   // No more than `runs` runs start until the limit is raised (UINT64_MAX: no limit): a replaying
   // node keeps the simulation from starting a run the next request is to post into.
@@ -115,27 +138,31 @@ class Engine {
   void spawn(std::function<void()> body);
   // Simulation thread only, inside a process: waits until simulated time `ps` (no-op if past).
   void waitUntil(uint64_t ps);
-  // Simulation thread only: the current simulated time.
+  // Simulation thread only: the current simulated time (of the engine whose thread calls).
   static uint64_t simNowPs();
 
-  // Threads mcsim itself runs in this process (the simulation thread, once started), which
+  // Threads mcsim itself runs in this process (every started engine's simulation thread), which
   // deadlock detection must not count as the application's.
   static int internalThreads();
 
   // Called by Completion::complete() on the simulation thread: pause if a host thread waits.
-  void reached(Completion& c);
-  // Called by ~Completion on any thread: the event is deleted on the simulation thread.
+  static void reached(Completion& c);
+  // An event of this engine's simulation that its owner no longer needs, from any thread: deleted
+  // on the simulation thread (at once when called there), since the kernel's event lists are not
+  // thread-safe.
   void retire(sc_core::sc_event* ev);
 
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
-  ~Engine();
-
  private:
-  Engine();
   struct Core;
+  class SystemC;
+  // Starts the simulation thread, once.
+  void start();
   void threadMain();
+  // The simulation thread's loop: returns when the thread is to stop.
+  void simulate();
   void deleteRetired();
+  // Simulation thread, holding the SystemC lock: lets the loop process end and frees the context.
+  void endSimulation();
 
   std::mutex mu_;
   std::condition_variable cv_;      // the simulation thread waits here for work
@@ -182,17 +209,22 @@ class Engine {
   // host never acts while simulated time could still move (that would make timestamps depend on
   // thread timing).
   bool simIdle_ = true;
-  bool stopping_ = false;  // the process is exiting: the simulation thread parks
-  // At exit: waits (boundedly) until the simulation thread is between kernel runs, then parks it
-  // there, so that nothing runs on a SystemC coroutine stack while the process winds down (the
-  // leak checker's stack scan crashes on one).
+  bool stopping_ = false;  // the simulation thread stops: the process is exiting, or ~Engine
+  bool tearDown_ = false;  // ~Engine: the stopping simulation thread frees its context first
+  bool threadExited_ = false;  // the simulation thread is done with the engine
+  // At exit (for every engine still alive): waits (boundedly) until the simulation thread is
+  // between kernel runs, then parks it there, so that nothing runs on a SystemC coroutine stack
+  // while the process winds down (the leak checker's stack scan crashes on one).
   void quiesce();
+  static void quiesceAll();
   // Posts a process that completes `c` `duration()` after it is admitted.
   void completeAfter(const CompletionPtr& c, Work duration);
   uint64_t nowPs_ = 0;   // simulated time, published by the simulation thread
   uint64_t processes_ = 0, activations_ = 0;  // simulation thread only, published with nowPs_
   uint64_t publishedProcesses_ = 0, publishedActivations_ = 0;
   std::unique_ptr<Core> core_;  // made and used on the simulation thread
+  std::once_flag startOnce_;
+  std::atomic<bool> started_{false};
   std::thread thread_;
 };
 

@@ -19,15 +19,15 @@ std::vector<TimelineTrack> stackTracks(int gpu, int stacks) {
 
 }  // namespace
 
-Gpu::Gpu(int ordinal, const GpuTimingSpec& spec)
+Gpu::Gpu(int ordinal, const GpuTimingSpec& spec, const Horizon* horizon)
     : spec_(spec),
-      hbm_(spec.hbm, stackTracks(ordinal, spec.hbm.stacks)),
+      hbm_(spec.hbm, stackTracks(ordinal, spec.hbm.stacks), horizon),
       l2_(spec.l2),
-      l2Port_(spec.l2.bytesPerSecond, trackOf(ordinal, "L2")),
-      pcieIn_(spec.pcie.bytesPerSecond, trackOf(ordinal, "PCIe from host")),
-      pcieOut_(spec.pcie.bytesPerSecond, trackOf(ordinal, "PCIe to host")),
-      stagingIn_(spec.pcie.pageableBytesPerSecond, TimelineTrack()),
-      stagingOut_(spec.pcie.pageableBytesPerSecond, TimelineTrack()) {}
+      l2Port_(spec.l2.bytesPerSecond, trackOf(ordinal, "L2"), horizon),
+      pcieIn_(spec.pcie.bytesPerSecond, trackOf(ordinal, "PCIe from host"), horizon),
+      pcieOut_(spec.pcie.bytesPerSecond, trackOf(ordinal, "PCIe to host"), horizon),
+      stagingIn_(spec.pcie.pageableBytesPerSecond, TimelineTrack(), horizon),
+      stagingOut_(spec.pcie.pageableBytesPerSecond, TimelineTrack(), horizon) {}
 
 uint64_t Gpu::memory(uint64_t arrivePs, uint64_t alloc, uint64_t offset, uint64_t bytes, bool write) {
   const L2Cache::Outcome o = l2_.access(alloc, offset, bytes, write);

@@ -51,7 +51,8 @@ struct GpuTimingSpec {
 
 class Gpu {
  public:
-  Gpu(int ordinal, const GpuTimingSpec& spec);
+  // `horizon`: the simulation's (bandwidth_server.h), which every resource of the GPU reads.
+  Gpu(int ordinal, const GpuTimingSpec& spec, const Horizon* horizon);
 
   // Reads or writes `bytes` at `offset` of physical allocation `alloc` in this GPU's memory,
   // arriving at `arrivePs`; returns when done. The L2 decides what reaches HBM.

@@ -5,11 +5,12 @@
 
 namespace mcsim::model {
 
-Hbm::Hbm(const HbmSpec& spec, const std::vector<TimelineTrack>& stackTracks) : spec_(spec) {
+Hbm::Hbm(const HbmSpec& spec, const std::vector<TimelineTrack>& stackTracks, const Horizon* horizon) : spec_(spec) {
   const double perStack = spec.bytesPerSecond / spec.stacks;
   for (int i = 0; i < spec.stacks; ++i) {
     stacks_.emplace_back(perStack, i < static_cast<int>(stackTracks.size()) ? stackTracks[static_cast<size_t>(i)]
-                                                                              : TimelineTrack());
+                                                                              : TimelineTrack(),
+                         horizon);
   }
 }
 

@@ -23,7 +23,8 @@ class Hbm {
  public:
   static constexpr int kMaxStacks = 64;  // what a preset may ask for (fabric/preset.cpp)
   Hbm() = default;
-  Hbm(const HbmSpec& spec, const std::vector<TimelineTrack>& stackTracks);
+  // `horizon`: the simulation's (bandwidth_server.h), for every stack.
+  Hbm(const HbmSpec& spec, const std::vector<TimelineTrack>& stackTracks, const Horizon* horizon = nullptr);
   // Moves `bytes` at device-physical address `addr` (reads and writes share the stacks);
   // returns when the last byte is through.
   uint64_t access(uint64_t arrivePs, uint64_t addr, uint64_t bytes, const char* what);

@@ -9,9 +9,8 @@ namespace {
 
 class Calendar : public ::testing::Test {
  protected:
-  void SetUp() override { BandwidthServer::setHorizon(0); }
-  void TearDown() override { BandwidthServer::setHorizon(0); }
-  BandwidthServer link{1e12, TimelineTrack()};
+  Horizon horizon;
+  BandwidthServer link{1e12, TimelineTrack(), &horizon};
 };
 
 TEST_F(Calendar, AnIdleResourceServesAtItsRate) {
@@ -50,10 +49,21 @@ TEST_F(Calendar, AdjacentPromisesBehaveAsOne) {
 
 TEST_F(Calendar, PromisesBeforeTheHorizonAreForgotten) {
   for (uint64_t i = 0; i < 500; ++i) link.serve(i * 100, 10);  // many separate promises
-  BandwidthServer::setHorizon(100000);
+  horizon.ps = 100000;
   // Nothing can arrive before the horizon; what lay before it no longer delays anything.
   EXPECT_EQ(link.serve(100000, 10), 100010u);
   EXPECT_EQ(link.serve(100000, 10), 100020u);
+}
+
+// Each simulation (a node) has a horizon of its own: one moving on forgets nothing of another's
+// resources, whose transfers may still arrive early in their own simulated time.
+TEST_F(Calendar, AnotherSimulationsHorizonForgetsNothingHere) {
+  Horizon other;
+  BandwidthServer elsewhere(1e12, TimelineTrack(), &other);
+  EXPECT_EQ(elsewhere.serve(0, 10), 10u);
+  horizon.ps = 100000;
+  EXPECT_EQ(link.serve(100000, 10), 100010u);
+  EXPECT_EQ(elsewhere.serve(0, 10), 20u);  // still behind its own promise for [0, 10)
 }
 
 TEST_F(Calendar, ZeroBytesTakeNoTime) {

@@ -1,11 +1,13 @@
 // The engine's pins and run limit (model/engine.h), with which a shared node ties each request to
-// the simulation's runs, and a replay puts it back at the same run.
+// the simulation's runs, and a replay puts it back at the same run; and engines as instances, each
+// a simulation of its own (its SystemC context and clock), several in one process.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include "model/engine.h"
@@ -17,7 +19,7 @@ namespace {
 // threads keep the simulation and however long the thread takes between its read and its post:
 // unpinned, the simulation could run on in between, and the work would start later.
 TEST(EnginePin, WorkPostedByAPinnedThreadStartsAtTheTimeItRead) {
-  Engine& e = Engine::instance();
+  Engine e;
   std::atomic<bool> stop{false};
   std::thread busy([&] {
     for (uint64_t d = 1; !stop.load(); d = d % 997 + 1) e.run([d] { return d * 1000; });
@@ -41,7 +43,7 @@ TEST(EnginePin, WorkPostedByAPinnedThreadStartsAtTheTimeItRead) {
 // after exactly that run; raising the limit lets the rest run; a read pinned at a count that can
 // never come returns once nothing is left to run.
 TEST(EnginePin, RunLimitStopsTheSimulationWhereAPinnedReadWaitsForIt) {
-  Engine& e = Engine::instance();
+  Engine e;
   const uint64_t r0 = e.pin();
   const uint64_t t0 = e.nowPs();
   Engine::release();
@@ -65,6 +67,46 @@ TEST(EnginePin, RunLimitStopsTheSimulationWhereAPinnedReadWaitsForIt) {
   e.pin(r0 + 100);
   EXPECT_EQ(t0 + 5000, e.nowPs()) << "a read waited for runs that could never come";
   Engine::release();
+}
+
+// Two engines alive in one process, driven from two threads at once, each read the time their own
+// work took: their simulations take turns at SystemC, and neither moves the other's clock.
+TEST(Engines, TwoEnginesKeepTheirOwnClocks) {
+  Engine a;
+  Engine b;
+  std::thread other([&] {
+    for (int i = 0; i < 200; ++i) b.run([] { return 7; });
+  });
+  for (int i = 0; i < 300; ++i) a.run([] { return 1000; });
+  other.join();
+  EXPECT_EQ(a.nowPs(), 300000u);
+  EXPECT_EQ(b.nowPs(), 1400u);
+  EXPECT_EQ(a.stats().processes, 300u);
+  EXPECT_EQ(b.stats().processes, 200u);
+}
+
+// An engine made after another one ended starts a simulation of its own, at time 0.
+TEST(Engines, ANewEngineStartsAtTimeZero) {
+  {
+    Engine first;
+    EXPECT_EQ(first.run([] { return 5000; }), 5000u);
+  }
+  Engine second;
+  EXPECT_FALSE(second.started());
+  EXPECT_EQ(second.nowPs(), 0u);
+  EXPECT_EQ(second.run([] { return 10; }), 10u);
+}
+
+// An engine whose simulation still has a process waiting for something that never comes (device
+// work that never finished) is destroyed all the same.
+TEST(Engines, AnEngineWithWorkThatNeverEndsIsDestroyed) {
+  auto never = std::make_shared<Completion>();
+  {
+    Engine e;
+    e.post([&e, never] { e.spawn([never] { never->waitDone(); }); });
+    EXPECT_EQ(e.run([] { return 100; }), 100u);
+  }
+  EXPECT_FALSE(never->done());
 }
 
 }  // namespace

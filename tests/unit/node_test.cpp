@@ -21,19 +21,13 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kGran = 2 * kMiB;  // the H100's VMM granularity
 constexpr uint64_t kPage = 4096;
 
-// One node for the whole process: the node reserves a fixed device VA window that it never
-// gives back, so a second node in the same process would land elsewhere (and a few more would
-// exhaust the address space). Under ctest every TEST is its own process anyway; run directly,
-// the tests share this node, so every check below is relative to the state the test found.
-Node* theNode() {
-  static std::unique_ptr<Node> node = makeEmbeddedNode(loadPreset("hgx-h100"), NodeSettings());
-  return node.get();
-}
-
+// A node of its own for every test: a node is an instance (its engine, hardware and device
+// address window are its own, and given back when it goes), so the tests share nothing, whether
+// they run in one process or each in its own.
 class NodeTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_NE(theNode(), nullptr) << "makeEmbeddedNode failed"; }
-  Node& node() { return *theNode(); }
+  void SetUp() override { ASSERT_NE(node_, nullptr) << "makeEmbeddedNode failed"; }
+  Node& node() { return *node_; }
 
   uint64_t create(uint64_t size, uint32_t handleTypes = 0, int device = 0) {
     AllocationProps p;
@@ -66,6 +60,8 @@ class NodeTest : public ::testing::Test {
     for (uint64_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(seed + i * 7);
     return out;
   }
+
+  std::unique_ptr<Node> node_ = makeEmbeddedNode(loadPreset("hgx-h100"), NodeSettings());
 };
 
 // ---- backing memory --------------------------------------------------------------------------
