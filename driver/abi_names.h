@@ -18,8 +18,13 @@
 #undef cuStreamDestroy
 #undef cuEventDestroy
 #undef cuEventElapsedTime
+#undef cuIpcOpenMemHandle
 
 // In the driver's sources the lifted names are renamed again (driver/driver.h).
 #ifdef MCSIM_DRIVER_IMPL
 #include "mcsim_internal_names.h"
 #endif
+
+// cudaTypedefs.h declares the CUDA 4.1 cuIpcOpenMemHandle's type only for NVIDIA's own build.
+typedef CUresult(CUDAAPI* PFN_cuIpcOpenMemHandle_v4010)(CUdeviceptr_v2* pdptr, CUipcMemHandle_v1 handle,
+                                                        unsigned int Flags);

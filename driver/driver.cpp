@@ -50,6 +50,9 @@ CUresult toResult(Status s) {
     case Status::kMisaligned: return CUDA_ERROR_MISALIGNED_ADDRESS;
     // The shared node (`mcsim node`) went away under the process: its devices are no more.
     case Status::kNodeLost: return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    // An IPC handle opened in the process that exported it: the real driver's "invalid device
+    // context" (cudaErrorDeviceUninitialized; UCX pull request 11603, DALI issue 4817).
+    case Status::kOwnProcess: return CUDA_ERROR_INVALID_CONTEXT;
   }
   return CUDA_ERROR_UNKNOWN;
 }

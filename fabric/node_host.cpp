@@ -341,6 +341,31 @@ class ProcessNode final : public AttachedNode {
     return space_.setPooledAccess(va, device, access);
   }
 
+  Status ipcExportMemory(uint64_t va, uint8_t out[64]) override {
+    auto lock = n_.enter();
+    AllocId id = 0;
+    const Status s = space_.linearAllocationAt(va, &id);
+    if (s != Status::kOk) return s;
+    n_.exports.encodeFabric(id, out);
+    return Status::kOk;
+  }
+
+  Status ipcOpenMemory(const uint8_t in[64], uint64_t* va) override {
+    auto lock = n_.enter();
+    uint64_t id = 0;
+    // Bytes this node never made (forged, or another node's) name nothing.
+    if (!n_.exports.decodeFabric(in, &id) || isMulticastId(id)) return Status::kInvalidValue;
+    const Allocation* a = n_.objects.find(id);
+    if (a == nullptr || a->refs == 0 || a->kind != AllocKind::kLinear) return Status::kInvalidValue;
+    if (space_.madeLinear(id)) return Status::kOwnProcess;
+    return space_.openImported(id, va);
+  }
+
+  Status ipcCloseMemory(uint64_t va) override {
+    auto lock = n_.enter();
+    return space_.closeImported(va);
+  }
+
   Status pointerInfo(uint64_t va, int device, PointerInfo* info) override {
     auto lock = n_.enter();
     space_.pointerInfo(va, device, info);

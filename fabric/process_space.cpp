@@ -125,6 +125,62 @@ void ProcessSpace::pointerInfo(uint64_t va, int device, PointerInfo* info) const
   info->requestedSize = a.requested;
 }
 
+Status ProcessSpace::linearAllocationAt(uint64_t va, AllocId* id) const {
+  const model::Mapping* m = space_.mappingContaining(va);
+  if (m == nullptr) return Status::kInvalidValue;
+  auto it = internal_.find(m->va);
+  if (it == internal_.end() || it->second != m->alloc || objects_.at(m->alloc).kind != AllocKind::kLinear) {
+    return Status::kInvalidValue;
+  }
+  *id = m->alloc;
+  return Status::kOk;
+}
+
+bool ProcessSpace::madeLinear(AllocId id) const {
+  for (const auto& [va, alloc] : internal_) {
+    if (alloc == id) return true;
+  }
+  return false;
+}
+
+Status ProcessSpace::openImported(AllocId id, uint64_t* va) {
+  for (auto& [at, imported] : imported_) {
+    if (imported.id != id) continue;
+    ++imported.opens;
+    *va = at;
+    return Status::kOk;
+  }
+  const uint64_t size = objects_.at(id).props.size;
+  uint64_t at = 0;
+  const Status s = space_.reserve(size, kLinearGranule, 0, true, &at);
+  if (s != Status::kOk) return s;
+  space_.map(at, size, id, 0);
+  for (int d = 0; d < gpuCount_; ++d) space_.setAccess(at, size, d, Access::kReadWrite);
+  objects_.retain(id);
+  imported_[at] = Imported{id, 1};
+  *va = at;
+  return Status::kOk;
+}
+
+Status ProcessSpace::closeImported(uint64_t va) {
+  auto it = imported_.find(va);
+  if (it == imported_.end()) return Status::kInvalidValue;
+  if (--it->second.opens > 0) return Status::kOk;
+  const uint64_t size = objects_.at(it->second.id).props.size;
+  std::vector<model::Mapping> removed;
+  space_.unmap(va, size, &removed);
+  space_.free(va, size);
+  imported_.erase(it);
+  for (const auto& m : removed) objects_.release(m.alloc);
+  return Status::kOk;
+}
+
+void ProcessSpace::addToDigest(model::Digest& d) const {
+  space_.addToDigest(d);
+  d.add(imported_.size());
+  for (const auto& [va, imported] : imported_) d.add(va).add(imported.id).add(imported.opens);
+}
+
 void ProcessSpace::releaseAll() {
   std::vector<AllocId> mapped;
   space_.forEachMapping([&](const model::Mapping& m) { mapped.push_back(m.alloc); });

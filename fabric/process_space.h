@@ -51,12 +51,25 @@ class ProcessSpace {
 
   void pointerInfo(uint64_t va, int device, PointerInfo* info) const;
 
+  // IPC of cuMemAlloc memory (cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle).
+  // The cuMemAlloc allocation of this process whose range holds `va` (any address in it, as the
+  // real driver takes); kInvalidValue for any other memory (pool, VMM, none).
+  Status linearAllocationAt(uint64_t va, model::AllocId* id) const;
+  // Whether this process made allocation `id` with cuMemAlloc.
+  bool madeLinear(model::AllocId id) const;
+  // Maps another process's cuMemAlloc allocation `id`, readable and writable by every device, at
+  // a new address of the driver's; a second open of the same allocation returns the same address
+  // and counts one more open (as the real driver does for the same context).
+  Status openImported(model::AllocId id, uint64_t* va);
+  // One open less; the mapping goes with the last. kInvalidValue for an address no open returned.
+  Status closeImported(uint64_t va);
+
   // Detaching: gives back the references every mapping holds.
   void releaseAll();
 
   size_t reservationCount() const { return space_.reservationCount(); }
   size_t mappingCount() const { return space_.mappingCount(); }
-  void addToDigest(model::Digest& d) const { space_.addToDigest(d); }
+  void addToDigest(model::Digest& d) const;
 
  private:
   model::AddressSpace space_;
@@ -64,6 +77,11 @@ class ProcessSpace {
   ObjectTable& objects_;
   const FabricManager& fabric_;
   std::map<uint64_t, model::AllocId> internal_;  // cuMemAlloc and pool allocations by base address
+  struct Imported {
+    model::AllocId id = 0;
+    uint64_t opens = 0;
+  };
+  std::map<uint64_t, Imported> imported_;  // other processes' cuMemAlloc memory opened here, by address
 };
 
 }  // namespace mcsim::fabric

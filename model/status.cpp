@@ -22,6 +22,7 @@ const char* statusName(Status s) {
     case Status::kLinkDown: return "link down";
     case Status::kMisaligned: return "misaligned address";
     case Status::kNodeLost: return "node lost";
+    case Status::kOwnProcess: return "opened in its own process";
   }
   return "unknown status";
 }

@@ -23,6 +23,7 @@ enum class Status {
   kLinkDown,          // the NVLink path the operation needs is down
   kMisaligned,        // a kernel's access is not aligned to its element size
   kNodeLost,          // the shared node this process attached to is gone
+  kOwnProcess,        // an IPC handle opened in the process that made it
 };
 
 const char* statusName(Status s);

@@ -92,6 +92,9 @@ inline uint64_t toSlot(T v) {
     return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v));
   } else if constexpr (std::is_enum_v<T>) {
     return static_cast<uint64_t>(static_cast<std::underlying_type_t<T>>(v));
+  } else if constexpr (std::is_class_v<T>) {
+    (void)v;
+    return 0;  // a struct by value (an IPC handle's 64 bytes) does not fit a slot: recorded as 0
   } else {
     return static_cast<uint64_t>(v);  // signed values sign-extend
   }
@@ -100,6 +103,9 @@ template <typename T>
 inline T fromSlot(uint64_t s) {
   if constexpr (std::is_pointer_v<T>) {
     return reinterpret_cast<T>(static_cast<uintptr_t>(s));
+  } else if constexpr (std::is_class_v<T>) {
+    (void)s;
+    return T{};  // a struct by value replays as zeros (its call is recorded raw)
   } else {
     return static_cast<T>(s);
   }

@@ -1,0 +1,68 @@
+// IPC handles of cuMemAlloc memory (cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle):
+// a process exports an allocation as 64 bytes that another process attached to the same node
+// opens, mapping the same memory at an address of its own. The node keeps the handle and the
+// mappings (fabric/node_ops.def, ipcExportMemory ...), with the FABRIC handles' encoding, so the
+// bytes name the allocation on this node only.
+//
+// What the real driver answers (docs/runtime.md, "IPC"): opening a handle in the process that
+// exported it is CUDA_ERROR_INVALID_CONTEXT ("invalid device context"; UCX pull request 11603,
+// DALI issue 4817); bytes that name no allocation (never exported, another node's, freed) are
+// CUDA_ERROR_INVALID_VALUE (NCCL issue 842: "invalid argument" for a handle never made); memory
+// not made by cuMemAlloc (a pool's, cudarc issue 521) is CUDA_ERROR_INVALID_VALUE at export;
+// flags other than CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS are CUDA_ERROR_INVALID_VALUE. Every call
+// needs a current context.
+#include <cstring>
+
+#include "driver/context.h"
+#include "driver/driver.h"
+
+using namespace mcsim::driver;
+
+namespace {
+
+CUresult requireContext() {
+  CUctx_st* ctx = nullptr;
+  return currentContext(&ctx);
+}
+
+}  // namespace
+
+#include "driver/abi_names.h"
+
+extern "C" {
+
+CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr) {
+  MCSIM_REQUIRE_INIT();
+  if (pHandle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  MCSIM_TRY(requireContext());
+  uint8_t bytes[64] = {};
+  MCSIM_TRY(toResult(node().ipcExportMemory(dptr, bytes)));
+  static_assert(sizeof(pHandle->reserved) == sizeof bytes, "CUipcMemHandle is 64 bytes");
+  std::memcpy(pHandle->reserved, bytes, sizeof bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  MCSIM_REQUIRE_INIT();
+  if (pdptr == nullptr || (Flags & ~unsigned{CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  MCSIM_TRY(requireContext());
+  uint8_t bytes[64];
+  std::memcpy(bytes, handle.reserved, sizeof bytes);
+  uint64_t va = 0;
+  MCSIM_TRY(toResult(node().ipcOpenMemory(bytes, &va)));
+  *pdptr = va;
+  return CUDA_SUCCESS;
+}
+
+// The CUDA 4.1 variant: the same call.
+CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
+  return cuIpcOpenMemHandle_v2(pdptr, handle, Flags);
+}
+
+CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr) {
+  MCSIM_REQUIRE_INIT();
+  MCSIM_TRY(requireContext());
+  return toResult(node().ipcCloseMemory(dptr));
+}
+
+}  // extern "C"
