@@ -25,6 +25,9 @@
 #include "mcsim_internal_names.h"
 #endif
 
+// The profiler calls' types are in a header of their own.
+#include <cudaProfilerTypedefs.h>
+
 // cudaTypedefs.h declares the CUDA 4.1 cuIpcOpenMemHandle's type only for NVIDIA's own build.
 typedef CUresult(CUDAAPI* PFN_cuIpcOpenMemHandle_v4010)(CUdeviceptr_v2* pdptr, CUipcMemHandle_v1 handle,
                                                         unsigned int Flags);

@@ -1,3 +1,10 @@
+// IPC handles of events (cuIpcGetEventHandle, cuIpcOpenEventHandle): an event made with
+// CU_EVENT_INTERPROCESS keeps its record point on the node (stream.h, sharedKey), so that a record
+// in one process is what a wait in another waits for. Opening one in the process that made it is
+// CUDA_ERROR_INVALID_CONTEXT too (HIP pull request 1984, run against CUDA 10: "invalid device
+// context" (201); PyTorch pull request 15974); an event made without the flag has no handle
+// (CUDA_ERROR_INVALID_HANDLE, as HIP's port of the check answers, HIP pull request 2882).
+//
 // IPC handles of cuMemAlloc memory (cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle):
 // a process exports an allocation as 64 bytes that another process attached to the same node
 // opens, mapping the same memory at an address of its own. The node keeps the handle and the
@@ -15,6 +22,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/stream.h"
 
 using namespace mcsim::driver;
 
@@ -57,6 +65,32 @@ CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle
 // The CUDA 4.1 variant: the same call.
 CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
   return cuIpcOpenMemHandle_v2(pdptr, handle, Flags);
+}
+
+CUresult CUDAAPI cuIpcGetEventHandle(CUipcEventHandle* pHandle, CUevent event) {
+  MCSIM_REQUIRE_INIT();
+  if (pHandle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  EventRef ev;
+  MCSIM_TRY(checkEvent(event, &ev));
+  // Only an event made with CU_EVENT_INTERPROCESS has a handle.
+  if (ev->sharedKey == 0) return CUDA_ERROR_INVALID_HANDLE;
+  uint8_t bytes[64] = {};
+  MCSIM_TRY(toResult(node().ipcEventExport(ev->sharedKey, bytes)));
+  static_assert(sizeof(pHandle->reserved) == sizeof bytes, "CUipcEventHandle is 64 bytes");
+  std::memcpy(pHandle->reserved, bytes, sizeof bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuIpcOpenEventHandle(CUevent* phEvent, CUipcEventHandle handle) {
+  MCSIM_REQUIRE_INIT();
+  if (phEvent == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  uint8_t bytes[64];
+  std::memcpy(bytes, handle.reserved, sizeof bytes);
+  uint64_t key = 0;
+  MCSIM_TRY(toResult(node().ipcEventOpen(bytes, &key)));
+  return adoptSharedEvent(ctx, key, phEvent);
 }
 
 CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr) {

@@ -48,8 +48,11 @@ CUresult copyDtoH(void* dst, uint64_t src, size_t bytes, const Ordering& o);
 CUresult copyDtoD(uint64_t dst, uint64_t src, size_t bytes, const Ordering& o);
 CUresult copyPeer(uint64_t dst, CUcontext dstCtx, uint64_t src, CUcontext srcCtx, size_t bytes, const Ordering& o);
 CUresult fill(uint64_t dst, uint32_t value, unsigned elementBytes, size_t count, const Ordering& o);
-// The 2D forms (memory2d.cpp): rectangles of rows, as cuMemcpy2D* and cuMemsetD2D* take them.
+// The 2D and 3D forms (memory2d.cpp): rectangles of rows and boxes of slices, as cuMemcpy2D*,
+// cuMemcpy3D*, cuMemcpy3DPeer* and cuMemsetD2D* take them.
 CUresult copy2D(const CUDA_MEMCPY2D* copy, const Ordering& o);
+CUresult copy3D(const CUDA_MEMCPY3D* copy, const Ordering& o);
+CUresult copy3DPeer(const CUDA_MEMCPY3D_PEER* copy, const Ordering& o);
 CUresult fill2D(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementBytes, size_t width, size_t height,
                 const Ordering& o);
 

@@ -94,10 +94,28 @@ StreamRef perThreadStream(StreamTables& t, CUctx_st* ctx) {
 
 bool pending(const fabric::WorkDone& w) { return w && !w->done(); }
 
-// An event's last record point (empty until recorded), read under the lock that records it.
+// An event's last record point (empty until recorded), read under the lock that records it; a
+// shared event's is the node's, whichever process recorded it.
 fabric::WorkDone recordedWork(const CUevent_st* ev) {
+  if (ev->sharedKey != 0) {
+    fabric::WorkDone w;
+    node().ipcEventLatest(ev->sharedKey, &w);
+    return w;
+  }
   std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   return ev->recorded;
+}
+
+// A new event in the tables (caller holding their lock).
+CUevent newEvent(StreamTables& t, CUctx_st* ctx, unsigned flags, uint64_t sharedKey) {
+  auto e = std::make_shared<CUevent_st>();
+  e->ctx = ctx;
+  e->flags = flags;
+  e->id = t.nextEventId++;
+  e->sharedKey = sharedKey;
+  CUevent_st* raw = e.get();
+  t.events[raw] = std::move(e);
+  return raw;
 }
 
 }  // namespace
@@ -259,8 +277,16 @@ CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
   op.kind = fabric::DeviceOp::Kind::kMarker;
   fabric::WorkDone w;
   MCSIM_TRY(enqueue(st.get(), op, &w));
+  if (ev->sharedKey != 0) return toResult(node().ipcEventRecord(ev->sharedKey, w));
   std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   ev->recorded = w;
+  return CUDA_SUCCESS;
+}
+
+CUresult adoptSharedEvent(CUctx_st* ctx, uint64_t key, CUevent* out) {
+  StreamTables& t = tables();
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+  *out = newEvent(t, ctx, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, key);
   return CUDA_SUCCESS;
 }
 
@@ -372,25 +398,28 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   if ((Flags & CU_EVENT_INTERPROCESS) != 0 && (Flags & CU_EVENT_DISABLE_TIMING) == 0) return CUDA_ERROR_INVALID_VALUE;
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
+  // An interprocess event's record point lives on the node, for every process that opens it.
+  uint64_t key = 0;
+  if ((Flags & CU_EVENT_INTERPROCESS) != 0) MCSIM_TRY(toResult(node().ipcEventCreate(&key)));
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-  auto e = std::make_shared<CUevent_st>();
-  e->ctx = ctx;
-  e->flags = Flags;
-  e->id = t.nextEventId++;
-  CUevent_st* raw = e.get();
-  t.events[raw] = std::move(e);
-  *phEvent = raw;
+  *phEvent = newEvent(t, ctx, Flags, key);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   StreamTables& t = tables();
-  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-  auto it = t.events.find(hEvent);
-  if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
-  t.events.erase(it);  // a record still pending completes on its own; a call using it keeps its own reference
+  uint64_t key = 0;
+  {
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+    auto it = t.events.find(hEvent);
+    if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+    key = it->second->sharedKey;
+    t.events.erase(it);  // a record still pending completes on its own; a call using it keeps its own reference
+  }
+  // This process's hold of a shared event goes (the node's lock is never taken under the tables').
+  if (key != 0) node().ipcEventRelease(key);
   return CUDA_SUCCESS;
 }
 

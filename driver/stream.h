@@ -43,6 +43,9 @@ struct CUevent_st {
   CUctx_st* ctx = nullptr;
   unsigned flags = 0;
   mcsim::fabric::WorkDone recorded;  // the last record point; empty until recorded
+  // A CU_EVENT_INTERPROCESS event's record on the node (fabric/ipc_event_table.h), 0 for others:
+  // its record point is the node's, which every process holding it shares.
+  uint64_t sharedKey = 0;
 };
 
 namespace mcsim::driver {
@@ -75,6 +78,9 @@ CUresult synchronizeContext(CUctx_st* ctx);
 // A context went away: its work is waited for, and its streams and events are forgotten.
 void releaseContextStreams(CUctx_st* ctx);
 CUresult checkEvent(CUevent e, EventRef* out);
+// cuIpcOpenEventHandle: a new event of `ctx` for the node's shared event `key` (this process
+// holds it already), as an event made with CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING.
+CUresult adoptSharedEvent(CUctx_st* ctx, uint64_t key, CUevent* out);
 
 // The bodies of the entry points that take a stream (stream_entries.inc, compiled for both
 // ABIs, passes how its ABI reads a NULL stream).

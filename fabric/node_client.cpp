@@ -157,6 +157,19 @@ class ClientNode final : public Node {
     return Status::kOk;
   }
 
+  Status ipcEventRecord(uint64_t key, const WorkDone& w) override {
+    channel::Reply<Op::ipcEventRecord> a;
+    return ask<Op::ipcEventRecord>({key, remoteId(w)}, &a);
+  }
+
+  Status ipcEventLatest(uint64_t key, WorkDone* w) override {
+    channel::Reply<Op::ipcEventLatest> a;
+    const Status s = ask<Op::ipcEventLatest>({key}, &a);
+    if (s != Status::kOk) return s;
+    *w = a.work == 0 ? nullptr : localCompletion(a.work);
+    return Status::kOk;
+  }
+
   uint64_t waitFor(const WorkDone& w) override {
     uint64_t ps = 0;
     askDone<Op::waitFor>(w, &ps);

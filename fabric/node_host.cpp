@@ -3,6 +3,7 @@
 // that takes the lock and hands each call to the service whose job it is:
 //   object_table.h      allocations, multicast objects' references, memory used per location
 //   export_table.h      exported POSIX descriptors and FABRIC handles
+//   ipc_event_table.h   events shared between processes (cuIpcGetEventHandle)
 //   handle_table.h      a process's handle values (one per process)
 //   process_space.h     a process's device address space, cuMemAlloc and pool memory (one per process)
 //   multicast_service.h binds, maps and team waits
@@ -27,6 +28,7 @@
 #include "fabric/export_table.h"
 #include "fabric/fault_service.h"
 #include "fabric/handle_table.h"
+#include "fabric/ipc_event_table.h"
 #include "fabric/multicast_service.h"
 #include "fabric/node_model.h"
 #include "fabric/object_table.h"
@@ -116,6 +118,7 @@ struct NodeHost::State {
   std::shared_ptr<NodeModel> model;  // the timing model; work in flight shares it
   FabricHealth health;
   ExportTable exports;
+  IpcEventTable ipcEvents;
   ObjectTable objects;
   MulticastService multicast;
   FaultService faults;
@@ -158,8 +161,9 @@ class ProcessNode final : public AttachedNode {
     n_.multicast.unbindOwnedBy(number_);
     // ... then its mappings (cuMemAlloc and pool memory among them) ...
     space_.releaseAll();
-    // ... and its handle values.
+    // ... and its handle values and shared events.
     for (uint64_t object : handles_.takeAll()) n_.objects.release(object);
+    n_.ipcEvents.releaseAll(number_);
     n_.processes.erase(number_);
     // Memory only descriptors kept may have lost its last descriptor with the process.
     n_.objects.sweep();
@@ -364,6 +368,45 @@ class ProcessNode final : public AttachedNode {
   Status ipcCloseMemory(uint64_t va) override {
     auto lock = n_.enter();
     return space_.closeImported(va);
+  }
+
+  Status ipcEventCreate(uint64_t* key) override {
+    auto lock = n_.enter();
+    *key = n_.ipcEvents.create(number_);
+    return Status::kOk;
+  }
+
+  Status ipcEventExport(uint64_t key, uint8_t out[64]) override {
+    auto lock = n_.enter();
+    if (!n_.ipcEvents.exists(key)) return Status::kInvalidValue;
+    n_.exports.encodeFabric(key, out);
+    return Status::kOk;
+  }
+
+  Status ipcEventOpen(const uint8_t in[64], uint64_t* key) override {
+    auto lock = n_.enter();
+    uint64_t id = 0;
+    if (!n_.exports.decodeFabric(in, &id) || (id & kIpcEventKeyBit) == 0 || isMulticastId(id)) {
+      return Status::kInvalidValue;
+    }
+    const Status s = n_.ipcEvents.open(id, number_);
+    if (s == Status::kOk) *key = id;
+    return s;
+  }
+
+  Status ipcEventRelease(uint64_t key) override {
+    auto lock = n_.enter();
+    return n_.ipcEvents.release(key, number_);
+  }
+
+  Status ipcEventRecord(uint64_t key, const WorkDone& w) override {
+    auto lock = n_.enter();
+    return n_.ipcEvents.record(key, number_, w);
+  }
+
+  Status ipcEventLatest(uint64_t key, WorkDone* w) override {
+    auto lock = n_.enter();
+    return n_.ipcEvents.latest(key, number_, w);
   }
 
   Status pointerInfo(uint64_t va, int device, PointerInfo* info) override {
@@ -627,6 +670,7 @@ uint64_t NodeHost::State::digest() const {
   model::Digest d;
   objects.addAllocationsToDigest(d);
   exports.addToDigest(d);
+  ipcEvents.addToDigest(d);
   objects.addUsageToDigest(d);
   fabric.addToDigest(d);
   // Every attached process's part, in the order they attached.

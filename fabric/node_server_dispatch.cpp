@@ -109,6 +109,31 @@ void Dispatch::handle(AttachedProcess& p, wire::Reader& r, wire::Writer& w, Requ
       onEntry(p, q, answer);
       return;
     }
+    case Op::ipcEventRecord: {
+      channel::Request<Op::ipcEventRecord> q;
+      if (!readRequest(r, &q)) break;
+      answer(n.ipcEventRecord(q.key, workOf(p, q.work)));
+      return;
+    }
+    case Op::ipcEventLatest: {
+      channel::Request<Op::ipcEventLatest> q;
+      if (!readRequest(r, &q)) break;
+      WorkDone latest;
+      const Status s = n.ipcEventLatest(q.key, &latest);
+      if (s != Status::kOk) {
+        answer(s);
+        return;
+      }
+      channel::Reply<Op::ipcEventLatest> a;
+      if (latest) {
+        // A new id of the process's for the work: the client drops it like any other.
+        std::lock_guard<std::mutex> lock(p.workMu);
+        a.work = ++p.nextWork;
+        p.work[a.work] = latest;
+      }
+      answer.ok(a);
+      return;
+    }
     case Op::skipAdmissions: {
       channel::Request<Op::skipAdmissions> q;
       if (!readRequest(r, &q)) break;

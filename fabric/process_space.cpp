@@ -81,12 +81,16 @@ Status ProcessSpace::freeInternal(uint64_t va, AllocKind kind) {
   auto it = internal_.find(va);
   if (it == internal_.end() || objects_.at(it->second).kind != kind) return Status::kInvalidValue;
   const uint64_t size = objects_.at(it->second).props.size;
+  internal_.erase(it);
+  dropInternal(va, size);
+  return Status::kOk;
+}
+
+void ProcessSpace::dropInternal(uint64_t va, uint64_t size) {
   std::vector<model::Mapping> removed;
   space_.unmap(va, size, &removed);
   space_.free(va, size);
-  internal_.erase(it);
   for (const auto& m : removed) objects_.release(m.alloc);
-  return Status::kOk;
 }
 
 Status ProcessSpace::setPooledAccess(uint64_t va, int device, Access access) {
@@ -167,11 +171,8 @@ Status ProcessSpace::closeImported(uint64_t va) {
   if (it == imported_.end()) return Status::kInvalidValue;
   if (--it->second.opens > 0) return Status::kOk;
   const uint64_t size = objects_.at(it->second.id).props.size;
-  std::vector<model::Mapping> removed;
-  space_.unmap(va, size, &removed);
-  space_.free(va, size);
   imported_.erase(it);
-  for (const auto& m : removed) objects_.release(m.alloc);
+  dropInternal(va, size);
   return Status::kOk;
 }
 

@@ -72,6 +72,10 @@ class ProcessSpace {
   void addToDigest(model::Digest& d) const;
 
  private:
+  // Unmaps the driver's own range [va, va + size) and frees its reservation, giving back the
+  // references its mappings held.
+  void dropInternal(uint64_t va, uint64_t size);
+
   model::AddressSpace space_;
   int gpuCount_;
   ObjectTable& objects_;

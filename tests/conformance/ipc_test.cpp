@@ -69,6 +69,28 @@ TEST_F(Ipc, PoolMemoryHasNoIpcHandle) {
   EXPECT_OK(cuStreamSynchronize(nullptr));
 }
 
+TEST_F(Ipc, EventHandlesOnlyForInterprocessEventsAndNotInTheirOwnProcess) {
+  CUevent plain = nullptr, shared = nullptr;
+  ASSERT_OK(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
+  CUipcEventHandle h;
+  EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuIpcGetEventHandle(&h, plain));
+  ASSERT_OK(cuEventCreate(&shared, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+  ASSERT_OK(cuIpcGetEventHandle(&h, shared));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcGetEventHandle(nullptr, shared));
+  CUevent opened = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuIpcOpenEventHandle(&opened, h));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcOpenEventHandle(nullptr, h));
+  CUipcEventHandle zero;
+  std::memset(&zero, 0, sizeof zero);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcOpenEventHandle(&opened, zero));
+  // The interprocess event records and synchronizes as any other.
+  ASSERT_OK(cuEventRecord(shared, nullptr));
+  EXPECT_OK(cuEventSynchronize(shared));
+  EXPECT_OK(cuEventQuery(shared));
+  EXPECT_OK(cuEventDestroy(shared));
+  EXPECT_OK(cuEventDestroy(plain));
+}
+
 TEST_F(IpcNoContext, EveryCallNeedsACurrentContext) {
   CUipcMemHandle h;
   std::memset(&h, 0, sizeof h);

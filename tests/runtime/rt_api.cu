@@ -3,6 +3,7 @@
 // mcsim's libcuda.so.1 and on a real GPU (docs/runtime.md). No device code: every check is about
 // the driver's answers. Never calls a cuMulticast* function (it only resolves them).
 #include <cuda.h>
+#include <cuda_profiler_api.h>
 #include <dlfcn.h>
 
 #include <atomic>
@@ -255,6 +256,42 @@ void copies2d() {
   RT_OK(cudaFree(d));
 }
 
+// cudaMalloc3D's pitched memory, cudaMemcpy3D into a box of it and back.
+void copies3d() {
+  const size_t width = 100, height = 7, depth = 5;
+  cudaPitchedPtr d;
+  RT_OK(cudaMalloc3D(&d, make_cudaExtent(width, height, depth)));
+  RT_EXPECT(d.pitch >= width && d.xsize == width && d.ysize == height, "pitch %zu, %zu x %zu", d.pitch, d.xsize, d.ysize);
+  RT_OK(cudaMemset(d.ptr, 0xee, d.pitch * height * depth));
+  std::vector<uint8_t> h(width * height * depth), back(h.size(), 0);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint8_t>(i * 13 + 5);
+  cudaMemcpy3DParms up = {};
+  up.srcPtr = make_cudaPitchedPtr(h.data(), width, width, height);
+  up.dstPtr = d;
+  up.extent = make_cudaExtent(width, height, depth);
+  up.kind = cudaMemcpyHostToDevice;
+  RT_OK(cudaMemcpy3D(&up));
+  cudaMemcpy3DParms down = {};
+  down.srcPtr = d;
+  down.dstPtr = make_cudaPitchedPtr(back.data(), width, width, height);
+  down.extent = up.extent;
+  down.kind = cudaMemcpyDeviceToHost;
+  RT_OK(cudaMemcpy3DAsync(&down, nullptr));
+  RT_OK(cudaStreamSynchronize(nullptr));
+  RT_EXPECT(back == h, "3D round trip differs");
+  // The row padding kept the memset's value.
+  uint8_t pad = 0;
+  RT_OK(cudaMemcpy(&pad, static_cast<uint8_t*>(d.ptr) + d.pitch * (height * 2 + 3) + width, 1, cudaMemcpyDeviceToHost));
+  RT_EXPECT(pad == 0xee, "padding %#x", pad);
+  RT_OK(cudaFree(d.ptr));
+}
+
+// Without a profiler attached, starting and stopping one succeeds and does nothing.
+void profiler() {
+  RT_OK(cudaProfilerStart());
+  RT_OK(cudaProfilerStop());
+}
+
 void pciBusIds() {
   const int n = deviceCount();
   for (int d = 0; d < n; ++d) {
@@ -369,6 +406,8 @@ const rtcheck::Case kCases[] = {
     {"peer_access", peerAccess},
     {"host_register", hostRegister},
     {"copies_2d", copies2d},
+    {"copies_3d", copies3d},
+    {"profiler", profiler},
     {"pci_bus_ids", pciBusIds},
     {"limits", limits},
     {"driver_entry_points", driverEntryPoints},

@@ -1,5 +1,5 @@
 // IPC between processes through the CUDA runtime (cudaIpcGetMemHandle, cudaIpcOpenMemHandle,
-// cudaIpcCloseMemHandle; the event calls), as multi-process programs use it: the parent exports,
+// cudaIpcCloseMemHandle, cudaIpcGetEventHandle, cudaIpcOpenEventHandle), as multi-process programs use it: the parent exports,
 // a child process (this program again, started with a child's case name) opens, reads what the
 // parent wrote, writes its own answer and closes. Runs unchanged on mcsim and on a real GPU. On
 // mcsim the processes share devices only on a shared node (MCSIM_NODE): a child on an embedded node
@@ -91,6 +91,42 @@ void ipcMemory() {
   RT_OK(cudaFree(d));
 }
 
+// An interprocess event orders work across processes: the child's stream waits for the parent's
+// memset through it, and the parent's synchronize waits for the child's record.
+void ipcEvent() {
+  RT_OK(cudaSetDevice(0));
+  cudaEvent_t plain = nullptr, ev = nullptr;
+  RT_OK(cudaEventCreate(&plain));
+  cudaIpcEventHandle_t eh;
+  RT_EXPECT(cudaIpcGetEventHandle(&eh, plain) == cudaErrorInvalidResourceHandle, "an event without the flag exported");
+  cudaGetLastError();
+  RT_OK(cudaEventDestroy(plain));
+  RT_OK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventInterprocess));
+  RT_OK(cudaIpcGetEventHandle(&eh, ev));
+  cudaEvent_t same = nullptr;
+  RT_EXPECT(cudaIpcOpenEventHandle(&same, eh) == cudaErrorDeviceUninitialized, "opened in its own process");
+  cudaGetLastError();
+  void* d = nullptr;
+  RT_OK(cudaMalloc(&d, kBytes));
+  cudaIpcMemHandle_t mh;
+  RT_OK(cudaIpcGetMemHandle(&mh, d));
+  cudaStream_t s = nullptr;
+  RT_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  RT_OK(cudaMemsetAsync(d, 7, kBytes, s));
+  RT_OK(cudaEventRecord(ev, s));
+  const int status = runChild("child_ipc_event", hex(&mh, sizeof mh) + hex(&eh, sizeof eh));
+  RT_EXPECT(status == 0, "the child failed (%d)", status);
+  RT_OK(cudaEventSynchronize(ev));
+  RT_OK(cudaEventQuery(ev));
+  std::vector<unsigned char> bytes(kBytes);
+  RT_OK(cudaMemcpy(bytes.data(), d, kBytes, cudaMemcpyDeviceToHost));
+  const unsigned char expect = devicesShared() ? 9 : 7;
+  RT_EXPECT(bytes[0] == expect && bytes.back() == expect, "bytes %d .. %d, expected %d", bytes[0], bytes.back(), expect);
+  RT_OK(cudaStreamDestroy(s));
+  RT_OK(cudaEventDestroy(ev));
+  RT_OK(cudaFree(d));
+}
+
 // ---- The child's cases (argv[2]: the handle in hex).
 
 int childIpcMemory(const char* handleHex) {
@@ -124,6 +160,40 @@ int childIpcMemory(const char* handleHex) {
   return 0;
 }
 
+// argv[2]: the memory handle, then the event handle.
+int childIpcEvent(const char* handlesHex) {
+  cudaIpcMemHandle_t mh;
+  cudaIpcEventHandle_t eh;
+  unhex(handlesHex, &mh, sizeof mh);
+  unhex(handlesHex + 2 * sizeof mh, &eh, sizeof eh);
+  RT_OK(cudaSetDevice(0));
+  cudaEvent_t ev = nullptr;
+  const cudaError_t e = cudaIpcOpenEventHandle(&ev, eh);
+  if (!devicesShared()) {
+    RT_EXPECT(e == cudaErrorInvalidValue, "another node's event opened: %s", cudaGetErrorName(e));
+    return 0;
+  }
+  RT_OK(e);
+  void* p = nullptr;
+  RT_OK(cudaIpcOpenMemHandle(&p, mh, cudaIpcMemLazyEnablePeerAccess));
+  cudaStream_t s = nullptr;
+  RT_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // After the parent's memset, through its event.
+  RT_OK(cudaStreamWaitEvent(s, ev, 0));
+  std::vector<unsigned char> bytes(kBytes);
+  RT_OK(cudaMemcpyAsync(bytes.data(), p, kBytes, cudaMemcpyDeviceToHost, s));
+  RT_OK(cudaStreamSynchronize(s));
+  RT_EXPECT(bytes[0] == 7 && bytes.back() == 7, "read %d .. %d before the parent's memset", bytes[0], bytes.back());
+  // The child's record is what the parent's synchronize waits for.
+  RT_OK(cudaMemsetAsync(p, 9, kBytes, s));
+  RT_OK(cudaEventRecord(ev, s));
+  RT_OK(cudaEventSynchronize(ev));
+  RT_OK(cudaStreamDestroy(s));
+  RT_OK(cudaEventDestroy(ev));
+  RT_OK(cudaIpcCloseMemHandle(p));
+  return 0;
+}
+
 // A child's case: 0 when its checks passed, else 1 (its failure printed).
 int runChildCase(int (*body)(const char*), const char* name, const char* arg) {
   try {
@@ -136,11 +206,13 @@ int runChildCase(int (*body)(const char*), const char* name, const char* arg) {
 
 const rtcheck::Case kCases[] = {
     {"ipc_memory", ipcMemory},
+    {"ipc_event", ipcEvent},
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "child_ipc_memory") == 0) return runChildCase(childIpcMemory, argv[1], argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "child_ipc_event") == 0) return runChildCase(childIpcEvent, argv[1], argv[2]);
   return rtcheck::runCases(kCases, sizeof kCases / sizeof kCases[0], argc, argv);
 }

@@ -5,6 +5,7 @@
 // real GPU and, on mcsim (no executor for it yet), fails at launch with cudaErrorSymbolNotFound.
 #include "kernels/mcsim_kernels.cu"
 
+#include <algorithm>
 #include <vector>
 
 #include "tests/runtime/rt_check.h"
@@ -74,6 +75,26 @@ void kernelAttributes() {
 }
 
 // On a real GPU the kernel runs; on mcsim it is found in the fat binary but has no executor.
+// Occupancy through the runtime: the driver's answer from the SM's limits and the kernel's
+// attributes (docs/runtime.md, "Occupancy"), here for a kernel that registers do not bind.
+void occupancy() {
+  cudaFuncAttributes fa;
+  RT_OK(cudaFuncGetAttributes(&fa, mcsim_copy));
+  cudaDeviceProp p;
+  RT_OK(cudaGetDeviceProperties(&p, 0));
+  int blocks = 0;
+  RT_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, mcsim_copy, 256, 0));
+  const int byThreads = p.maxThreadsPerMultiProcessor / 256;
+  RT_EXPECT(fa.numRegs > 32 || blocks == std::min(byThreads, p.maxBlocksPerMultiProcessor), "%d blocks of 256 (%d registers)",
+            blocks, fa.numRegs);
+  int grid = 0, block = 0;
+  RT_OK(cudaOccupancyMaxPotentialBlockSize(&grid, &block, mcsim_copy, 0, 0));
+  RT_EXPECT(block > 0 && block <= 1024 && block % 32 == 0, "block %d", block);
+  int perSm = 0;
+  RT_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, mcsim_copy, block, 0));
+  RT_EXPECT(grid == perSm * p.multiProcessorCount, "grid %d for %d blocks an SM of %d SMs", grid, perSm, p.multiProcessorCount);
+}
+
 void userKernel() {
   const int n = 1000;
   float* x = nullptr;
@@ -98,6 +119,7 @@ const rtcheck::Case kCases[] = {
     {"library_kernel_chevrons", libraryKernelTripleChevron},
     {"library_kernel_launch_api", libraryKernelLaunchApi},
     {"kernel_attributes", kernelAttributes},
+    {"occupancy", occupancy},
     {"user_kernel", userKernel},
 };
 

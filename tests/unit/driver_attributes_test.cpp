@@ -184,10 +184,12 @@ std::set<std::string> identifiers(const std::string& code) {
 }
 
 // The PFN type names that cudaTypedefs.h declares: `typedef R (CUDAAPI *PFN_x_vN)(...)`.
-// PFN types of cudaTypedefs.h, and of include/mcsim/cuda_multicast_v2.h, which types the entry
-// points the reference documents before the toolkit's headers declare them.
+// PFN types of cudaTypedefs.h and cudaProfilerTypedefs.h (the profiler calls), and of
+// include/mcsim/cuda_multicast_v2.h, which types the entry points the reference documents before
+// the toolkit's headers declare them.
 std::set<std::string> typedefPfns() {
   const std::string code = stripComments(cudaHeader("cudaTypedefs.h")) +
+                           stripComments(cudaHeader("cudaProfilerTypedefs.h")) +
                            stripComments(readText(std::string(MCSIM_TEST_SOURCE_DIR) + "/include/mcsim/cuda_multicast_v2.h"));
   std::set<std::string> out;
   const std::regex decl("\\*\\s*(PFN_\\w+)\\s*\\)");
@@ -202,17 +204,18 @@ TEST(EntryPointsDef, EveryPfnTypeIsDeclaredInTheHeaders) {
   ASSERT_GT(entries.size(), 50u);
   const std::set<std::string> pfns = typedefPfns();
   ASSERT_GT(pfns.size(), 100u) << "cudaTypedefs.h parse found too few PFN types";
-  for (const Entry& e : entries) EXPECT_EQ(pfns.count(e.pfn), 1u) << e.pfn << " not in cudaTypedefs.h nor cuda_multicast_v2.h";
+  for (const Entry& e : entries) EXPECT_EQ(pfns.count(e.pfn), 1u) << e.pfn << " not in the typedef headers";
 }
 
 TEST(EntryPointsDef, EveryBaseNameIsInCudaH) {
-  // Base names are what cuGetProcAddress is asked for: cuda.h declares them, directly or as the
-  // macro that maps them to a _v2 symbol.
+  // Base names are what cuGetProcAddress is asked for: cuda.h (or, for the profiler calls,
+  // cudaProfiler.h) declares them, directly or as the macro that maps them to a _v2 symbol.
   // Macros such as `#define cuMemAlloc cuMemAlloc_v2` are preprocessor lines, so keep those.
-  const std::set<std::string> names = identifiers(stripComments(cudaHeader("cuda.h"), true));
+  const std::set<std::string> names =
+      identifiers(stripComments(cudaHeader("cuda.h"), true) + stripComments(cudaHeader("cudaProfiler.h"), true));
   const std::vector<Entry> entries = entryPoints();
   ASSERT_GT(entries.size(), 50u);
-  for (const Entry& e : entries) EXPECT_EQ(names.count(e.base), 1u) << e.base << " not in cuda.h";
+  for (const Entry& e : entries) EXPECT_EQ(names.count(e.base), 1u) << e.base << " not in cuda.h nor cudaProfiler.h";
 }
 
 TEST(EntryPointsDef, PfnTypeBelongsToTheBaseName) {
