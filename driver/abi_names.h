@@ -19,6 +19,11 @@
 #undef cuEventDestroy
 #undef cuEventElapsedTime
 #undef cuIpcOpenMemHandle
+#undef cuStreamWaitValue32
+#undef cuStreamWaitValue64
+#undef cuStreamWriteValue32
+#undef cuStreamWriteValue64
+#undef cuStreamBatchMemOp
 
 // In the driver's sources the lifted names are renamed again (driver/driver.h).
 #ifdef MCSIM_DRIVER_IMPL

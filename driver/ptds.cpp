@@ -10,6 +10,7 @@
 #include "driver/memory.h"
 #include "driver/pool.h"
 #include "driver/stream.h"
+#include "driver/stream_memops.h"
 
 using namespace mcsim::driver;
 
@@ -19,3 +20,4 @@ using namespace mcsim::driver;
 #include "driver/memory2d_entries.inc"
 #include "driver/host_function_entries.inc"
 #include "driver/stream_capture_entries.inc"
+#include "driver/stream_memops_entries.inc"

@@ -10,6 +10,11 @@ namespace mcsim::fabric {
 
 using model::Access;
 
+// How a stream memory operation's wait compares its word with its value (cuStreamWaitValue32/64):
+// GEQ is cyclic, (int32_t)(word - value) >= 0 (int64_t for 64-bit words); AND waits for
+// (word & value) != 0, NOR for ~(word | value) != 0.
+enum class WaitCompare : uint32_t { kGeq, kEq, kAnd, kNor };
+
 // Where physical memory lives, numbered as the driver's CUmemLocationType.
 enum class LocationKind : int { kDevice = 1, kHost = 2, kHostNuma = 3, kHostNumaCurrent = 4 };
 

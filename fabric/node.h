@@ -71,7 +71,7 @@ using WorkDone = model::CompletionPtr;
 // A device operation as a stream hands it to the node: a copy, a memset, or a marker (an event's
 // record point, which completes when the work it follows has).
 struct DeviceOp {
-  enum class Kind { kCopy, kFill, kMarker, kKernel };
+  enum class Kind { kCopy, kFill, kMarker, kKernel, kWaitValue };
   Kind kind = Kind::kMarker;
   int engineDevice = 0;  // the stream's device, whose copy engine runs the operation
   // kCopy: each side is a device address (used with its accessor's rights) or a host pointer.
@@ -100,6 +100,10 @@ struct DeviceOp {
   uint64_t threads = 0;
   uint64_t blocks = 0;  // grid size: each block runs on an SM of its own, up to the GPU's SMs
   uint32_t bytesInFlightPerThread = 0;
+  // kWaitValue: holds the stream until the `elementBytes`-byte word at `dst` (4 or 8, aligned, read
+  // with `dstAccessor`'s rights) compares with `waitValue` as `waitCompare` says.
+  WaitCompare waitCompare = WaitCompare::kGeq;
+  uint64_t waitValue = 0;
   std::string label;   // the kernel's name, for the timeline
   std::string stream;  // the stream's name, for the timeline
 };

@@ -20,7 +20,8 @@ namespace mcsim::fabric::ipc {
 // The wire protocol: the socket's messages, the channels' requests (node_ops.def, node_ops.h) and
 // their encoding (wire.h). 3: admissions carry the simulation's run count. 4: every field at its
 // own width (was: 8 bytes each), counts of 4 bytes, the hello with capabilities, the operations
-// numbered from node_ops.def. 5: the IPC operations (ipcExportMemory ... ipcEventLatest).
+// numbered from node_ops.def. 5: the IPC operations (ipcExportMemory ... ipcEventLatest), and
+// DeviceOp's wait of a stream memory operation (waitCompare, waitValue).
 constexpr uint32_t kProtocolVersion = 5;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver

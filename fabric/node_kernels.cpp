@@ -94,6 +94,43 @@ uint32_t loadU32(const MemorySpan& span) {
   return v;
 }
 
+// The word a waiting step reads (an aligned word lies in one run).
+uint64_t loadWord(const ResolvedStep& st) {
+  if (st.bytes != 8) return loadU32(st.dst);
+  uint64_t v = 0;
+  if (!st.dst.empty() && st.dst[0].data != nullptr) std::memcpy(&v, st.dst[0].data, 8);
+  return v;
+}
+
+// Whether a waiting step may go on: a kernel's signal word reached its value (modulo 2^32, as the
+// kernels compare, so that a word that wraps keeps working), or a stream memory operation's word
+// compares as it asks (cuda.h's CUstreamWaitValue_flags).
+bool waitReached(const ResolvedStep& st) {
+  if (!st.streamWait) return static_cast<int32_t>(loadU32(st.dst) - st.value) >= 0;
+  const uint64_t word = loadWord(st);
+  const bool wide = st.bytes == 8;
+  const uint64_t mask = wide ? ~uint64_t{0} : uint64_t{0xffffffffu};
+  switch (st.compare) {
+    case WaitCompare::kGeq:
+      return wide ? static_cast<int64_t>(word - st.operand) >= 0
+                  : static_cast<int32_t>(static_cast<uint32_t>(word) - static_cast<uint32_t>(st.operand)) >= 0;
+    case WaitCompare::kEq: return (word & mask) == (st.operand & mask);
+    case WaitCompare::kAnd: return (word & st.operand & mask) != 0;
+    case WaitCompare::kNor: return (~(word | st.operand) & mask) != 0;
+  }
+  return false;
+}
+
+const char* compareName(WaitCompare c) {
+  switch (c) {
+    case WaitCompare::kGeq: return ">= (cyclic)";
+    case WaitCompare::kEq: return "==";
+    case WaitCompare::kAnd: return "AND != 0 with";
+    case WaitCompare::kNor: return "NOR != 0 with";
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::string NodeModel::describeWaitingKernels() {
@@ -101,6 +138,13 @@ std::string NodeModel::describeWaitingKernels() {
   std::string out;
   for (const auto& [id, k] : waitingKernels_) {
     char line[256];
+    if (k.step->streamWait) {
+      std::snprintf(line, sizeof line, "  GPU %d: %s waits until the word at 0x%llx is %s 0x%llx; it holds 0x%llx\n", k.gpu,
+                    k.label.c_str(), static_cast<unsigned long long>(k.step->waitVa), compareName(k.step->compare),
+                    static_cast<unsigned long long>(k.step->operand), static_cast<unsigned long long>(loadWord(*k.step)));
+      out += line;
+      continue;
+    }
     std::snprintf(line, sizeof line, "  GPU %d: kernel '%s' waits until its signal word at 0x%llx reaches %u; it holds %u\n",
                   k.gpu, k.label.c_str(), static_cast<unsigned long long>(k.step->waitVa), k.step->value,
                   loadU32(k.step->dst));
@@ -118,6 +162,10 @@ size_t NodeModel::stopKernels(const std::shared_ptr<const std::atomic<bool>>& ab
   // The waiting kernels look at their words again, see that they are to stop, and end.
   if (waiting > 0) engine_.post([self = shared_from_this()] { self->signalled().notify(sc_core::SC_ZERO_TIME); });
   return waiting;
+}
+
+void NodeModel::wakeValueWaiters() {
+  if (valueWaiters_ > 0) signalled().notify(sc_core::SC_ZERO_TIME);
 }
 
 sc_core::sc_event& NodeModel::signalled() {
@@ -330,7 +378,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
   const uint64_t start = Engine::simNowPs();
   model::Gpu& gpu = *gpus_[static_cast<size_t>(w.engineGpu)];
   const model::SmSpec& sm = gpu.spec().sm;
-  engine.waitUntil(start + sm.launchPs);
+  if (!w.memoryOperation) engine.waitUntil(start + sm.launchPs);
   // Little's law: the launch keeps this many bytes of loads outstanding (its resident threads, each
   // with the loads its unroll allows). Stores are posted: a chunk leaves the window once its
   // stores have been accepted (writeSpan), not when they land.
@@ -344,8 +392,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
   BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
   for (const ResolvedStep& st : w.steps) {
     if (st.kind == K::kWait) {
-      // Compared modulo 2^32, as the kernels do, so that a word that wraps keeps working.
-      const auto reached = [&] { return static_cast<int32_t>(loadU32(st.dst) - st.value) >= 0; };
+      const auto reached = [&] { return waitReached(st); };
       if (reached()) continue;
       uint64_t id = 0;
       {
@@ -354,7 +401,9 @@ void NodeModel::executeKernel(DeviceWork& w) {
         waitingKernels_[id] = WaitingKernel{w.engineGpu, w.label, &st, w.abandoned.get()};
       }
       const auto stopped = [&] { return w.abandoned != nullptr && w.abandoned->load(); };
+      if (st.streamWait) ++valueWaiters_;
       while (!reached() && !stopped()) sc_core::wait(signalled());
+      if (st.streamWait) --valueWaiters_;
       std::lock_guard<OrderedMutex> lock(waitingMu_);
       waitingKernels_.erase(id);
       if (stopped()) break;  // its process died: the rest of the kernel never runs
@@ -384,6 +433,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
     }
     engine.waitUntil(last);
   }
+  wakeValueWaiters();  // its stores are in memory
   if (Timeline::active() != nullptr && !w.stream.empty()) {
     Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream)
         .span(start, Engine::simNowPs(), w.label.c_str());

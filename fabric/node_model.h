@@ -20,6 +20,7 @@
 
 #include <systemc>
 
+#include "fabric/memory_types.h"
 #include "fabric/preset.h"
 #include "mcsim/kernel_model.h"
 #include "model/bandwidth_server.h"
@@ -66,6 +67,11 @@ struct ResolvedStep {
   std::vector<int> memberGpus;     // the multicast operand: each member's GPU (ascending) ...
   std::vector<MemorySpan> members; // ... and its memory behind the operand
   uint64_t waitVa = 0;             // kWait: the word's address as the kernel named it (reports)
+  // kWait of a stream memory operation (DeviceOp::kWaitValue), not a kernel's: its comparison and
+  // its 32- or 64-bit operand; `bytes` is the word's width.
+  bool streamWait = false;
+  WaitCompare compare = WaitCompare::kGeq;
+  uint64_t operand = 0;
 };
 
 struct DeviceWork {
@@ -86,6 +92,7 @@ struct DeviceWork {
   uint64_t threads = 0;
   uint64_t blocks = 0;
   uint32_t bytesInFlightPerThread = 0;  // 0: the GPU's default
+  bool memoryOperation = false;     // a stream memory operation: the front end runs it, no launch
   // Set when the process that launched it died: a kernel waiting at a signal word stops there
   // and ends, as a real driver tears a dead process's kernels down (NodeModel::stopKernels).
   std::shared_ptr<const std::atomic<bool>> abandoned;
@@ -166,6 +173,10 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
     const ResolvedStep* step = nullptr;
     const std::atomic<bool>* abandoned = nullptr;  // its launching process's (DeviceWork)
   };
+  // Stream memory operations waiting for a word (simulation thread): while there are any, work
+  // that writes memory wakes them to look again.
+  int valueWaiters_ = 0;
+  void wakeValueWaiters();
   OrderedMutex waitingMu_{LockRank::kNodeModelWaiting};
   std::map<uint64_t, WaitingKernel> waitingKernels_;
   uint64_t nextWaitingId_ = 0;

@@ -242,6 +242,28 @@ Status WorkPlanner::planKernel(const AddressSpace& space, const std::shared_ptr<
   return Status::kOk;
 }
 
+// A stream memory operation's wait: a one-step kernel of the front end that waits for its word.
+Status WorkPlanner::planWaitValue(const AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,
+                                  const DeviceOp& op, DeviceWork* work) {
+  if (op.elementBytes != 4 && op.elementBytes != 8) return Status::kInvalidValue;
+  if (op.dst % op.elementBytes != 0) return Status::kMisaligned;
+  work->kind = DeviceWork::Kind::kKernel;
+  work->memoryOperation = true;
+  work->abandoned = abandoned;
+  work->label = op.label;
+  ResolvedStep r;
+  r.kind = KernelStep::Kind::kWait;
+  r.bytes = op.elementBytes;
+  r.waitVa = op.dst;
+  r.streamWait = true;
+  r.compare = op.waitCompare;
+  r.operand = op.waitValue;
+  const Status s = resolvePlain(space, op.dst, r.bytes, op.dstAccessor, false, &r.dst, work);
+  if (s != Status::kOk) return s;
+  work->steps.push_back(std::move(r));
+  return Status::kOk;
+}
+
 Status WorkPlanner::plan(const AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,
                          const DeviceOp& op, DeviceWork* work) {
   if (op.engineDevice < 0 || op.engineDevice >= preset_.gpuCount) return Status::kInvalidDevice;
@@ -249,6 +271,7 @@ Status WorkPlanner::plan(const AddressSpace& space, const std::shared_ptr<std::a
   work->functional = functional_;
   work->stream = op.stream;
   if (op.kind == DeviceOp::Kind::kKernel) return planKernel(space, abandoned, op, work);
+  if (op.kind == DeviceOp::Kind::kWaitValue) return planWaitValue(space, abandoned, op, work);
   if (op.kind == DeviceOp::Kind::kMarker) {
     work->kind = DeviceWork::Kind::kMarker;
     work->crossGpu = op.crossGpu;

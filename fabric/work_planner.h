@@ -45,6 +45,8 @@ class WorkPlanner {
                           std::vector<int>* gpus, std::vector<MemorySpan>* members, DeviceWork* work);
   Status planKernel(const model::AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,
                     const DeviceOp& op, DeviceWork* work);
+  Status planWaitValue(const model::AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,
+                       const DeviceOp& op, DeviceWork* work);
   MemoryRef memoryRefOf(const model::Segment& sg) const;
   int deviceOf(const std::vector<model::Segment>& segs) const;
   bool withinLinear(const std::vector<model::Segment>& segs) const;
