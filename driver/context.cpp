@@ -220,6 +220,12 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsi
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validSchedFlags(flags)) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  // A count without its array: INVALID_VALUE on the real H100
+  // (docs/real-driver/edge-probe-h100-2026-11-25.txt), as cuCtxCreate_v3 answers it.
+  if (params != nullptr && (params->numExecAffinityParams < 0 ||
+                            (params->numExecAffinityParams > 0 && params->execAffinityParams == nullptr))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   // Execution affinity and CIG parameters describe hardware partitioning mcsim does not model.
   if (params != nullptr && (params->execAffinityParams != nullptr || params->cigParams != nullptr)) {
     return CUDA_ERROR_NOT_SUPPORTED;

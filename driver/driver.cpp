@@ -7,8 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -84,19 +82,16 @@ int processRank() {
 
 // The plan of MCSIM_FAULTS_FILE, then the rules of MCSIM_FAULTS (one line, ';' between rules).
 // Every cuda.h name the plan uses (CUresults, argument constants) must exist.
-std::vector<fabric::FaultRule> loadFaultPlan(const settings::Settings& settings) {
+std::vector<fabric::FaultRule> loadFaultPlan(const settings::Settings& settings, int gpuCount) {
   std::vector<fabric::FaultRule> rules;
   if (const std::string& file = settings.faultsFile; !file.empty()) {
-    std::ifstream in(file);
-    if (!in) throw fabric::InputError(file, 0, "cannot read the fault plan");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    rules = fabric::parseFaultPlan(ss.str(), file);
+    rules = fabric::parseFaultPlan(fabric::readFaultPlanFile(file), file);
   }
   if (!settings.faults.empty()) {
     for (auto& r : fabric::parseFaultPlan(settings.faults, "MCSIM_FAULTS")) rules.push_back(std::move(r));
   }
   resolveFaultPlanNames(&rules);
+  fabric::checkFaultPlanFor(rules, gpuCount);
   return rules;
 }
 
@@ -143,7 +138,7 @@ CUresult bringUpNode() {
     return CUDA_ERROR_NO_DEVICE;
   }
   try {
-    s.node->installFaultPlan(loadFaultPlan(settings), settings.seed);
+    s.node->installFaultPlan(loadFaultPlan(settings, s.deviceCount), settings.seed);
   } catch (const fabric::InputError& e) {
     std::fprintf(stderr, "mcsim: cannot load fault plan: %s\n", e.what());
     s.node.reset();

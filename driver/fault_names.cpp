@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "driver/cuda_names.h"
@@ -67,10 +68,32 @@ bool constantByName(const std::string& name, uint64_t* value) {
   return true;
 }
 
+// The base names of the driver's entry points (entry_points.def): what a rule's point may name.
+const std::set<std::string>& entryPointNames() {
+  static const std::set<std::string> names = {
+#define MCSIM_ENTRY(name, ver, symbol, pfn) #name,
+#include "driver/entry_points.def"
+#undef MCSIM_ENTRY
+  };
+  return names;
+}
+
+// Whether a rule's point names an entry point (or, as a prefix, at least one).
+bool namesAnEntryPoint(const fabric::FaultRule& r) {
+  const std::set<std::string>& names = entryPointNames();
+  if (!r.prefix) return names.count(r.entry) != 0;
+  const auto it = names.lower_bound(r.entry);
+  return it != names.end() && it->compare(0, r.entry.size(), r.entry) == 0;
+}
+
 }  // namespace
 
 void resolveFaultPlanNames(std::vector<fabric::FaultRule>* rules) {
   for (fabric::FaultRule& r : *rules) {
+    if (r.point == fabric::FaultPointKind::kEntryPoint && !namesAnEntryPoint(r)) {
+      throw fabric::InputError(r.file, r.line, "'" + r.entry + (r.prefix ? "*" : "") +
+                                                   "' is no driver entry point mcsim has (in '" + r.text + "')");
+    }
     CUresult code;
     if (r.action == fabric::FaultActionKind::kReturn && !resultByName(r.result, &code)) {
       throw fabric::InputError(r.file, r.line, "'" + r.result + "' is no CUresult name (in '" + r.text + "')");

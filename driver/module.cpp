@@ -26,6 +26,7 @@
 #include "driver/kernel_registry.h"
 #include "driver/module_image.h"
 #include "driver/stream.h"
+#include "files/bounded_file.h"
 
 struct CUlib_st;
 
@@ -87,11 +88,20 @@ CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* name
   return CUDA_SUCCESS;
 }
 
+// A module file: a regular file of at most kMaxImageBytes. What cannot be opened, and a
+// directory, is not found; a device, FIFO or oversized file is no image (docs/reliability.md).
 CUresult readFile(const char* path, std::vector<unsigned char>* out) {
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return CUDA_ERROR_FILE_NOT_FOUND;
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const files::FileRead read = files::readBoundedFile(path, kMaxImageBytes);
+  switch (read.problem) {
+    case files::ReadProblem::kNone: break;
+    case files::ReadProblem::kMissing:
+    case files::ReadProblem::kDirectory: return CUDA_ERROR_FILE_NOT_FOUND;
+    default:
+      std::fprintf(stderr, "mcsim: the module image cannot be loaded: %s\n", read.why.c_str());
+      return CUDA_ERROR_INVALID_IMAGE;
+  }
+  out->assign(read.bytes.begin(), read.bytes.end());
   out->push_back(0);  // PTX text is read as a C string
   return CUDA_SUCCESS;
 }
@@ -122,6 +132,11 @@ CUresult loadLibrary(CUlibrary* out, const void* image, size_t bytes, unsigned n
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if ((numJit > 0 && (jit == nullptr || jitValues == nullptr)) || (numLib > 0 && (lib == nullptr || libValues == nullptr))) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  // An option cuda.h does not define: INVALID_VALUE on the real H100
+  // (docs/real-driver/edge-probe-h100-2026-11-25.txt).
+  for (unsigned i = 0; i < numLib; ++i) {
+    if (lib[i] < 0 || lib[i] >= CU_LIBRARY_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
   }
   std::vector<std::string> names;
   MCSIM_TRY(namesOf(image, bytes, &names));
@@ -308,7 +323,17 @@ CUresult setFunctionAttribute(CUfunc_st* hfunc, CUfunction_attribute attrib, int
       attrib != CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (value < -1) return CUDA_ERROR_INVALID_VALUE;
+  if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    // What a block may opt in to beyond the function's static shared memory; the real H100 answers
+    // INVALID_VALUE for -1 and for 2^30 (docs/real-driver/edge-probe-h100-2026-11-25.txt).
+    int staticBytes = 0;
+    functionAttribute(hfunc, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &staticBytes);
+    const int optIn = state().attributes[static_cast<size_t>(hfunc->module->ctx->device)]
+                                        [CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN];
+    if (value < 0 || value > optIn - staticBytes) return CUDA_ERROR_INVALID_VALUE;
+  } else if (value < -1 || value > 100) {
+    return CUDA_ERROR_INVALID_VALUE;  // a carveout is a percentage, or -1 for the default
+  }
   hfunc->attributes[static_cast<int>(attrib)] = value;
   return CUDA_SUCCESS;
 }

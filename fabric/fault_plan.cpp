@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fabric/json_source.h"
+#include "files/bounded_file.h"
 
 namespace mcsim::fabric {
 
@@ -437,6 +438,26 @@ std::vector<FaultRule> parseFaultPlan(const std::string& text, const std::string
     if (!found) throw InputError(origin, r.line, "release names '" + r.label + "', but no block rule has name=" + r.label);
   }
   return rules;
+}
+
+void checkFaultPlanFor(const std::vector<FaultRule>& rules, int gpuCount) {
+  const auto none = [&](const FaultRule& r, const char* what, int which) {
+    throw InputError(r.file, r.line, std::string(what) + "=" + std::to_string(which) + " names no GPU: the node has " +
+                                         std::to_string(gpuCount) + " (0 to " + std::to_string(gpuCount - 1) + ") (in '" +
+                                         r.text + "')");
+  };
+  for (const FaultRule& r : rules) {
+    for (int d : r.devices) {
+      if (d < 0 || d >= gpuCount) none(r, "device", d);
+    }
+    if (r.gpu >= gpuCount) none(r, "gpu", r.gpu);
+  }
+}
+
+std::string readFaultPlanFile(const std::string& path) {
+  files::FileRead read = files::readBoundedFile(path, files::kMaxTextInputBytes);
+  if (!read.ok()) throw InputError(path, 0, "cannot read the fault plan: " + read.why);
+  return std::move(read.bytes);
 }
 
 }  // namespace mcsim::fabric

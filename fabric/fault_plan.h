@@ -96,6 +96,14 @@ struct FaultRule {
 // InputError with the line and the problem.
 std::vector<FaultRule> parseFaultPlan(const std::string& text, const std::string& origin);
 
+// Refuses (InputError at the rule's line) a rule that names a device or GPU the node lacks: a
+// plan is written for a node of `gpuCount` GPUs, and a rule that can never fire is a mistake.
+void checkFaultPlanFor(const std::vector<FaultRule>& rules, int gpuCount);
+
+// The text of the plan file at `path` (a regular file of at most files::kMaxTextInputBytes).
+// Throws InputError "PATH:0: cannot read the fault plan: WHY" when it cannot be read.
+std::string readFaultPlanFile(const std::string& path);
+
 // A simulated duration: "0", "150ns", "10us", "2.5ms", "1s". false when malformed.
 bool parseDuration(const std::string& s, uint64_t* ps);
 // An unsigned argument value: "0", "4096", "0x1000", "2MiB", "1.5GiB" (units KiB MiB GiB TiB, and

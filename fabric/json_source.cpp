@@ -60,6 +60,7 @@ class LineRecorder {
   bool binary(Json::binary_t& v) { return value() && dom_.binary(v); }
   bool start_object(std::size_t n) {
     value();
+    if (!deeper()) return false;
     stack_.push_back(Frame{false, 0, ""});
     return dom_.start_object(n);
   }
@@ -74,6 +75,7 @@ class LineRecorder {
   }
   bool start_array(std::size_t n) {
     value();
+    if (!deeper()) return false;
     stack_.push_back(Frame{true, 0, ""});
     return dom_.start_array(n);
   }
@@ -81,14 +83,37 @@ class LineRecorder {
     stack_.pop_back();
     return dom_.end_array();
   }
-  // Templated, so that the DOM builder rethrows the parser's own exception type (parse_error),
-  // which JsonSource::parse turns into an InputError with the line.
+  // Every error the parser finds (a syntax error, a number that overflows a double: nlohmann's
+  // parse_error and out_of_range alike) stops the parse and is kept, for JsonSource::parse to
+  // throw as an InputError naming the line. Nothing nlohmann throws escapes.
   template <typename Exception>
-  bool parse_error(std::size_t pos, const std::string& tok, const Exception& ex) {
-    return dom_.parse_error(pos, tok, ex);
+  bool parse_error(std::size_t pos, const std::string&, const Exception& ex) {
+    const std::string what = ex.what();
+    const auto syntax = what.find("syntax error");
+    const auto bracket = what.find("] ");
+    errorOffset_ = pos > 0 ? pos - 1 : 0;
+    error_ = "invalid JSON: " + (syntax != std::string::npos   ? what.substr(syntax)
+                                 : bracket != std::string::npos ? what.substr(bracket + 2)
+                                                                : what);
+    return false;
   }
 
+  // Why the parse stopped ("" when it did not), and at which offset of the text.
+  const std::string& error() const { return error_; }
+  size_t errorOffset() const { return errorOffset_; }
+  int errorLine() { return currentLine(); }
+  bool stoppedByDepth() const { return depthExceeded_; }
+
  private:
+  // Inputs are small documents of a few levels; a bound on nesting keeps the memory a document
+  // takes in proportion to its size (every value's pointer is kept for its line).
+  bool deeper() {
+    if (stack_.size() < kMaxJsonDepth) return true;
+    depthExceeded_ = true;
+    error_ = "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+    return false;
+  }
+
   struct Frame {
     bool array;
     size_t index;
@@ -133,6 +158,9 @@ class LineRecorder {
   int line_ = 1;
   std::vector<Frame> stack_;
   std::map<std::string, int>& lines_;
+  std::string error_;
+  size_t errorOffset_ = 0;
+  bool depthExceeded_ = false;
 };
 
 int lineAtOffset(const std::string& text, size_t offset) {
@@ -154,14 +182,9 @@ JsonSource JsonSource::parse(const std::string& text, const std::string& fileNam
   LineRecorder recorder(src.root_, begin, &furthest, src.lines_);
   TrackingIterator first{begin, &furthest};
   TrackingIterator last{begin + text.size(), &furthest};
-  try {
-    Json::sax_parse(first, last, &recorder);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based; the message after nlohmann's prefix says what was wrong.
-    std::string what = e.what();
-    const auto colon = what.find("syntax error");
-    throw InputError(fileName, lineAtOffset(text, e.byte > 0 ? e.byte - 1 : 0),
-                     "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon)));
+  if (!Json::sax_parse(first, last, &recorder)) {
+    const int line = recorder.stoppedByDepth() ? recorder.errorLine() : lineAtOffset(text, recorder.errorOffset());
+    throw InputError(fileName, line, recorder.error());
   }
   return src;
 }

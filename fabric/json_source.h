@@ -2,6 +2,7 @@
 // reading a preset (or a plan, or a trace) names the file and the line, not just the key.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -23,9 +24,13 @@ class InputError : public std::runtime_error {
   std::string problem_;
 };
 
+// How deeply a document's arrays and objects may nest (JsonSource::parse refuses deeper ones).
+constexpr size_t kMaxJsonDepth = 64;
+
 class JsonSource {
  public:
-  // Parses `text`; a syntax error throws InputError naming `fileName` and the line.
+  // Parses `text`; a syntax error, a number beyond a double and nesting deeper than
+  // kMaxJsonDepth each throw InputError naming `fileName` and the line.
   static JsonSource parse(const std::string& text, const std::string& fileName);
 
   const nlohmann::json& root() const { return root_; }

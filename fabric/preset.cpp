@@ -1,13 +1,14 @@
 #include "fabric/preset.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <set>
+#include <utility>
 #include <sstream>
 
 #include "fabric/builtin_presets.h"
+#include "files/bounded_file.h"
 
 namespace mcsim::fabric {
 
@@ -21,11 +22,9 @@ bool looksLikePath(const std::string& s) {
 }
 
 std::string readFile(const std::string& path, const std::string& whoAsked, int line) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(whoAsked.empty() ? path : whoAsked, line, "cannot read file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  files::FileRead read = files::readBoundedFile(path, files::kMaxTextInputBytes);
+  if (!read.ok()) throw InputError(whoAsked.empty() ? path : whoAsked, line, "cannot read file '" + path + "': " + read.why);
+  return std::move(read.bytes);
 }
 
 std::string directoryOf(const std::string& path) {
@@ -137,6 +136,21 @@ int64_t attributeOr(const GpuSpec& g, const std::string& name, int64_t dflt) {
   return dflt;
 }
 
+// The values a GPU attribute may take: cuDeviceGetAttribute answers an int; a NUMA id may be -1
+// (none), every other attribute is a count, a size or a flag; and the launch limits and counts the
+// driver divides by or checks launches against are at least 1.
+std::pair<int64_t, int64_t> attributeRange(const std::string& name) {
+  static const std::set<std::string> kAtLeastOne = {
+      "MAX_THREADS_PER_BLOCK", "MAX_BLOCK_DIM_X", "MAX_BLOCK_DIM_Y", "MAX_BLOCK_DIM_Z",
+      "MAX_GRID_DIM_X", "MAX_GRID_DIM_Y", "MAX_GRID_DIM_Z", "WARP_SIZE", "MULTIPROCESSOR_COUNT",
+      "MAX_THREADS_PER_MULTIPROCESSOR", "MAX_BLOCKS_PER_MULTIPROCESSOR", "MAX_REGISTERS_PER_BLOCK",
+      "MAX_REGISTERS_PER_MULTIPROCESSOR", "ASYNC_ENGINE_COUNT"};
+  constexpr int64_t kIntMax = 2147483647;
+  const bool numaId = name.size() >= 7 && name.compare(name.size() - 7, 7, "NUMA_ID") == 0;
+  if (numaId) return {-1, kIntMax};
+  return {kAtLeastOne.count(name) != 0 ? 1 : 0, kIntMax};
+}
+
 constexpr double kGB = 1e9;
 
 // The "timing" object of a GPU file: the memory system, the copy engines and PCIe.
@@ -228,7 +242,14 @@ GpuSpec readGpu(std::shared_ptr<const JsonSource> src, const std::string& model)
     if (!it.value().is_number_integer()) {
       src->fail("/attributes/" + it.key(), "attribute '" + it.key() + "' must be an integer");
     }
-    g.attributes.emplace_back(it.key(), it.value().get<int64_t>());
+    const auto [lo, hi] = attributeRange(it.key());
+    const bool huge = it.value().is_number_unsigned() && it.value().get<uint64_t>() > static_cast<uint64_t>(hi);
+    const int64_t v = huge ? hi : it.value().get<int64_t>();
+    if (huge || v < lo || v > hi) {
+      src->fail("/attributes/" + it.key(), "attribute '" + it.key() + "' is " + it.value().dump() + ", outside [" +
+                                               std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    g.attributes.emplace_back(it.key(), v);
   }
   r.get("timing", true);
   g.timing = readGpuTiming(*src, g);

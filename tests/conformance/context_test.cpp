@@ -285,6 +285,13 @@ TEST_F(Context, CreateArgumentsAndFlags) {
   EXPECT_CU(CUDA_SUCCESS, cuCtxCreate(&c4, &params, 0, 0));
   EXPECT_NE(nullptr, c4);
   if (c4 != nullptr) cuCtxDestroy(c4);
+  // Issue 19, item 16: a count of affinity parameters without their array was accepted; the real
+  // H100 answers INVALID_VALUE (docs/real-driver/edge-probe-h100-2026-11-25.txt).
+  params.numExecAffinityParams = 5;
+  c4 = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxCreate(&c4, &params, 0, 0));
+  EXPECT_EQ(nullptr, c4);
+  params.numExecAffinityParams = 0;
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxCreate(nullptr, nullptr, 0, 0));
   cuCtxSetCurrent(nullptr);
   cuDevicePrimaryCtxRelease(0);

@@ -7,10 +7,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mcsim/api.h"
@@ -333,32 +335,58 @@ TEST_F(McsimOnly, EightGiBOnEachOfEightDevicesCostsNoHostMemoryUntilWritten) {
   EXPECT_EQ(uint64_t{0}, mcsim::api::nodeStats().allocations);
 }
 
+// A preset file holding `text`, in a directory of its own; both removed at the end.
+class TempPresetFile {
+ public:
+  explicit TempPresetFile(const char* text) {
+    if (mkdtemp(dir_) == nullptr) std::abort();
+    path_ = std::string(dir_) + "/preset.json";
+    FILE* f = std::fopen(path_.c_str(), "w");
+    if (f == nullptr) std::abort();
+    std::fputs(text, f);
+    std::fclose(f);
+  }
+  ~TempPresetFile() {
+    std::remove(path_.c_str());
+    rmdir(dir_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  char dir_[32] = "/tmp/mcsim-preset-XXXXXX";
+  std::string path_;
+};
+
+// cuInit with MCSIM_TOPOLOGY naming `preset`: its result and what it wrote to stderr.
+std::pair<CUresult, std::string> initWithPreset(const TempPresetFile& preset) {
+  setenv("MCSIM_TOPOLOGY", preset.path().c_str(), 1);
+  testing::internal::CaptureStderr();
+  const CUresult r = cuInit(0);
+  return {r, testing::internal::GetCapturedStderr()};
+}
+
 // A malformed preset makes cuInit fail, says which file, line and problem on stderr, and leaves
 // the driver uninitialised.
 TEST(McsimPreset, MalformedPresetFailsCuInitNamingFileAndLine) {
-  char dir[] = "/tmp/mcsim-preset-XXXXXX";
-  ASSERT_NE(nullptr, mkdtemp(dir));
-  const std::string path = std::string(dir) + "/bad.json";
-  {
-    FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(nullptr, f);
-    std::fputs("{\n  \"mcsim_preset\": 1,\n  \"name\": \"bad\",\n  \"gpu\": \"h100-sxm5-80gb\",\n"
-               "  \"gpu_count\": \"eight\"\n}\n", f);
-    std::fclose(f);
-  }
-  setenv("MCSIM_TOPOLOGY", path.c_str(), 1);
-  testing::internal::CaptureStderr();
-  const CUresult r = cuInit(0);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const TempPresetFile preset("{\n  \"mcsim_preset\": 1,\n  \"name\": \"bad\",\n  \"gpu\": \"h100-sxm5-80gb\",\n"
+                              "  \"gpu_count\": \"eight\"\n}\n");
+  const auto [r, err] = initWithPreset(preset);
   EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
-  EXPECT_NE(std::string::npos, err.find(path + ":5:")) << err;
+  EXPECT_NE(std::string::npos, err.find(preset.path() + ":5:")) << err;
   EXPECT_NE(std::string::npos, err.find("gpu_count")) << err;
   // The failure sticks, and nothing else initialises behind it.
   EXPECT_CU(CUDA_ERROR_NO_DEVICE, cuInit(0));
   int count = 0;
   EXPECT_CU(CUDA_ERROR_NOT_INITIALIZED, cuDeviceGetCount(&count));
-  std::remove(path.c_str());
-  rmdir(dir);
+}
+
+// Issue 19, item 13: a number beyond a double aborted the process in cuInit (an exception of the
+// JSON library escaped). It fails cuInit like any other malformed preset, naming its line.
+TEST(McsimPreset, NumberBeyondADoubleFailsCuInitNamingItsLine) {
+  const TempPresetFile preset("{\n  \"mcsim_preset\": 1,\n  \"name\": \"big\",\n  \"gpu_count\": 1e400\n}\n");
+  const auto [r, err] = initWithPreset(preset);
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
+  EXPECT_NE(std::string::npos, err.find(preset.path() + ":4: invalid JSON: number overflow")) << err;
 }
 
 // An unknown preset name fails the same way, listing the built-in names.

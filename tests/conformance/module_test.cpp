@@ -95,6 +95,40 @@ TEST_F(ModuleTest, AnUnknownNameIsNotFound) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuModuleGetFunction(nullptr, mod, MCSIM_KERNEL_COPY));
 }
 
+// Issue 19, item 12: a directory made mcsim abort (std::ios_failure) and /dev/zero was read
+// without bound. A directory is not found; a device is no image, read no further than an image
+// may be (kMaxImageBytes). Not yet run against the real driver (docs/real-driver/ holds no probe
+// of these two): the codes are mcsim's, to be checked with the real suite.
+TEST_F(ModuleTest, ADirectoryIsNotFoundAndADeviceIsNoImage) {
+  CUmodule m = nullptr;
+  EXPECT_CU(CUDA_ERROR_FILE_NOT_FOUND, cuModuleLoad(&m, "/tmp"));
+  EXPECT_CU(CUDA_ERROR_INVALID_IMAGE, cuModuleLoad(&m, "/dev/zero"));
+  CUlibrary lib = nullptr;
+  EXPECT_CU(CUDA_ERROR_FILE_NOT_FOUND, cuLibraryLoadFromFile(&lib, "/tmp", nullptr, nullptr, 0, nullptr, nullptr, 0));
+  EXPECT_CU(CUDA_ERROR_INVALID_IMAGE, cuLibraryLoadFromFile(&lib, "/dev/zero", nullptr, nullptr, 0, nullptr, nullptr, 0));
+}
+
+// Issue 19, item 16: what the real H100 refuses with INVALID_VALUE
+// (docs/real-driver/edge-probe-h100-2026-11-25.txt): a dynamic shared memory size below zero or
+// beyond what a block may opt in to, and a library option cuda.h does not define.
+TEST_F(ModuleTest, OutOfRangeFunctionAttributesAndUnknownLibraryOptionsAreInvalid) {
+  CUfunction f = fn(MCSIM_KERNEL_COPY);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, -1));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 30));
+  int optIn = 0, staticBytes = 0, got = -1;
+  ASSERT_OK(cuDeviceGetAttribute(&optIn, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
+  ASSERT_OK(cuFuncGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optIn - staticBytes + 1));
+  EXPECT_OK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optIn - staticBytes));
+  ASSERT_OK(cuFuncGetAttribute(&got, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+  EXPECT_EQ(optIn - staticBytes, got);
+  CUlibrary lib = nullptr;
+  CUlibraryOption option = static_cast<CUlibraryOption>(CU_LIBRARY_NUM_OPTIONS + 7);
+  void* value = nullptr;
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuLibraryLoadData(&lib, mcsim_kernel_image, nullptr, nullptr, 0, &option, &value, 1));
+}
+
 TEST_F(ModuleTest, CopyAndReduceComputeOnPlainMemory) {
   constexpr size_t n = 100003;  // odd: the tails of the vector paths run too
   std::vector<float> a(n), b(n);

@@ -380,6 +380,45 @@ TEST(PlanFromEnvironment, UnreadableFileFailsCuInit) {
   EXPECT_NE(std::string::npos, err.find("/nonexistent/mcsim/no.plan:0: cannot read the fault plan")) << err;
 }
 
+// Issue 19, item 12's sibling: a plan "file" that is a directory or a device is refused unread.
+TEST(PlanFromEnvironment, DirectoryOrDeviceAsPlanFileFailsCuInit) {
+  const auto [r, err] = initWith({{"MCSIM_FAULTS_FILE", "/dev/zero"}});
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
+  EXPECT_NE(std::string::npos, err.find("/dev/zero:0: cannot read the fault plan: /dev/zero is not a regular file")) << err;
+}
+
+// Issue 19, item 16: rules that can never fire were accepted: an entry point mcsim has no such
+// name for, a device or a link GPU the node lacks (the default node has 8 GPUs).
+TEST(PlanFromEnvironment, RuleNamingNoEntryPointFailsCuInit) {
+  const auto [r, err] = initWith({{"MCSIM_FAULTS", "cuMemCreate : nth=1 -> delay 1us; cuMulticastBindMemm : always -> return CUDA_ERROR_UNKNOWN"}});
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
+  EXPECT_NE(std::string::npos, err.find("MCSIM_FAULTS:1: 'cuMulticastBindMemm' is no driver entry point mcsim has")) << err;
+}
+
+TEST(PlanFromEnvironment, PrefixMatchingNoEntryPointFailsCuInit) {
+  const auto [r, err] = initWith({{"MCSIM_FAULTS", "cuMultikast* : always -> return CUDA_ERROR_UNKNOWN"}});
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
+  EXPECT_NE(std::string::npos, err.find("'cuMultikast*' is no driver entry point")) << err;
+}
+
+TEST(PlanFromEnvironment, RuleNamingADeviceTheNodeLacksFailsCuInit) {
+  const auto [r, err] = initWith({{"MCSIM_FAULTS", "cuMemCreate device=1,8 : always -> return CUDA_ERROR_UNKNOWN"}});
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
+  EXPECT_NE(std::string::npos, err.find("MCSIM_FAULTS:1: device=8 names no GPU: the node has 8 (0 to 7)")) << err;
+}
+
+TEST(PlanFromEnvironment, LinkRuleNamingAGpuTheNodeLacksFailsCuInit) {
+  const auto [r, err] = initWith({{"MCSIM_FAULTS", "link gpu=12 : at=0 -> down"}});
+  EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);
+  EXPECT_NE(std::string::npos, err.find("MCSIM_FAULTS:1: gpu=12 names no GPU: the node has 8 (0 to 7)")) << err;
+}
+
+TEST(PlanFromEnvironment, RulesNamingWhatTheNodeHasAreAccepted) {
+  const auto [r, err] = initWith({{"MCSIM_FAULTS", "cuMulticast* device=0,7 : nth=1 -> delay 1us; link gpu=7 : at=1s -> down"}});
+  EXPECT_CU(CUDA_SUCCESS, r);
+  EXPECT_EQ("", err);
+}
+
 TEST(PlanFromEnvironment, MalformedOneLinePlanFailsCuInit) {
   const auto [r, err] = initWith({{"MCSIM_FAULTS", "cuMemCreate : nth=1 -> return CUDA_ERROR_OUT_OF_MEMORY; imex : always -> down"}});
   EXPECT_CU(CUDA_ERROR_NO_DEVICE, r);

@@ -164,6 +164,22 @@ TEST_F(Create, SizeMustBeNonZeroMultipleOfMinimum) {
   expectCountsEqual(baseline, Counts::now());
 }
 
+// Issue 19, item 16: a multicast object of 2^64 - 2 MiB was accepted. Larger than a device's
+// memory, no team could bind it: OUT_OF_MEMORY, as cuMemCreate answers such a size.
+TEST_F(Create, LargerThanADevicesMemoryIsOutOfMemory) {
+  INIT();
+  CUmemGenericAllocationHandle mc = 0;
+  size_t total = 0;
+  ASSERT_OK(cuDeviceTotalMem(&total, 0));
+  for (size_t huge : {~size_t{0} - kMin + 1, size_t{1} << 50, (total / kMin + 1) * kMin}) {
+    CUmulticastObjectProp p = mcProp(2, huge);
+    SCOPED_TRACE(huge);
+    EXPECT_FAILS_CLEANLY(CUDA_ERROR_OUT_OF_MEMORY, cuMulticastCreate(&mc, &p));
+  }
+  EXPECT_EQ(0u, mc);
+  expectCountsEqual(baseline, Counts::now());
+}
+
 TEST_F(Create, NullPointersRefused) {
   INIT();
   CUmemGenericAllocationHandle mc = 0;

@@ -41,6 +41,11 @@ TEST(TraceReader, EveryBadTraceIsRefusedWithFileLineAndReason) {
       {"dangling-kernel-param.jsonl", 8,
        "dangling id 'va9' (argument 'kernelParams', parameter 1): no earlier call produced it"},
       {"bad-kernel-param.jsonl", 7, "argument 'kernelParams': parameter 2: \"value\" must be a number of 1, 2, 4 or 8 bytes"},
+      // Issue 19, item 14: the replay read past the 4 recorded bytes (a segfault at 1 MiB).
+      {"host-data-short-of-count.jsonl", 3, "arguments: 'ByteCount' is 1048576 but 'srcHost' holds 4 bytes in the trace"},
+      // Issue 19, item 15: the replay set whatever the header named (a fault plan file of /etc/passwd).
+      {"env-not-recorded.jsonl", 1, "the header's env sets MCSIM_FAULTS_FILE, which a trace does not restore (only MCSIM_TOPOLOGY, "},
+      {"env-bad-value.jsonl", 1, "the header's env: MCSIM_DRIVER_VERSION='abc' is not a version"},
   };
   for (const BadTrace& c : cases) {
     const std::string path = kDir + "/bad/" + c.file;
@@ -122,6 +127,40 @@ TEST(Codec, Base64RoundTripsAndRefusesJunk) {
   EXPECT_FALSE(fromBase64("abc", &out));
   EXPECT_FALSE(fromBase64("ab!d", &out));
   EXPECT_FALSE(fromBase64("a=bc", &out));
+}
+
+// Issue 19, item 14's siblings: a count larger than what the record holds is refused for every
+// array the driver reads by a count, and a pointer the trace did not record stands in with room
+// for the whole count (a 4 KiB stand-in for a 1 MiB DtoH was written past: heap bytes in the -o
+// trace).
+TEST(Codec, CountsBeyondWhatTheRecordHoldsAreRefused) {
+  Binder b;
+  b.bind("va1", 0x5000000);
+  Arena arena;
+  uint64_t slots[32];
+  bool approximate = false;
+  const auto decode = [&](const char* symbol, const Json& args) {
+    try {
+      decodeInputs(callTable()[findCall(symbol)], args, b, arena, slots, &approximate);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(decode("cuMemSetAccess", Json::parse(R"({"ptr":"va1","size":2097152,"count":3,
+      "desc":[{"location":{"type":1,"id":0},"flags":3}]})")),
+            "'count' is 3 but 'desc' holds 1 descriptors in the trace");
+  EXPECT_EQ(decode("cuPointerGetAttributes", Json::parse(R"({"numAttributes":5,"attributes":null,
+      "data":{"attributes":[1,2]},"ptr":"va1"})")),
+            "'numAttributes' is 5 but 'data' holds 2 attributes in the trace");
+  EXPECT_EQ(decode("cuModuleLoadDataEx", Json::parse(R"({"module":"out","image":null,"numOptions":9,
+      "options":{"options":[0],"values":[0]},"optionValues":null})")),
+            "'numOptions' is 9 but 'options' holds 1 options in the trace");
+  EXPECT_EQ(decode("cuMemcpyHtoD_v2", Json::parse(R"({"dstDevice":"va1","srcHost":{"bytes":4},"ByteCount":5})")),
+            "'ByteCount' is 5 but 'srcHost' holds 4 bytes in the trace");
+  // A raw destination of 1 MiB: the stand-in has room for all of it.
+  ASSERT_EQ(decode("cuMemcpyDtoH_v2", Json::parse(R"({"dstHost":{"raw_ptr":"nonnull"},"srcDevice":"va1","ByteCount":1048576})")), "");
+  std::memset(reinterpret_cast<void*>(slots[0]), 0xff, 1 << 20);  // ASan names an overflow here
 }
 
 // ---- launches and images

@@ -200,5 +200,38 @@ TEST(JsonSourceFail, UnknownPointerBlamesNearestAncestor) {
   }
 }
 
+// Issue 19, item 13: a number beyond a double made nlohmann throw out_of_range, which escaped
+// JsonSource::parse (and aborted cuInit). It is an InputError at the number's line.
+TEST(JsonSourceSyntax, NumberBeyondADoubleIsAnInputErrorAtItsLine) {
+  const std::string text =
+      "{\n"             // 1
+      "  \"a\": 1,\n"   // 2
+      "  \"b\": 1e400\n"  // 3
+      "}\n";
+  const InputError e = parseError(text, "big.json");
+  EXPECT_EQ(e.file(), "big.json");
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_NE(e.problem().find("number overflow"), std::string::npos) << e.problem();
+  EXPECT_EQ(e.problem().rfind("invalid JSON", 0), 0u) << e.problem();
+}
+
+// Issue 19, item 13: every value's pointer is kept for its line, so unbounded nesting took memory
+// in the square of the depth (40 KB of nested arrays took 465 MB). Nesting is bounded.
+TEST(JsonSourceSyntax, NestingDeeperThanTheBoundIsRefusedAtItsLine) {
+  std::string text = "{\n  \"a\":\n";  // the deep part starts on line 3
+  text += std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']') + "\n}\n";
+  const InputError e = parseError(text, "deep.json");
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_NE(e.problem().find("nested deeper than 64 levels"), std::string::npos) << e.problem();
+  // 120 KB of nesting (which took more than 3 GB) is refused as quickly.
+  EXPECT_EQ(parseError(std::string(120000, '['), "deeper.json").line(), 1);
+}
+
+TEST(JsonSourceSyntax, NestingUpToTheBoundIsRead) {
+  // The root object is one level: kMaxJsonDepth - 1 arrays inside it.
+  const std::string text = "{\"a\": " + std::string(kMaxJsonDepth - 1, '[') + std::string(kMaxJsonDepth - 1, ']') + "}";
+  EXPECT_NO_THROW(JsonSource::parse(text, "ok.json"));
+}
+
 }  // namespace
 }  // namespace mcsim::fabric

@@ -393,6 +393,8 @@ const BadPreset kBadPresets[] = {
     {"granularity not a power of two", "\"granularity_minimum\": 2097152", "\"granularity_minimum\": 3000000",
      "\"granularity_minimum\"", "power of two"},
     {"wrong schema version", "\"mcsim_preset\": 1", "\"mcsim_preset\": 2", "\"mcsim_preset\"", "outside [1, 1]"},
+    // Issue 19, item 13: this aborted cuInit (nlohmann's out_of_range escaped the reader).
+    {"number beyond a double", "\"latency_ns\": 400", "\"latency_ns\": 1e400", "1e400", "number overflow"},
 };
 
 TEST(MalformedPreset, EachIsRejectedAtTheRightFileAndLine) {
@@ -494,6 +496,65 @@ TEST(MalformedPreset, MissingFileIsAnInputError) {
   const InputError e = loadError(path);
   EXPECT_EQ(e.file(), path);
   EXPECT_TRUE(contains(e.problem(), "cannot read file")) << e.what();
+}
+
+// Issue 19, item 13: nesting is bounded (a deeply nested preset took gigabytes).
+TEST(MalformedPreset, DeepNestingIsRejectedAtItsLine) {
+  TempDir dir;
+  const std::string deep = "  \"notes\": " + std::string(1000, '[') + std::string(1000, ']') + ",\n";
+  const std::string text = replaced(kValidPreset, "  \"gpu_count\": 2,\n", "  \"gpu_count\": 2,\n" + deep);
+  const std::string path = dir.write("deep.json", text);
+  const InputError e = loadError(path);
+  EXPECT_EQ(e.file(), path);
+  EXPECT_EQ(e.line(), lineContaining(text, "\"notes\""));
+  EXPECT_TRUE(contains(e.problem(), "nested deeper than")) << e.what();
+}
+
+// Issue 19, item 12's sibling: a GPU file that is a directory, or a device that reads for ever,
+// is refused at the preset's line, never read without bound.
+TEST(PresetFromPath, GpuFileThatIsADirectoryOrADeviceIsRefused) {
+  TempDir dir;
+  dir.mkdir("gpu.json");
+  for (const char* gpu : {"gpu.json", "/dev/zero"}) {
+    SCOPED_TRACE(gpu);
+    const std::string text = replaced(kValidPreset, "\"h100-sxm5-80gb\"", std::string("\"") + gpu + "\"");
+    const std::string path = dir.write("node.json", text);
+    const InputError e = loadError(path);
+    EXPECT_EQ(e.file(), path);
+    EXPECT_EQ(e.line(), lineContaining(text, "\"gpu\":"));
+    EXPECT_TRUE(contains(e.problem(), std::string(gpu) == "/dev/zero" ? "is not a regular file" : "is a directory")) << e.what();
+  }
+}
+
+// Issue 19, item 16: attributes the driver answers as an int, and launch limits of 0 or less,
+// were accepted (2^64 - 1 read back as -1). Each is refused at its line.
+TEST(PresetFromPath, AttributeOutOfRangeIsBlamedOnItsLine) {
+  struct Case {
+    const char* attribute;
+    const char* range;
+  };
+  for (const auto& [attribute, range] : {Case{"\"WARP_SIZE\": 18446744073709551615", "outside [1, 2147483647]"},
+                                         Case{"\"MAX_THREADS_PER_BLOCK\": 0", "outside [1, 2147483647]"},
+                                         Case{"\"MAX_THREADS_PER_BLOCK\": -5", "outside [1, 2147483647]"},
+                                         Case{"\"L2_CACHE_SIZE\": 2147483648", "outside [0, 2147483647]"},
+                                         Case{"\"NUMA_ID\": -2", "outside [-1, 2147483647]"}}) {
+    SCOPED_TRACE(attribute);
+    TempDir dir;
+    const std::string gpu = replaced(kValidGpu, "\"WARP_SIZE\": 32", attribute);
+    const std::string gpuPath = dir.write("gpu.json", gpu);
+    const std::string path = dir.write("node.json", replaced(kValidPreset, "\"h100-sxm5-80gb\"", "\"gpu.json\""));
+    const InputError e = loadError(path);
+    EXPECT_EQ(e.file(), gpuPath);
+    EXPECT_EQ(e.line(), lineContaining(gpu, attribute));
+    EXPECT_TRUE(contains(e.problem(), range)) << e.what();
+  }
+}
+
+TEST(PresetFromPath, NumaIdOfMinusOneIsAccepted) {
+  TempDir dir;
+  dir.write("gpu.json", replaced(kValidGpu, "\"WARP_SIZE\": 32", "\"WARP_SIZE\": 32,\n    \"NUMA_ID\": -1"));
+  const std::string path = dir.write("node.json", replaced(kValidPreset, "\"h100-sxm5-80gb\"", "\"gpu.json\""));
+  EXPECT_NO_THROW(loadPreset(path));
 }
 
 TEST(UnknownPresetName, MessageListsEveryBuiltIn) {

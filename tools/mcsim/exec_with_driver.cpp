@@ -8,10 +8,10 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <vector>
 
 #include "commands.h"
+#include "driver/cuda_names.h"
 #include "driver_library.h"
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
@@ -48,15 +48,10 @@ int execWithDriver(const char* who, const DriverSettings& s, const std::vector<s
   }
   if (!s.faults.empty()) {
     // Refuse a plan the driver would refuse (cuInit would fail with CUDA_ERROR_NO_DEVICE).
-    std::ifstream in(s.faults);
-    if (!in) {
-      std::fprintf(stderr, "%s: %s: cannot read the fault plan\n", who, s.faults.c_str());
-      return kExitBadInput;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
     try {
-      fabric::parseFaultPlan(text.str(), s.faults);
+      std::vector<fabric::FaultRule> rules = fabric::parseFaultPlan(fabric::readFaultPlanFile(s.faults), s.faults);
+      driver::resolveFaultPlanNames(&rules);
+      fabric::checkFaultPlanFor(rules, fabric::loadPreset(s.topology.empty() ? fabric::defaultPresetName() : s.topology).gpuCount);
     } catch (const fabric::InputError& e) {
       std::fprintf(stderr, "%s: %s\n", who, e.what());
       return kExitBadInput;

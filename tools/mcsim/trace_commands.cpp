@@ -10,7 +10,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "node_start.h"
 #include "tool_settings.h"
 #include "fabric/fault_plan.h"
+#include "files/bounded_file.h"
 #include "fabric/json_source.h"
 #endif
 #include "traces/lib/minimize.h"
@@ -53,13 +53,12 @@ class ScratchDir {
   std::string path_;
 };
 
-bool readText(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
+// A text file the command reads (a fault plan, the node's log): "" or why it cannot be read.
+std::string readText(const std::string& path, std::string* out) {
+  files::FileRead read = files::readBoundedFile(path, files::kMaxTextInputBytes);
+  if (!read.ok()) return read.why;
+  *out = std::move(read.bytes);
+  return "";
 }
 
 bool hasMulticast(const Trace& t) {
@@ -97,7 +96,9 @@ std::string prepareReplay(const char* cmd, const TargetChoice& c, Trace* t, cons
   }
   if (!c.faults.empty()) {
     o->overrideFaults = true;
-    if (!readText(c.faults, &o->faultsText)) return std::string(cmd) + ": " + c.faults + ": cannot read the fault plan";
+    if (const std::string why = readText(c.faults, &o->faultsText); !why.empty()) {
+      return std::string(cmd) + ": " + c.faults + ": cannot read the fault plan: " + why;
+    }
 #ifndef MCSIM_TRACES_ONLY
     // Refuse a plan the driver would refuse (every call would then fail with CUDA_ERROR_NO_DEVICE).
     try {
@@ -160,6 +161,17 @@ ReplayComparison compareWithReplay(const ReplayArgs& a, const Trace& t, const st
   return c;
 }
 
+// Which of the recorded settings the replay restores (the header's env: docs/traces.md), so that
+// whoever replays a trace from elsewhere sees what it set.
+void sayRestoredSettings(const Trace& t) {
+  if (!t.header.contains("env") || t.header.at("env").empty()) return;
+  std::string list;
+  for (const auto& [name, value] : t.header.at("env").items()) {
+    list += (list.empty() ? "" : ", ") + name + "=" + value.get<std::string>();
+  }
+  std::printf("settings restored from the trace: %s\n", list.c_str());
+}
+
 int replay(ReplayArgs& a) {
   std::vector<Trace> traces(a.traces.size());
   for (size_t i = 0; i < a.traces.size(); ++i) {
@@ -179,6 +191,7 @@ int replay(ReplayArgs& a) {
     std::fprintf(stderr, "%s\n", e.c_str());
     return kExitBadInput;
   }
+  if (o.simulated) sayRestoredSettings(t);
   const trace::ReplayOutcome r = trace::replayInChild(t, o);
   if (!r.finished) {
     std::fprintf(stderr, "mcsim replay: %s\n", r.problem.c_str());

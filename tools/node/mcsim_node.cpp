@@ -50,14 +50,11 @@ int main(int argc, char** argv) {
     return 1;
   };
   if (!faults.empty()) {
-    std::ifstream in(faults);
-    if (!in) return fail("cannot read the fault plan " + faults);
-    std::stringstream text;
-    text << in.rdbuf();
-    o.faultsText = text.str();
     try {
-      o.faults = mcsim::fabric::parseFaultPlan(text.str(), faults);
+      o.faultsText = mcsim::fabric::readFaultPlanFile(faults);
+      o.faults = mcsim::fabric::parseFaultPlan(o.faultsText, faults);
       mcsim::driver::resolveFaultPlanNames(&o.faults);
+      mcsim::fabric::checkFaultPlanFor(o.faults, mcsim::fabric::loadPreset(o.topology).gpuCount);
     } catch (const mcsim::fabric::InputError& e) {
       return fail(std::string("cannot load the fault plan: ") + e.what());
     }

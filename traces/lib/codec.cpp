@@ -639,6 +639,27 @@ uint64_t checkedSize(uint64_t n, uint64_t limit, const char* what) {
   return n;
 }
 
+// Refuses a record whose count (`ByteCount`, `count`, ...) asks the call to touch more elements
+// than the record holds: the driver would read (or write) past what the replay gives it.
+void requireRecorded(const CallDesc& d, const ParamDesc& p, int countParam, uint64_t count, uint64_t recorded,
+                     const char* unit) {
+  if (count <= recorded) return;
+  throw std::runtime_error(std::string("'") + d.params[countParam].name + "' is " + std::to_string(count) + " but '" +
+                           p.name + "' holds " + std::to_string(recorded) + " " + unit + " in the trace");
+}
+
+// What stands in for a pointer the trace did not record (a raw pointer, an unreadable buffer): a
+// zeroed buffer with room for what the call may touch through it (for a host buffer, its count;
+// arrays of descriptors need no more than a scratch page: their zeroed first element is invalid,
+// and the driver stops there). A host buffer of more than kMaxStandIn is replayed as NULL, which
+// the driver refuses as it refused the unreadable original, rather than as gigabytes of zeroes.
+constexpr uint64_t kMaxStandIn = uint64_t{64} << 20;
+uint64_t standIn(const ParamDesc& p, const uint64_t* slots, Arena& arena) {
+  uint64_t n = kScratch;
+  if (p.kind == Kind::kHostIn || p.kind == Kind::kHostOut) n = std::max<uint64_t>(n, slots[p.ref]);
+  return n <= kMaxStandIn ? toSlot(arena.bytes(static_cast<size_t>(n))) : 0;
+}
+
 }  // namespace
 
 // A name ("va2+4096") or raw value back to a live value.
@@ -706,7 +727,7 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
     uint64_t& s = slots[i];
     if (a.is_null()) continue;
     if (a.is_object() && a.contains("raw_ptr")) {
-      s = toSlot(arena.bytes(kScratch));
+      s = standIn(p, slots, arena);
       continue;
     }
     if (p.kind == Kind::kHostOut && a.is_string() && a.get<std::string>() != "out") {
@@ -744,10 +765,11 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
       case Kind::kHostIn: {
         std::vector<uint8_t> data;
         const uint64_t n = a.at("bytes").get<uint64_t>();
+        requireRecorded(d, p, p.ref, slots[p.ref], n, "bytes");
         if (a.value("unreadable", false)) {
           // The recorded program passed a buffer shorter than its count (the call failed there):
-          // a pointer to a small zeroed buffer stands in, as unreadable as nothing.
-          s = toSlot(arena.bytes(kScratch));
+          // a stand-in takes its place.
+          s = standIn(p, slots, arena);
           *approximate = true;
           break;
         }
@@ -782,6 +804,7 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
         break;
       }
       case Kind::kAccessDescs: {
+        requireRecorded(d, p, p.ref, slots[p.ref], a.size(), "descriptors");
         auto* descs = static_cast<CUmemAccessDesc*>(arena.bytes(sizeof(CUmemAccessDesc) * std::max<size_t>(a.size(), 1)));
         size_t k = 0;
         for (const Json& e : a) {
@@ -798,6 +821,8 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
         } else if (a.is_object() && a.contains("data")) {
           std::vector<uint8_t> data;
           fromHex(a.at("data").get<std::string>(), &data);
+          // The driver reads a whole fabric handle from it.
+          if (data.size() < sizeof(CUmemFabricHandle)) data.resize(sizeof(CUmemFabricHandle));
           s = toSlot(arena.copy(data));
         } else if (const auto* blob = b.blob(a.get<std::string>())) {
           s = toSlot(arena.copy(*blob));
@@ -808,6 +833,7 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
       }
       case Kind::kPtrAttrs: {
         const Json& attrs = a.at("attributes");
+        requireRecorded(d, p, p.ref, slots[p.ref], attrs.size(), "attributes");
         auto* list = static_cast<CUpointer_attribute*>(arena.bytes(sizeof(CUpointer_attribute) * attrs.size()));
         auto* data = static_cast<void**>(arena.bytes(sizeof(void*) * attrs.size()));
         for (size_t k = 0; k < attrs.size(); ++k) {
@@ -837,7 +863,10 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
         break;
       case Kind::kImage: s = decodeImage(a, arena, approximate); break;
       case Kind::kImageFile: s = decodeImageFile(a, arena, approximate); break;
-      case Kind::kOptions: decodeOptions(a, arena, &s, &slots[p.ref2]); break;
+      case Kind::kOptions:
+        requireRecorded(d, p, p.ref, slots[p.ref], optionsRecorded(a), "options");
+        decodeOptions(a, arena, &s, &slots[p.ref2]);
+        break;
       case Kind::kLaunchFunc: resolve(a, b, &s, &problem); break;
       case Kind::kKernelParams: s = decodeKernelParams(a, b, arena, approximate, &problem); break;
       case Kind::kKernelExtra: s = decodeKernelExtra(a, b, arena, approximate, &problem); break;

@@ -546,6 +546,16 @@ uint64_t decodeImageFile(const Json& a, Arena& arena, bool* approximate) {
   return pathSlot(written);
 }
 
+uint64_t optionsRecorded(const Json& a) {
+  if (a.is_null()) return UINT64_MAX;  // no array: the driver reads none
+  if (a.contains("raw_ptr")) return kScratch / 8;
+  const Json& ids = a.at("options");
+  const Json& vals = a.at("values");
+  // Arrays the record leaves out (null) are passed as NULL, which the driver does not read.
+  const uint64_t n = std::max(ids.is_array() ? ids.size() : 0, vals.is_array() ? vals.size() : 0);
+  return (ids.is_array() || vals.is_array()) ? n : UINT64_MAX;
+}
+
 void decodeOptions(const Json& a, Arena& arena, uint64_t* options, uint64_t* values) {
   *options = *values = 0;
   if (a.is_null()) return;
@@ -668,6 +678,12 @@ uint64_t decodeLaunchConfig(const Json& a, const Binder& b, Arena& arena, std::s
   c->hStream = static_cast<CUstream>(ptr(value(a.at("hStream"), b, problem)));
   c->numAttrs = a.at("numAttrs").get<unsigned>();
   const Json& attrs = a.at("attrs");
+  // The driver reads numAttrs attributes: never more than the replay gives it.
+  const uint64_t room = attrs.is_object() ? kScratch / sizeof(CUlaunchAttribute) : attrs.is_array() ? attrs.size() : 0;
+  if (c->numAttrs > room && !attrs.is_null()) {
+    throw std::runtime_error("numAttrs is " + std::to_string(c->numAttrs) + " but the config holds " + std::to_string(room) +
+                             " attributes in the trace");
+  }
   if (attrs.is_object()) {
     c->attrs = static_cast<CUlaunchAttribute*>(arena.bytes(kScratch));
   } else if (attrs.is_array()) {

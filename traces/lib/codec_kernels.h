@@ -28,6 +28,8 @@ uint64_t decodeImage(const Json& a, Arena& arena, bool* approximate);
 uint64_t decodeImageFile(const Json& a, Arena& arena, bool* approximate);
 // Fills the options slot and the values slot.
 void decodeOptions(const Json& a, Arena& arena, uint64_t* options, uint64_t* values);
+// How many options (with their values) the record holds: a count larger than this reads past them.
+uint64_t optionsRecorded(const Json& a);
 uint64_t decodeKernelParams(const Json& a, const Binder& b, Arena& arena, bool* approximate, std::string* problem);
 uint64_t decodeKernelExtra(const Json& a, const Binder& b, Arena& arena, bool* approximate, std::string* problem);
 uint64_t decodeLaunchConfig(const Json& a, const Binder& b, Arena& arena, std::string* problem);

@@ -5,9 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
+#include "files/bounded_file.h"
 #include "mcsim/kernels.h"
 #include "traces/lib/codec.h"
 
@@ -155,16 +154,10 @@ ImageBytes readImageAt(uint64_t addr) {
 
 ImageBytes readImageFile(const std::string& path) {
   // Regular files only, and of a size a trace holds (never a device or a pipe that reads forever).
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return unreadable(path + " is no regular file");
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec || size > kMaxTraceImageBytes) return unreadable(path + " is larger than a trace holds");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return unreadable("cannot open " + path);
+  files::FileRead read = files::readBoundedFile(path, kMaxTraceImageBytes);
+  if (!read.ok()) return unreadable(read.why);
   ImageBytes r;
-  r.bytes.resize(static_cast<size_t>(size));
-  in.read(reinterpret_cast<char*>(r.bytes.data()), static_cast<std::streamsize>(r.bytes.size()));
-  if (static_cast<uintmax_t>(in.gcount()) != size) return unreadable("cannot read " + path);
+  r.bytes.assign(read.bytes.begin(), read.bytes.end());
   r.readable = true;
   r.format = formatOf(r.bytes.data(), r.bytes.size());
   return r;

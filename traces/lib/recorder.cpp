@@ -9,13 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "files/bounded_file.h"
 #include "traces/lib/call_desc.h"
 #include "traces/lib/codec.h"
 #include "traces/lib/results.h"
@@ -73,12 +72,8 @@ int findIn(const std::vector<std::pair<void*, int>>& v, void* p) {
   return (it != v.end() && it->first == p) ? it->second : -1;
 }
 
-std::string readFile(const char* path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// The fault plan's text for the header ("" when it cannot be read: cuInit then refuses the plan).
+std::string readFile(const char* path) { return files::readBoundedFile(path, files::kMaxTextInputBytes).bytes; }
 
 void writeLine(Recorder& r, const Json& j) {
   const std::string line = j.dump();

@@ -232,7 +232,8 @@ int childMain(const Trace& t, const ReplayOptions& o) {
     ::unsetenv("MCSIM_FAULTS_FILE");
     if (t.header.contains("env")) {
       for (const auto& [name, value] : t.header.at("env").items()) {
-        if (value.is_string()) setEnv(name.c_str(), value.get<std::string>());
+        // The reader refused any other name; checked again here, where the setting takes effect.
+        if (value.is_string() && isRecordedSetting(name)) setEnv(name.c_str(), value.get<std::string>());
       }
     }
     std::string plan;

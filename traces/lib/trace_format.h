@@ -1,6 +1,8 @@
 // Constants of the trace format (docs/traces.md).
 #pragma once
 
+#include <string>
+
 namespace mcsim::trace {
 
 // Bumped whenever a reader of the previous version would misread a trace of the new one.
@@ -12,5 +14,13 @@ constexpr const char* kRecordedEnvironment[] = {
     "MCSIM_TOPOLOGY", "MCSIM_SEED",       "MCSIM_DRIVER_VERSION", "MCSIM_RANK",
     "MCSIM_FABRIC_MANAGER", "MCSIM_HANG_GRACE_S", "MCSIM_HANG_RESULT", "MCSIM_ON_HANG",
 };
+
+// Whether a trace's header may set `name`: a replay restores these settings and nothing else.
+inline bool isRecordedSetting(const std::string& name) {
+  for (const char* r : kRecordedEnvironment) {
+    if (name == r) return true;
+  }
+  return false;
+}
 
 }  // namespace mcsim::trace

@@ -1,9 +1,10 @@
 #include "traces/lib/trace_reader.h"
 
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "files/bounded_file.h"
+#include "settings/settings.h"
 #include "traces/lib/results.h"
 #include "traces/lib/trace_format.h"
 
@@ -214,6 +215,27 @@ std::string checkNodeSettings(const Json& s) {
   return "";
 }
 
+// The header's "env": settings a replay restores, so only those a trace records
+// (kRecordedEnvironment), each a value its setting accepts. A trace is a shared file: it must not
+// set anything else in the replay (MCSIM_FAULTS_FILE=/etc/passwd). "" or the problem.
+std::string checkRecordedEnvironment(const Json& env) {
+  if (!env.is_object()) return "the header's env must be an object";
+  for (const auto& [name, value] : env.items()) {
+    if (!isRecordedSetting(name)) {
+      std::string list;
+      for (const char* r : kRecordedEnvironment) list += (list.empty() ? "" : ", ") + std::string(r);
+      return "the header's env sets " + name + ", which a trace does not restore (only " + list + ")";
+    }
+    if (!value.is_string()) return "the header's env: " + name + " must be a string";
+    const std::string assignment = name + "=" + value.get<std::string>();
+    const char* const one[] = {assignment.c_str(), nullptr};
+    std::vector<std::string> warnings;
+    settings::parse(one, &warnings);
+    if (!warnings.empty()) return "the header's env: " + warnings.front();
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<NodeAdmission> nodeAdmissionsInOrder(const Record& r) {
@@ -256,7 +278,10 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
           (j.at("target") != "mcsim" && j.at("target") != "real")) {
         return fail(path, n, "the header's target must be \"mcsim\" or \"real\"");
       }
-      if (j.contains("env") && !j.at("env").is_object()) return fail(path, n, "the header's env must be an object");
+      if (j.contains("env")) {
+        const std::string why = checkRecordedEnvironment(j.at("env"));
+        if (!why.empty()) return fail(path, n, why);
+      }
       if (j.contains("faults") && !j.at("faults").is_null() && !j.at("faults").is_string()) {
         return fail(path, n, "the header's faults must be a string");
       }
@@ -375,11 +400,9 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
 }
 
 std::string readTrace(const std::string& path, Trace* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return path + ":0: cannot read the file";
-  std::stringstream s;
-  s << in.rdbuf();
-  return parseTrace(s.str(), path, out);
+  const files::FileRead read = files::readBoundedFile(path, files::kMaxTraceBytes);
+  if (!read.ok()) return path + ":0: cannot read the file: " + read.why;
+  return parseTrace(read.bytes, path, out);
 }
 
 std::string writeTrace(const Json& header, const std::vector<Record>& records) {
