@@ -6,8 +6,12 @@
 //  - fatbin entry header (64 bytes, or longer: 80 and 112 are seen for newer architectures), then
 //    the payload: u16 kind at 0 (1 PTX, 2 ELF), u32 header size at 4, u64 payload size at 8
 //    (padded to 8 bytes), u32 arch at 28, u64 flags at 40. Compression shows in the flags:
-//    0x2000 for the older scheme, 0x8000 for the zstd one CUDA 12.8+ uses (a compressed PTX entry
-//    starts with the zstd magic 28 B5 2F FD). The next entry follows the payload.
+//    0x2000 for the older scheme, 0x8000 for the zstd one CUDA 12.8+ uses. A zstd entry (read
+//    from what CUDA 13.0's `nvcc -fatbin` writes by default, whose PTX entries it compresses):
+//    the payload is one zstd frame (RFC 8878, magic 28 B5 2F FD) of the u32 at 16 bytes (the
+//    payload size rounded up to 8), decompressing to the u64 at 56 bytes. nvcc's --no-compress
+//    writes flags without 0x8000, 0 at 56, and the plain text: the same bytes the frame holds
+//    (checked with zstd -d). The next entry follows the payload.
 //  - __fatBinC_Wrapper_t (fatbinary_section.h): int magic 0x466243B1, int version (1 or 2),
 //    pointer to the fatbin.
 //  - cubins are ELF64 little-endian for EM_CUDA (190). Every kernel entry is a global STT_FUNC
@@ -21,6 +25,8 @@
 #include <cstring>
 #include <optional>
 
+#include <zstd.h>
+
 namespace mcsim::driver {
 namespace {
 
@@ -28,7 +34,10 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50u;
 constexpr uint32_t kWrapperMagic = 0x466243B1u;
 constexpr uint16_t kKindPtx = 1;
 constexpr uint16_t kKindElf = 2;
-constexpr uint64_t kCompressedFlags = 0x2000u | 0x8000u;
+constexpr uint64_t kCompressedOld = 0x2000u;   // the pre-12.8 scheme: not read
+constexpr uint64_t kCompressedZstd = 0x8000u;
+// A decompressed entry larger than this is refused (no real module comes near it).
+constexpr uint64_t kMaxDecompressedBytes = uint64_t{1} << 30;
 constexpr size_t kFatbinHeaderBytes = 16;
 constexpr size_t kFatbinEntryMinBytes = 64;
 constexpr uint16_t kEmCuda = 190;
@@ -356,6 +365,8 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
 
   struct Payload {
     uint64_t offset, size;
+    uint64_t rawSize;     // zstd: the decompressed size
+    bool zstd, oldScheme;
   };
   ModuleImage r;
   r.format = f;
@@ -374,10 +385,58 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
     FatbinVariant v;
     v.kind = image.at<uint16_t>(off);
     v.arch = image.at<uint32_t>(off + 28);
-    v.compressed = (image.at<uint64_t>(off + 40) & kCompressedFlags) != 0;
+    const uint64_t flags = image.at<uint64_t>(off + 40);
+    v.compressed = (flags & (kCompressedOld | kCompressedZstd)) != 0;
+    Payload pl{off + entryHeader, payload, 0, false, false};
+    if (flags & kCompressedZstd) {
+      const uint32_t frame = image.at<uint32_t>(off + 16);
+      pl.rawSize = image.at<uint64_t>(off + 56);
+      if (frame > payload) {
+        return refused(f, "fatbin: zstd entry at " + hex(off) + " claims a " + std::to_string(frame) +
+                              "-byte frame in a " + std::to_string(payload) + "-byte payload");
+      }
+      if (pl.rawSize == 0 || pl.rawSize > kMaxDecompressedBytes) {
+        return refused(f, "fatbin: zstd entry at " + hex(off) + " claims " + std::to_string(pl.rawSize) +
+                              " uncompressed bytes");
+      }
+      pl.size = frame;
+      pl.zstd = true;
+    } else if (flags & kCompressedOld) {
+      pl.oldScheme = true;
+    }
     r.variants.push_back(v);
-    payloads.push_back({off + entryHeader, payload});
+    payloads.push_back(pl);
     off += entryHeader + payload;
+  }
+
+  // Each entry's bytes: as stored, or decompressed (zstd). An entry that cannot be read says why.
+  std::vector<std::string> plain(payloads.size());
+  std::vector<std::string> unreadable(payloads.size());
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    const Payload& pl = payloads[i];
+    if (pl.oldScheme) {
+      unreadable[i] = "compressed with the scheme of CUDA before 12.8 (flag 0x2000), which mcsim does not read "
+                      "(rebuild with a newer nvcc, or with --no-compress)";
+    } else if (pl.zstd) {
+      std::string out(pl.rawSize, '\0');
+      const size_t n = ZSTD_decompress(out.data(), out.size(), p + pl.offset, pl.size);
+      if (ZSTD_isError(n)) {
+        unreadable[i] = std::string("zstd: ") + ZSTD_getErrorName(n);
+      } else if (n != pl.rawSize) {
+        unreadable[i] = "zstd: decompressed to " + std::to_string(n) + " bytes, the header says " +
+                        std::to_string(pl.rawSize);
+      } else {
+        plain[i] = std::move(out);
+      }
+    } else {
+      plain[i].assign(reinterpret_cast<const char*>(p + pl.offset), pl.size);
+    }
+  }
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    if (r.variants[i].kind != kKindPtx || !unreadable[i].empty()) continue;
+    // The payload is padded with NULs; the text ends at the first one.
+    const size_t len = strnlen(plain[i].data(), plain[i].size());
+    r.ptx.push_back(PtxEntry{r.variants[i].arch, plain[i].substr(0, len)});
   }
 
   // ELF first (what the driver would run), then PTX; within a kind, image order.
@@ -388,10 +447,16 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
       const FatbinVariant& v = r.variants[i];
       if (v.kind != kind) continue;
       anyCode = true;
-      if (v.compressed) continue;
+      if (!unreadable[i].empty()) {
+        if (firstError.empty()) {
+          firstError = std::string(kind == kKindElf ? "ELF" : "PTX") + " entry " + std::to_string(i) + " (arch " +
+                       std::to_string(v.arch) + "): " + unreadable[i];
+        }
+        continue;
+      }
       anyReadable = true;
-      const uint8_t* data = p + payloads[i].offset;
-      const size_t bytes = payloads[i].size;
+      const auto* data = reinterpret_cast<const uint8_t*>(plain[i].data());
+      const size_t bytes = plain[i].size();
       ModuleImage inner;
       if (kind == kKindElf) {
         if (!startsWith(data, bytes, 0x464C457Fu)) {
@@ -417,14 +482,19 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
     }
   }
   if (!anyCode) return refused(f, "fatbin: no PTX or ELF entry among its " + std::to_string(r.variants.size()) + " entries");
-  if (!anyReadable) {
-    return refused(f, "fatbin: every PTX and ELF entry is compressed, and mcsim reads only uncompressed "
-                      "images (build the fatbin with nvcc --no-compress)");
-  }
+  if (!anyReadable) return refused(f, "fatbin: no entry can be read; first problem: " + firstError);
   return refused(f, "fatbin: no readable entry; first problem: " + firstError);
 }
 
 }  // namespace
+
+const PtxEntry* bestPtx(const ModuleImage& image, uint32_t cc) {
+  const PtxEntry* best = nullptr;
+  for (const PtxEntry& e : image.ptx) {
+    if (e.arch <= cc && (best == nullptr || e.arch > best->arch)) best = &e;
+  }
+  return best;
+}
 
 const char* imageFormatName(ImageFormat f) {
   switch (f) {
@@ -467,6 +537,7 @@ ModuleImage readModuleImage(const void* image, size_t size) {
   if (len == 0) return refused(ImageFormat::kUnknown, "empty image");
   if (!sized && len == kMaxImageBytes) return refused(ImageFormat::kUnknown, "no NUL within the first 4 GiB of a text image");
   ModuleImage r = parsePtx(reinterpret_cast<const char*>(p), len);
+  if (r.ok) r.ptx.push_back(PtxEntry{0, std::string(reinterpret_cast<const char*>(p), len)});
   if (!r.ok && r.format == ImageFormat::kUnknown) {
     std::string first;
     for (size_t i = 0; i < 4 && i < len; ++i) first += (i ? " " : "") + hex(p[i]).substr(2);

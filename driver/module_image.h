@@ -4,8 +4,9 @@
 //
 // Formats recognised:
 //  - a fatbin (magic 0xBA55ED50): its entries are PTX or ELF code for one architecture each; the
-//    names come from the first uncompressed ELF entry, else the first uncompressed PTX entry. A
-//    fatbin whose code is all compressed is refused (mcsim does not decompress).
+//    names come from the first readable ELF entry, else the first PTX entry. Entries compressed
+//    with zstd (what nvcc 12.8 and newer write by default) are decompressed; the older scheme
+//    (flag 0x2000) is not read. Every PTX entry's text is kept, for the executor (docs/ptx.md).
 //  - the __fatBinC_Wrapper_t that points at a fatbin (magic 0x466243B1, fatbinary_section.h), in
 //    memory only: it holds a pointer.
 //  - a cubin (an ELF64 image for EM_CUDA): the entries are its global STT_FUNC symbols carrying
@@ -34,6 +35,13 @@ struct FatbinVariant {
   bool compressed = false;
 };
 
+// PTX text an image carries, with the virtual architecture it was written for (compute_90: 90;
+// 0 for PTX text loaded as such, which names its target itself).
+struct PtxEntry {
+  uint32_t arch = 0;
+  std::string text;
+};
+
 struct ModuleImage {
   bool ok = false;
   std::string error;                  // why the image was refused, when !ok
@@ -43,7 +51,12 @@ struct ModuleImage {
   // For fatbins: every entry in image order, and which one the names came from.
   std::vector<FatbinVariant> variants;
   int namesFrom = -1;                 // index into variants, -1 when not a fatbin
+  std::vector<PtxEntry> ptx;          // every PTX entry (a fatbin's in image order), decompressed
 };
+
+// The PTX entry a device of compute capability `cc` (90 for 9.0) runs: the highest virtual
+// architecture not above it, as the real driver JIT-compiles; nullptr when there is none.
+const PtxEntry* bestPtx(const ModuleImage& image, uint32_t cc);
 
 // `size` bytes are readable at `image`. kUnknownImageSize: a pointer passed without a size
 // (cuModuleLoadData and friends); the extent is then taken from the image's own headers (fatbin

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libboost-dev
-          nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev python3)
+          nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libbenchmark-dev libzstd-dev python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
