@@ -1,12 +1,13 @@
 // Modules, libraries, functions and kernels, and launches.
 //
-// An image (cubin, fatbin or PTX: driver/module_image.h) is read for its kernels' names only; no
-// GPU code runs. A launch looks the kernel's behavioural model up by name
-// (include/mcsim/kernel_model.h), reads the parameters with the sizes the model declares, lets
-// the model describe the launch as memory steps, and queues them on the stream like any other
-// device work. A kernel that touches memory it may not does not fail its launch (the real one
-// fails later, on the GPU): its context takes the sticky error (CUDA_ERROR_ILLEGAL_ADDRESS or
-// CUDA_ERROR_MISALIGNED_ADDRESS) that every later call in it returns.
+// An image (cubin, fatbin or PTX: driver/module_image.h) is read for its kernels' names and its
+// PTX; SASS never runs. A launch looks the kernel's behavioural model up by name
+// (include/mcsim/kernel_model.h), the fast path: it reads the parameters with the sizes the model
+// declares, lets the model describe the launch as memory steps, and queues them on the stream
+// like any other device work. A kernel without a model runs its PTX through the executor
+// (driver/module_ptx.h, docs/ptx.md). A kernel that touches memory it may not does not fail its
+// launch (the real one fails later, on the GPU): its context takes the sticky error
+// (CUDA_ERROR_ILLEGAL_ADDRESS or CUDA_ERROR_MISALIGNED_ADDRESS) that every later call in it returns.
 //
 // Handles are never freed: an unloaded module or library stays known as dead, so that a stale
 // handle is recognised (CUDA_ERROR_INVALID_HANDLE) rather than dereferenced.
@@ -25,6 +26,7 @@
 #include "driver/driver.h"
 #include "driver/kernel_registry.h"
 #include "driver/module_image.h"
+#include "driver/module_ptx.h"
 #include "driver/stream.h"
 #include "files/bounded_file.h"
 
@@ -42,6 +44,7 @@ struct CUmod_st {
   bool alive = true;
   std::vector<std::string> names;  // sorted
   std::map<std::string, std::unique_ptr<CUfunc_st>> functions;
+  std::unique_ptr<mcsim::driver::ModulePtx> ptx;  // its PTX, for kernels without a behavioural model
 };
 
 struct CUkern_st {
@@ -52,6 +55,7 @@ struct CUkern_st {
 struct CUlib_st {
   bool alive = true;
   std::vector<std::string> names;  // sorted
+  std::vector<mcsim::driver::PtxEntry> ptx;  // every module made of it gets these
   std::map<std::string, std::unique_ptr<CUkern_st>> kernels;
   std::map<CUctx_st*, CUmod_st*> modules;  // per context, made on first use
 };
@@ -76,8 +80,8 @@ bool has(const std::vector<std::string>& names, const char* name) {
   return std::binary_search(names.begin(), names.end(), std::string(name));
 }
 
-// Reads an image's kernel names; `bytes` is 0 when the caller passed a bare pointer.
-CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* names) {
+// Reads an image's kernel names and PTX; `bytes` is 0 when the caller passed a bare pointer.
+CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* names, std::vector<PtxEntry>* ptx) {
   if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ModuleImage read = readModuleImage(image, bytes == 0 ? kUnknownImageSize : bytes);
   if (!read.ok) {
@@ -85,6 +89,7 @@ CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* name
     return CUDA_ERROR_INVALID_IMAGE;
   }
   *names = std::move(read.entries);
+  *ptx = std::move(read.ptx);
   return CUDA_SUCCESS;
 }
 
@@ -106,11 +111,13 @@ CUresult readFile(const char* path, std::vector<unsigned char>* out) {
   return CUDA_SUCCESS;
 }
 
-CUmod_st* newModule(Tables& t, CUctx_st* ctx, std::vector<std::string> names, CUlib_st* library) {
+CUmod_st* newModule(Tables& t, CUctx_st* ctx, std::vector<std::string> names, std::vector<PtxEntry> ptx,
+                    CUlib_st* library) {
   auto* m = new CUmod_st();
   m->ctx = ctx;
   m->library = library;
   m->names = std::move(names);
+  m->ptx = std::make_unique<ModulePtx>(std::move(ptx));
   t.modules.insert(m);
   return m;
 }
@@ -120,10 +127,11 @@ CUresult loadModule(CUmodule* out, const void* image, size_t bytes) {
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   std::vector<std::string> names;
-  MCSIM_TRY(namesOf(image, bytes, &names));
+  std::vector<PtxEntry> ptx;
+  MCSIM_TRY(namesOf(image, bytes, &names, &ptx));
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  *out = newModule(t, ctx, std::move(names), nullptr);
+  *out = newModule(t, ctx, std::move(names), std::move(ptx), nullptr);
   return CUDA_SUCCESS;
 }
 
@@ -139,11 +147,13 @@ CUresult loadLibrary(CUlibrary* out, const void* image, size_t bytes, unsigned n
     if (lib[i] < 0 || lib[i] >= CU_LIBRARY_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
   }
   std::vector<std::string> names;
-  MCSIM_TRY(namesOf(image, bytes, &names));
+  std::vector<PtxEntry> ptx;
+  MCSIM_TRY(namesOf(image, bytes, &names, &ptx));
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   auto* l = new CUlib_st();
   l->names = std::move(names);
+  l->ptx = std::move(ptx);
   t.libraries.insert(l);
   *out = l;
   return CUDA_SUCCESS;
@@ -167,7 +177,7 @@ CUfunc_st* functionOf(Tables& t, CUmod_st* m, const std::string& name) {
 // The library's module in `ctx`, made on first use.
 CUmod_st* libraryModule(Tables& t, CUlib_st* l, CUctx_st* ctx) {
   CUmod_st*& m = l->modules[ctx];
-  if (m == nullptr || !m->alive) m = newModule(t, ctx, l->names, l);
+  if (m == nullptr || !m->alive) m = newModule(t, ctx, l->names, l->ptx, l);
   return m;
 }
 
@@ -204,19 +214,7 @@ CUresult readParams(const KernelModel& model, void** kernelParams, void** extra,
   if (extra == nullptr) return sizes.empty() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   const uint8_t* buffer = nullptr;
   size_t bufferBytes = 0;
-  bool sized = false;
-  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-      buffer = static_cast<const uint8_t*>(extra[i + 1]);
-    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
-      if (extra[i + 1] == nullptr) return CUDA_ERROR_INVALID_VALUE;
-      std::memcpy(&bufferBytes, extra[i + 1], sizeof bufferBytes);
-      sized = true;
-    } else {
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-  }
-  if (buffer == nullptr || !sized) return CUDA_ERROR_INVALID_VALUE;
+  MCSIM_TRY(extraBuffer(extra, &buffer, &bufferBytes));
   size_t offset = 0;
   for (size_t size : sizes) {
     offset = (offset + size - 1) / size * size;
@@ -241,11 +239,9 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   }
   KernelModel model;
   if (!findKernelModel(fn->name, &model)) {
-    std::fprintf(stderr,
-                 "mcsim: kernel '%s' has no behavioural model, so it cannot run in the simulator "
-                 "(register one with mcsim_register_kernel_model or mcsim::registerKernelModel: docs/multimem.md)\n",
-                 fn->name.c_str());
-    return CUDA_ERROR_NOT_FOUND;
+    // A program's own kernel: its PTX runs through the executor (the module is never freed).
+    return launchPtxKernel(*fn->module->ptx, fn->name, ctx, grid, block, sharedMem, hStream, perThreadDefault,
+                           kernelParams, extra);
   }
   KernelLaunch l;
   l.name = fn->name;
@@ -412,6 +408,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
   std::lock_guard<std::mutex> lock(t.mu);
   if (!liveModule(t, hmod) || hmod->library != nullptr) return CUDA_ERROR_INVALID_HANDLE;
   hmod->alive = false;
+  hmod->ptx->release();
   return CUDA_SUCCESS;
 }
 
@@ -424,6 +421,46 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const cha
   if (!has(hmod->names, name)) return CUDA_ERROR_NOT_FOUND;
   *hfunc = functionOf(t, hmod, name);
   return CUDA_SUCCESS;
+}
+
+// A module's __device__ variable: its .global variable, which lives in the device's memory from
+// the module's first use on (driver/module_ptx.h).
+static CUresult moduleGlobal(CUdeviceptr* dptr, size_t* bytes, CUmod_st* m, const char* name) {
+  const CUresult r = m->ptx->prepare(m->ctx->device);
+  uint64_t va = 0;
+  size_t size = 0;
+  if (r != CUDA_SUCCESS || !m->ptx->global(name, &va, &size)) return CUDA_ERROR_NOT_FOUND;
+  if (dptr != nullptr) *dptr = static_cast<CUdeviceptr>(va);
+  if (bytes != nullptr) *bytes = size;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
+  MCSIM_REQUIRE_INIT();
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUmod_st* m = nullptr;
+  {
+    Tables& t = tables();
+    std::lock_guard<std::mutex> lock(t.mu);
+    if (!liveModule(t, hmod)) return CUDA_ERROR_INVALID_HANDLE;
+    m = hmod;
+  }
+  return moduleGlobal(dptr, bytes, m, name);
+}
+
+CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  MCSIM_REQUIRE_INIT();
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
+  CUmod_st* m = nullptr;
+  {
+    Tables& t = tables();
+    std::lock_guard<std::mutex> lock(t.mu);
+    if (!liveLibrary(t, library)) return CUDA_ERROR_INVALID_HANDLE;
+    m = libraryModule(t, library, ctx);
+  }
+  return moduleGlobal(dptr, bytes, m, name);
 }
 
 CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
@@ -482,7 +519,10 @@ CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
   std::lock_guard<std::mutex> lock(t.mu);
   if (!liveLibrary(t, library)) return CUDA_ERROR_INVALID_HANDLE;
   library->alive = false;
-  for (auto& [ctx, m] : library->modules) m->alive = false;
+  for (auto& [ctx, m] : library->modules) {
+    m->alive = false;
+    m->ptx->release();
+  }
   return CUDA_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 #include "driver/stream.h"
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -179,8 +180,27 @@ CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, c
   return CUDA_SUCCESS;
 }
 
+CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
+  if (!w || !w->done() || !w->fault()) return CUDA_SUCCESS;
+  const model::WorkFault& f = *w->fault();
+  CUresult r = CUDA_ERROR_LAUNCH_FAILED;
+  const char* name = "CUDA_ERROR_LAUNCH_FAILED";
+  switch (f.kind) {
+    case model::WorkFault::Kind::kIllegalAddress: r = CUDA_ERROR_ILLEGAL_ADDRESS; name = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+    case model::WorkFault::Kind::kMisalignedAddress: r = CUDA_ERROR_MISALIGNED_ADDRESS; name = "CUDA_ERROR_MISALIGNED_ADDRESS"; break;
+    case model::WorkFault::Kind::kTimeout: r = CUDA_ERROR_LAUNCH_TIMEOUT; name = "CUDA_ERROR_LAUNCH_TIMEOUT"; break;
+    case model::WorkFault::Kind::kLaunchFailed:
+    case model::WorkFault::Kind::kNone: break;
+  }
+  if (ctx != nullptr) ctx->stickyError = r;
+  if (!f.reported.exchange(true)) {
+    std::fprintf(stderr, "mcsim: %s; the context's sticky error is now %s\n", f.message.c_str(), name);
+  }
+  return r;
+}
+
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
-  if (!pending(w) || node().waitFor(w) != model::Engine::kGaveUp) return CUDA_SUCCESS;
+  if (!pending(w) || node().waitFor(w) != model::Engine::kGaveUp) return workResult(w, ctx);
   if (ctx != nullptr) ctx->stickyError = CUDA_ERROR_LAUNCH_TIMEOUT;
   return CUDA_ERROR_LAUNCH_TIMEOUT;
 }
@@ -304,8 +324,8 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
     std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     tail = st->tail;
   }
-  if (!pending(tail)) return CUDA_SUCCESS;
-  return node().poll(tail) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  if (!pending(tail)) return workResult(tail, st->ctx);
+  return node().poll(tail) ? workResult(tail, st->ctx) : CUDA_ERROR_NOT_READY;
 }
 
 CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault) {
@@ -428,8 +448,8 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   EventRef ev;
   MCSIM_TRY(checkEvent(hEvent, &ev));
   const mcsim::fabric::WorkDone recorded = recordedWork(ev.get());
-  if (!pending(recorded)) return CUDA_SUCCESS;
-  return node().poll(recorded) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  if (!pending(recorded)) return workResult(recorded, ev->ctx);
+  return node().poll(recorded) ? workResult(recorded, ev->ctx) : CUDA_ERROR_NOT_READY;
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {

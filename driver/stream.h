@@ -70,6 +70,10 @@ CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done = 
 // CUDA_ERROR_LAUNCH_TIMEOUT as its sticky error, as after a GPU watchdog's timeout, and that is
 // returned.
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx);
+// What finished work says: CUDA_SUCCESS, or, when it (or work it followed) faulted on the device
+// (a PTX kernel's illegal access, trap ...), the fault's CUresult, which becomes `ctx`'s sticky
+// error; the fault's report is printed on stderr the first time anyone learns of it.
+CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx);
 // Everything submitted so far to `st` (and, for a legacy stream, to its context's blocking
 // streams) has completed when this returns CUDA_SUCCESS.
 CUresult synchronizeStream(CUstream_st* st);

@@ -106,6 +106,16 @@ struct DeviceOp {
   uint64_t waitValue = 0;
   std::string label;   // the kernel's name, for the timeline
   std::string stream;  // the stream's name, for the timeline
+  // kKernel of a program's own kernel (docs/ptx.md): not steps but PTX, kernel `label` of the
+  // module loadPtx registered as `ptxModule` (0: a behavioural model's steps, above), run by the
+  // PTX executor with these dimensions, dynamic shared memory and parameter bytes (in the
+  // kernel's .param layout). `globalsVa`: where the module's .global variables live in device
+  // memory (0: in the executor).
+  uint64_t ptxModule = 0;
+  uint32_t gridX = 1, gridY = 1, gridZ = 1, blockX = 1, blockY = 1, blockZ = 1;
+  uint32_t dynamicShared = 0;
+  std::vector<uint8_t> params;
+  uint64_t globalsVa = 0;
 };
 
 class Node {

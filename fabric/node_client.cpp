@@ -494,6 +494,12 @@ class ClientNode final : public Node {
     const bool done = a.done;
     *ps = a.ps;
     const std::vector<uint64_t>& doneAt = a.doneAt;  // per pending copy: 0 = not done, else 1 + its time
+    if (s == Status::kOk && done && a.fault != 0 && !w->done()) {
+      auto f = std::make_shared<model::WorkFault>();
+      f->kind = static_cast<model::WorkFault::Kind>(a.fault);
+      f->message = a.faultMessage;
+      w->setFault(std::move(f));
+    }
     if (s == Status::kOk && done) w->settle(*ps);
     std::vector<CopyOut> still;
     for (size_t i = 0; i < pending.size(); ++i) {

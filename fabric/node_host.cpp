@@ -37,6 +37,7 @@
 #include "model/digest.h"
 #include "model/engine.h"
 #include "model/ordered_mutex.h"
+#include "ptx/parser.h"
 
 namespace mcsim::fabric {
 
@@ -156,6 +157,12 @@ class ProcessNode final : public AttachedNode {
   // Detaching: the process gives back everything it held, as a real process does when it exits
   // or dies. Calls it was waiting in are over (a dead process's were abandoned first).
   ~ProcessNode() override {
+    {
+      // Its kernels that have not run yet never will: they find this set under the mappings lock
+      // before they read the space that is about to go (node_ptx.cpp).
+      std::unique_lock<std::shared_mutex> writing(*space_.space().mappingsLock());
+      abandoned_->store(true);
+    }
     std::lock_guard<OrderedMutex> lock(n_.mu);
     // Its bindings first (each holds a reference on the bound memory) ...
     n_.multicast.unbindOwnedBy(number_);
@@ -430,8 +437,36 @@ class ProcessNode final : public AttachedNode {
     auto lock = n_.enter();
     const Status s = n_.planner.plan(space_.space(), abandoned_, op, work.get());
     if (s != Status::kOk) return s;
+    if (op.kind == DeviceOp::Kind::kKernel && op.ptxModule != 0) {
+      const Status p = planPtxLaunch(op, work.get());
+      if (p != Status::kOk) return p;
+    }
     // Submitted under the lock: the engine admits work in the order the node accepted it.
     *done = n_.model->submit(std::move(work), after);
+    return Status::kOk;
+  }
+
+  Status loadPtx(uint64_t draft, const std::string& name, const std::string& piece, bool last, uint64_t* module,
+                 std::string* error) override {
+    auto lock = n_.enter();
+    if (draft == 0) {
+      draft = ++nextPtx_;
+      ptxDrafts_[draft];
+    }
+    auto it = ptxDrafts_.find(draft);
+    if (it == ptxDrafts_.end()) return Status::kInvalidValue;
+    it->second += piece;
+    *module = draft;
+    if (!last) return Status::kOk;
+    const std::string text = std::move(it->second);
+    ptxDrafts_.erase(it);
+    auto parsed = std::make_shared<ptx::Module>();
+    // Lenient, as the driver parses it: kernels the executor cannot run are left out.
+    if (!ptx::parseModule(text, name, parsed.get(), error, /*lenient=*/true)) {
+      *module = 0;
+      return Status::kOk;
+    }
+    ptxModules_[draft] = std::move(parsed);
     return Status::kOk;
   }
 
@@ -636,6 +671,52 @@ class ProcessNode final : public AttachedNode {
     if (h == nullptr || !isMulticastId(h->object)) return nullptr;
     return n_.multicast.live(h->object);
   }
+
+  // A launch of a program's own kernel (DeviceOp::ptxModule): its module, its configuration, and
+  // the backing bytes of every allocation its device may reach through this process's mappings
+  // (backed now, so that the simulation thread never touches the object table; node_ptx.cpp).
+  Status planPtxLaunch(const DeviceOp& op, DeviceWork* work) {
+    auto it = ptxModules_.find(op.ptxModule);
+    if (it == ptxModules_.end()) return Status::kInvalidHandle;
+    auto launch = std::make_shared<PtxLaunch>();
+    launch->module = it->second;
+    launch->kernel = op.label;
+    launch->config.grid = ptx::Dim3{op.gridX, op.gridY, op.gridZ};
+    launch->config.block = ptx::Dim3{op.blockX, op.blockY, op.blockZ};
+    launch->config.dynamicShared = op.dynamicShared;
+    launch->config.params = op.params;
+    launch->config.moduleGlobalsVa = op.globalsVa;
+    launch->space = &space_.space();
+    launch->spaceLock = space_.space().mappingsLock();
+    bool backed = true;
+    space_.space().forEachMapping([&](const model::Mapping& m) {
+      if (!backed || isMulticastId(m.alloc) || launch->backing.count(m.alloc) != 0) return;
+      const size_t d = static_cast<size_t>(op.engineDevice);
+      if (d >= m.access.size() || m.access[d] == Access::kNone) return;
+      const Allocation& a = n_.objects.at(m.alloc);
+      std::vector<uint8_t*> data;
+      if (!n_.objects.back({model::Segment{m.alloc, 0, a.props.size}}, &data)) {
+        backed = false;
+        return;
+      }
+      PtxLaunch::Backing b;
+      b.data = data[0];
+      b.size = a.props.size;
+      b.ref.device = a.props.location.kind == LocationKind::kDevice;
+      b.ref.gpu = b.ref.device ? a.props.location.id : -1;
+      b.ref.alloc = m.alloc;
+      launch->backing[m.alloc] = b;
+      work->keepAlive.push_back(a.region);
+    });
+    if (!backed) return Status::kOutOfMemory;
+    work->ptx = std::move(launch);
+    return Status::kOk;
+  }
+
+  // Modules registered for the executor (loadPtx), and those whose text is still coming.
+  std::map<uint64_t, std::shared_ptr<const ptx::Module>> ptxModules_;
+  std::map<uint64_t, std::string> ptxDrafts_;
+  uint64_t nextPtx_ = 0;
 
   DeviceWindow window_;  // given back after the node (destroyed last)
   std::shared_ptr<NodeHost::State> state_;

@@ -21,8 +21,9 @@ namespace mcsim::fabric::ipc {
 // their encoding (wire.h). 3: admissions carry the simulation's run count. 4: every field at its
 // own width (was: 8 bytes each), counts of 4 bytes, the hello with capabilities, the operations
 // numbered from node_ops.def. 5: the IPC operations (ipcExportMemory ... ipcEventLatest), and
-// DeviceOp's wait of a stream memory operation (waitCompare, waitValue).
-constexpr uint32_t kProtocolVersion = 5;
+// DeviceOp's wait of a stream memory operation (waitCompare, waitValue). 6: loadPtx, PTX kernel
+// launches, and waits that answer a kernel's fault (docs/ptx.md).
+constexpr uint32_t kProtocolVersion = 6;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver
 // attaches only to a node that has every capability it needs (kNeeded).

@@ -70,8 +70,18 @@ model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::ve
   Engine& engine = engine_;
   engine.post([self = shared_from_this(), &engine, work = std::move(work), after = std::move(after), done] {
     engine.spawn([self, work, after, done] {
-      for (const auto& c : after) c->waitDone();
-      self->execute(*work);
+      // A fault of work this follows stops it: a faulted context runs nothing more, and whoever
+      // waits for this work learns of the fault.
+      std::shared_ptr<const model::WorkFault> fault;
+      for (const auto& c : after) {
+        c->waitDone();
+        if (!fault) fault = c->fault();
+      }
+      if (!fault) {
+        self->execute(*work);
+        fault = work->fault;
+      }
+      done->setFault(std::move(fault));
       done->complete();
     });
   });
@@ -101,7 +111,8 @@ void NodeModel::execute(DeviceWork& w) {
   Engine& engine = engine_;
   const uint64_t start = Engine::simNowPs();
   if (w.kind == DeviceWork::Kind::kKernel) {
-    executeKernel(w);
+    if (w.ptx) executePtxKernel(w);
+    else executeKernel(w);
     return;
   }
   if (w.functional) moveData(w);

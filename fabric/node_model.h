@@ -15,6 +15,7 @@
 #include <memory>
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,13 @@
 #include "fabric/memory_types.h"
 #include "fabric/preset.h"
 #include "mcsim/kernel_model.h"
+#include "model/address_space.h"
 #include "model/bandwidth_server.h"
 #include "model/completion.h"
 #include "model/engine.h"
 #include "model/gpu.h"
 #include "model/ordered_mutex.h"
+#include "ptx/executor.h"
 
 namespace mcsim::fabric {
 
@@ -74,6 +77,25 @@ struct ResolvedStep {
   uint64_t operand = 0;
 };
 
+// A program's own kernel, for the PTX executor (node_ptx.cpp): the parsed module, the launch,
+// and how its accesses resolve when they happen: through the launching process's address space
+// (its mappings and rights, read under the space's mappings lock) to the backing bytes of the
+// allocations it maps, which the launch holds (`backing`, by allocation id; made when the launch
+// was accepted, so that the simulation thread never touches the node's object table).
+struct PtxLaunch {
+  std::shared_ptr<const ptx::Module> module;
+  std::string kernel;
+  ptx::LaunchConfig config;
+  const model::AddressSpace* space = nullptr;  // valid while `abandoned` is unset, under its lock
+  std::shared_ptr<std::shared_mutex> spaceLock;  // the space's mappingsLock()
+  struct Backing {
+    uint8_t* data = nullptr;
+    uint64_t size = 0;
+    MemoryRef ref;  // where it lives, for timing
+  };
+  std::map<model::AllocId, Backing> backing;
+};
+
 struct DeviceWork {
   enum class Kind { kCopy, kFill, kMarker, kKernel };
   Kind kind = Kind::kMarker;
@@ -96,6 +118,10 @@ struct DeviceWork {
   // Set when the process that launched it died: a kernel waiting at a signal word stops there
   // and ends, as a real driver tears a dead process's kernels down (NodeModel::stopKernels).
   std::shared_ptr<const std::atomic<bool>> abandoned;
+  // kKernel of a program's own kernel: run by the PTX executor instead of steps.
+  std::shared_ptr<PtxLaunch> ptx;
+  // Set by the work when it faulted (a PTX kernel's illegal access, trap ...).
+  std::shared_ptr<const model::WorkFault> fault;
 };
 
 class NodeModel : public std::enable_shared_from_this<NodeModel> {
@@ -146,6 +172,8 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
 
   // Kernels (node_kernels.cpp).
   void executeKernel(DeviceWork& w);
+  // A program's own kernel through the PTX executor (node_ptx.cpp).
+  void executePtxKernel(DeviceWork& w);
   void applyStep(const ResolvedStep& st, bool functional);
   // A chunk of a step: `released` is when the SMs are done with it (its loads have returned and
   // its stores have been accepted: see writeSpan), `done` when its last byte is in memory.

@@ -246,6 +246,10 @@ void Dispatch::askDone(AttachedProcess& p, const channel::Request<op>& q, Answer
       a.done = op == Op::poll ? n.poll(work) : n.isDone(work);
       a.ps = a.done ? work->donePs() : 0;
     }
+    if (work->done() && work->fault()) {
+      a.fault = static_cast<uint8_t>(work->fault()->kind);
+      a.faultMessage = work->fault()->message;
+    }
   } else {
     a.ps = n.nowPs();
   }

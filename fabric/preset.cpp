@@ -208,6 +208,10 @@ model::GpuTimingSpec readGpuTiming(const JsonSource& src, const GpuSpec& g) {
         1, attributeOr(g, "MULTIPROCESSOR_COUNT", 1) * attributeOr(g, "MAX_THREADS_PER_MULTIPROCESSOR", 2048)));
     t.sm.bytesPerSecPerSm = m.number("gbytes_per_s_per_sm", false, 1, 1e5, 0) * 1e9;
     t.sm.smCount = static_cast<uint64_t>(std::max<int64_t>(1, attributeOr(g, "MULTIPROCESSOR_COUNT", 1)));
+    // Four warp schedulers per SM, each issuing one warp instruction a cycle (the SM of Volta and
+    // every architecture since: NVIDIA's Volta, Ampere and Hopper architecture whitepapers, "four
+    // processing blocks, each with ... one warp scheduler"), at the SM clock (CLOCK_RATE, kHz).
+    t.sm.warpInstructionsPerSecPerSm = 4.0 * static_cast<double>(std::max<int64_t>(1, attributeOr(g, "CLOCK_RATE", 1000000))) * 1e3;
     m.finish();
   }
   r.finish();

@@ -73,6 +73,7 @@ const Reservation* AddressSpace::reservationContaining(uint64_t va) const {
 }
 
 Status AddressSpace::map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset) {
+  std::unique_lock<std::shared_mutex> writing(*mappingsMu_);
   if (reservationContaining(va) == nullptr || size == 0 || va + size < va || va + size > limit()) {
     return Status::kInvalidValue;
   }
@@ -88,6 +89,7 @@ Status AddressSpace::map(uint64_t va, uint64_t size, AllocId alloc, uint64_t all
 }
 
 Status AddressSpace::unmap(uint64_t va, uint64_t size, std::vector<Mapping>* removed) {
+  std::unique_lock<std::shared_mutex> writing(*mappingsMu_);
   if (size == 0 || va + size < va) return Status::kInvalidValue;
   if (reservationContaining(va) == nullptr && mappingContaining(va) == nullptr) return Status::kInvalidValue;
   // Every mapping touching the range must lie wholly inside it.
@@ -121,6 +123,7 @@ std::vector<Mapping*> AddressSpace::tiling(uint64_t va, uint64_t size) {
 }
 
 Status AddressSpace::setAccess(uint64_t va, uint64_t size, int device, Access access) {
+  std::unique_lock<std::shared_mutex> writing(*mappingsMu_);
   if (size == 0 || va + size < va || device < 0 || device >= deviceCount_) return Status::kInvalidValue;
   const std::vector<Mapping*> touched = tiling(va, size);
   if (touched.empty()) return Status::kInvalidValue;

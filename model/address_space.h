@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include "model/digest.h"
@@ -76,6 +79,13 @@ class AddressSpace {
   void forEachMapping(const std::function<void(const Mapping&)>& fn) const;
   void addToDigest(Digest& d) const;
 
+  // The lock of the mappings, for a reader that does not hold the owner's lock: a kernel of the
+  // PTX executor resolving its accesses on the simulation thread (fabric/node_ptx.cpp) holds it
+  // shared; map, unmap and setAccess take it exclusively while they change the mappings. Nothing
+  // else is taken under it, and no holder waits for the simulation, so it cannot deadlock. A
+  // shared_ptr, so that a reader can lock it whatever becomes of the space meanwhile.
+  const std::shared_ptr<std::shared_mutex>& mappingsLock() const { return mappingsMu_; }
+
  private:
   bool rangeFree(uint64_t va, uint64_t size) const;
   // The end of a reservation or mapping overlapping [va, va+size), or 0 when there is none.
@@ -86,6 +96,7 @@ class AddressSpace {
   int deviceCount_;
   std::map<uint64_t, Reservation> reservations_;  // keyed by start
   std::map<uint64_t, Mapping> mappings_;          // keyed by start
+  std::shared_ptr<std::shared_mutex> mappingsMu_ = std::make_shared<std::shared_mutex>();
 };
 
 }  // namespace mcsim::model

@@ -12,12 +12,24 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace sc_core {
 class sc_event;
 }
 
 namespace mcsim::model {
+
+// Why device work failed: a kernel that faulted on the device (docs/ptx.md). The work's
+// completion carries it, and so does the completion of all work that followed it (a faulted
+// context runs nothing more), so that whoever waits for any of them learns of it.
+struct WorkFault {
+  enum class Kind : uint8_t { kNone, kIllegalAddress, kMisalignedAddress, kLaunchFailed, kTimeout };
+  Kind kind = Kind::kNone;
+  std::string message;  // what, where: the kernel, block, thread, instruction, address
+  // Whether the driver has printed the message (once per fault, whoever waits first).
+  mutable std::atomic<bool> reported{false};
+};
 
 class Completion {
  public:
@@ -42,6 +54,11 @@ class Completion {
     done_.store(true, std::memory_order_release);
   }
 
+  // The fault of the work or of work it followed; nullptr when none. Set before the completion is
+  // done (setFault), read once it is (done()'s acquire orders it).
+  const std::shared_ptr<const WorkFault>& fault() const { return fault_; }
+  void setFault(std::shared_ptr<const WorkFault> f) { fault_ = std::move(f); }
+
   // Host threads waiting for this completion (the engine pauses the simulation when an awaited
   // completion is reached, so that simulated time runs no further than a waiter needs).
   std::atomic<int> awaited{0};
@@ -50,6 +67,7 @@ class Completion {
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> donePs_{0};
   sc_core::sc_event* event_ = nullptr;  // simulation thread only
+  std::shared_ptr<const WorkFault> fault_;
 };
 
 using CompletionPtr = std::shared_ptr<Completion>;

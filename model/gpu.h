@@ -39,6 +39,9 @@ struct SmSpec {
   uint64_t maxResidentThreads = 1;
   double bytesPerSecPerSm = 0;  // 0: no per-SM limit
   uint64_t smCount = 1;
+  // Warp instructions one SM issues a second (a PTX kernel's instructions, docs/ptx.md): its warp
+  // schedulers times the SM clock.
+  double warpInstructionsPerSecPerSm = 0;
 };
 
 struct GpuTimingSpec {

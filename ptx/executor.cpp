@@ -114,6 +114,7 @@ class Executor::Run {
     }
     shared_.resize(sharedBytes_);
     for (uint64_t b = 0; b < blocks && result_.fault == Fault::kNone; ++b) runBlock(b);
+    flushTraffic();
     return result_;
   }
 
@@ -386,14 +387,24 @@ class Executor::Run {
       default:
         if ((addr & ~(kWindowSize - 1)) == kModuleGlobalWindow) {
           off = addr - kModuleGlobalWindow;
-          if (inside(ex_.globals_.size())) p = ex_.globals_.data() + off;
-          else bad = "outside the module's global variables";
-          break;
+          if (!inside(ex_.globals_.size())) {
+            bad = "outside the module's global variables";
+            break;
+          }
+          if (cfg_.moduleGlobalsVa == 0) {
+            p = ex_.globals_.data() + off;
+            break;
+          }
+          // The variables live in device memory (the driver placed them): an access to them is
+          // an access to global memory there.
+          addr = cfg_.moduleGlobalsVa + off;
         }
         if (!(addr >= win_.va && addr - win_.va < win_.size && win_.host != nullptr)) {
+          flushTraffic();
           const MemoryError e = ex_.memory_.resolve(addr, kind, cfg_.device, &win_);
           if (e != MemoryError::kNone) {
-            win_ = MemoryWindow{};
+            flushTraffic();
+    win_ = MemoryWindow{};
             bad = e == MemoryError::kUnmapped ? "unmapped" : "the device has no access to it";
             break;
           }
@@ -403,6 +414,10 @@ class Executor::Run {
           break;
         }
         p = win_.host + (addr - win_.va);
+        winBytes_ += size;
+        winKind_ = kind;
+        if (kind == AccessKind::kRead) result_.globalBytesRead += size;
+        else result_.globalBytesWritten += size;
         break;
     }
     if (p == nullptr) {
@@ -410,6 +425,12 @@ class Executor::Run {
            std::string("illegal address ") + hex(addr) + " (" + spaceName(space) + ", " + std::to_string(size) + " bytes: " + bad + ")");
     }
     return p;
+  }
+
+  // Tells the memory what the accesses since the window was resolved moved through it.
+  void flushTraffic() {
+    if (winBytes_ != 0 && win_.host != nullptr) ex_.memory_.accessed(win_, winKind_, winBytes_);
+    winBytes_ = 0;
   }
 
   void addresses(Warp& w, const Operand& o, uint64_t* out) {
@@ -426,6 +447,7 @@ class Executor::Run {
     uint64_t addr[32];
     addresses(w, in.ops[1], addr);
     const Operand& d = in.ops[0];
+    flushTraffic();
     win_ = MemoryWindow{};
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
@@ -448,6 +470,7 @@ class Executor::Run {
     const Operand& s = in.ops[1];
     uint64_t tmp[32];
     const uint64_t* scalar = s.kind == Operand::Kind::kVec ? nullptr : source(w, s, tmp);
+    flushTraffic();
     win_ = MemoryWindow{};
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
@@ -471,6 +494,7 @@ class Executor::Run {
     const uint64_t* c = isAtom && in.nops > 3 ? source(w, in.ops[3], tc) : nullptr;
     const unsigned size = typeBytes(in.type);
     uint64_t old[32] = {};
+    flushTraffic();
     win_ = MemoryWindow{};
     // Lanes in ascending order: the order in which one warp's atomics to one address apply.
     for (uint32_t m = exec; m != 0; m &= m - 1) {
@@ -718,6 +742,8 @@ class Executor::Run {
   std::vector<uint8_t> shared_;
   Barrier bars_[kBarriers];
   MemoryWindow win_;  // the global window resolved by the current instruction
+  uint64_t winBytes_ = 0;  // bytes accessed in win_ not yet told to the memory (flushTraffic)
+  AccessKind winKind_ = AccessKind::kRead;
   std::vector<bool> direct_;                     // per instruction: see the constructor
   std::vector<const uint64_t*> immRows_;         // [instruction * kMaxOperands + operand]
   std::deque<std::vector<uint64_t>> immStore_;   // the rows immRows_ points at

@@ -36,6 +36,9 @@ struct LaunchConfig {
   uint64_t globalTimerNs = 0;    // %globaltimer at the launch
   uint64_t maxWarpInstructions = 0;  // 0: unlimited; else a kernel running longer fails (kTimeout)
   uint32_t maxSharedBytes = 232448;  // shared memory a block may have (sm_90: 227 KiB)
+  // Where the module's .global variables live in device memory (0: in the executor's storage).
+  // Their addresses (kModuleGlobalWindow + offset) then reach global memory at this base.
+  uint64_t moduleGlobalsVa = 0;
 };
 
 enum class Fault : uint8_t {
@@ -57,6 +60,9 @@ struct LaunchResult {
   std::string message;
   uint64_t warpInstructions = 0;
   uint64_t threadInstructions = 0;
+  // Bytes of global memory (GlobalMemory) the kernel's lanes read, and wrote or updated atomically.
+  uint64_t globalBytesRead = 0;
+  uint64_t globalBytesWritten = 0;
 };
 
 class Executor {

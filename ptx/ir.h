@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,8 @@ struct Module {
   std::vector<uint8_t> constInit;    // its .const variables, initialised
   uint32_t moduleShared = 0;         // bytes of module-level static .shared
   std::vector<std::pair<unsigned, std::string>> files;  // .file number -> name
+  // A lenient parse's functions left out: name -> why ("k.ptx:12: instruction ... not implemented").
+  std::map<std::string, std::string> refused;
 
   const Function* find(const std::string& fn) const;
   // "k.cu:12" for an instruction with a .loc, "" otherwise.

@@ -42,6 +42,13 @@ class GlobalMemory {
   // may be smaller than the mapping (an implementation may cut it at any boundary); the
   // executor asks again for bytes past its end.
   virtual MemoryError resolve(uint64_t va, AccessKind kind, int device, MemoryWindow* out) = 0;
+  // After accesses through a window `resolve` gave: `bytes` were moved through it (summed over
+  // lanes, for one warp instruction or fewer), for a memory that times or counts traffic.
+  virtual void accessed(const MemoryWindow& window, AccessKind kind, uint64_t bytes) {
+    (void)window;
+    (void)kind;
+    (void)bytes;
+  }
 };
 
 // Global memory made of host buffers placed at chosen virtual addresses; every device may read

@@ -56,7 +56,7 @@ bool specialByName(const std::string& n, Special* out, bool* vector) {
 
 class Parser {
  public:
-  Parser(std::vector<Token> toks, Module* m) : t_(std::move(toks)), m_(m) {}
+  Parser(std::vector<Token> toks, Module* m, bool lenient) : t_(std::move(toks)), m_(m), lenient_(lenient) {}
 
   bool run() {
     while (!at(TK::kEnd)) {
@@ -377,7 +377,45 @@ class Parser {
   }
 
   // ---- functions
+  // A function; in a lenient parse, one the parser refuses is skipped whole (its body's braces
+  // balanced) and recorded in Module::refused with the reason, and the module goes on.
   bool function(bool isExtern) {
+    const size_t start = p_;
+    if (functionBody(isExtern)) return true;
+    fn_ = nullptr;
+    if (!lenient_ || at(TK::kEnd)) return false;
+    const std::string why = m_->name + ":" + std::to_string(errorLine) + ": " + error;
+    error.clear();
+    errorLine = 0;
+    p_ = start + 1;  // past .entry / .func
+    std::string name;
+    int parens = 0;
+    for (;;) {
+      if (at(TK::kEnd)) return fail("function '" + name + "' is not closed");
+      if (atPunct('(')) ++parens;
+      if (atPunct(')')) --parens;
+      if (parens == 0 && name.empty() && at(TK::kIdent)) name = peek().text;
+      if (parens == 0 && atPunct(';')) {
+        ++p_;
+        break;
+      }
+      if (parens == 0 && atPunct('{')) {
+        ++p_;
+        for (int depth = 1; depth > 0;) {
+          if (at(TK::kEnd)) return fail("function '" + name + "' is not closed");
+          if (atPunct('{')) ++depth;
+          if (atPunct('}')) --depth;
+          ++p_;
+        }
+        break;
+      }
+      ++p_;
+    }
+    m_->refused[name] = why;
+    return true;
+  }
+
+  bool functionBody(bool isExtern) {
     const bool entry = next().text == ".entry";
     Function f;
     f.isEntry = entry;
@@ -762,6 +800,7 @@ class Parser {
   std::vector<Token> t_;
   size_t p_ = 0;
   Module* m_;
+  const bool lenient_;
   Function* fn_ = nullptr;
   uint32_t moduleExternAlign_ = 1;
   std::map<std::string, Symbol> symbols_;    // module scope
@@ -778,7 +817,7 @@ class Parser {
 
 }  // namespace
 
-bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error) {
+bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error, bool lenient) {
   *out = Module{};
   out->name = name;
   std::vector<Token> toks;
@@ -787,7 +826,7 @@ bool parseModule(const std::string& text, const std::string& name, Module* out, 
     *error = name + ":" + lexError.substr(5);  // "line N: msg" -> "name:N: msg"
     return false;
   }
-  Parser p(std::move(toks), out);
+  Parser p(std::move(toks), out, lenient);
   if (!p.run()) {
     *error = name + ":" + std::to_string(p.errorLine) + ": " + p.error;
     return false;

@@ -122,6 +122,33 @@ TEST(PtxParser, RejectsFeaturesNotImplementedYet) {
   EXPECT_EQ(errorOf(".address_size 32\n"), "bad.ptx:4: .address_size 32 is not supported (only 64)");
 }
 
+// A lenient parse (the driver's) leaves out the functions it refuses, with the reason, and keeps
+// the others; a strict one refuses the module.
+TEST(PtxParser, LenientParseLeavesRefusedFunctionsOut) {
+  const std::string text = std::string(kHeader) +
+                           ".visible .entry uses_multimem(.param .u64 p) {\n"
+                           "  .reg .b64 %rd<2>;\n"
+                           "  ld.param.u64 %rd1, [p];\n"
+                           "  { frobnicate.u32 %rd1; }\n"
+                           "  ret;\n"
+                           "}\n"
+                           ".func (.param .b32 r) helper(.param .b32 x) { ret; }\n"
+                           ".visible .entry plain() { ret; }\n";
+  Module m;
+  std::string err;
+  EXPECT_FALSE(parseModule(text, "mixed.ptx", &m, &err));
+  EXPECT_EQ("mixed.ptx:7: unknown instruction 'frobnicate'", err);
+  Module lenient;
+  ASSERT_TRUE(parseModule(text, "mixed.ptx", &lenient, &err, /*lenient=*/true)) << err;
+  ASSERT_NE(nullptr, lenient.find("plain"));
+  EXPECT_EQ(nullptr, lenient.find("uses_multimem"));
+  ASSERT_EQ(2u, lenient.refused.size());
+  EXPECT_EQ("mixed.ptx:7: unknown instruction 'frobnicate'", lenient.refused.at("uses_multimem"));
+  EXPECT_NE(std::string::npos, lenient.refused.at("helper").find("mixed.ptx:10:")) << lenient.refused.at("helper");
+  // Outside functions, an error still fails the parse.
+  EXPECT_FALSE(parseModule(std::string(kHeader) + ".wobble 3;\n", "bad.ptx", &m, &err, /*lenient=*/true));
+}
+
 TEST(PtxParser, RejectsUndefinedNames) {
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  bra NOWHERE;\n}\n"), "bad.ptx:6: undefined label 'NOWHERE'");
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b64 %rd<2>;\n  mov.u64 %rd0, nothing;\n}\n"),

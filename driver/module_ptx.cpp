@@ -1,0 +1,190 @@
+// A module's PTX as the executor runs it (module_ptx.h).
+#include "driver/module_ptx.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "driver/context.h"
+#include "driver/driver.h"
+#include "driver/stream.h"
+#include "ptx/executor.h"
+#include "ptx/parser.h"
+
+namespace mcsim::driver {
+namespace {
+
+// What a request to the node carries of the PTX at most (its channel holds 256 KiB).
+constexpr size_t kPtxPiece = 128 * 1024;
+
+// The shared memory a block may have on sm_90 (227 KiB; cuda.h's
+// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN on an H100).
+constexpr uint32_t kMaxSharedPerBlock = 232448;
+
+uint32_t computeCapability(int device) {
+  const auto& a = state().attributes[static_cast<size_t>(device)];
+  return static_cast<uint32_t>(a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] * 10 +
+                               a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR]);
+}
+
+}  // namespace
+
+CUresult ModulePtx::prepare(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (prepared_) return result_;
+  prepared_ = true;
+  const uint32_t cc = computeCapability(device);
+  ModuleImage image;
+  image.ptx = entries_;
+  const PtxEntry* entry = bestPtx(image, cc);
+  if (entry == nullptr) {
+    why_ = entries_.empty() ? "the module carries no PTX (only SASS, which mcsim does not execute)"
+                            : "the module's PTX is for a newer architecture than the device's compute_" + std::to_string(cc);
+    return result_ = CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  const std::string name = entry->arch != 0 ? "compute_" + std::to_string(entry->arch) + ".ptx" : "module.ptx";
+  // Lenient: kernels the executor cannot run yet are left out (a launch of one says why), so that
+  // the module's other kernels run.
+  if (!ptx::parseModule(entry->text, name, &module_, &why_, /*lenient=*/true)) return result_ = CUDA_ERROR_NOT_SUPPORTED;
+  // The node parses it again for the executor (on a shared node, in its own process).
+  std::string nodeError;
+  uint64_t draft = 0;
+  for (size_t off = 0;;) {
+    const size_t n = std::min(kPtxPiece, entry->text.size() - off);
+    const bool last = off + n == entry->text.size();
+    uint64_t id = 0;
+    const Status s = node().loadPtx(draft, name, entry->text.substr(off, n), last, &id, &nodeError);
+    if (s != Status::kOk) {
+      why_ = "the node refused the module's PTX";
+      return result_ = toResult(s);
+    }
+    draft = id;
+    off += n;
+    if (last) break;
+  }
+  if (draft == 0) {
+    why_ = nodeError;
+    return result_ = CUDA_ERROR_NOT_SUPPORTED;
+  }
+  nodeModule_ = draft;
+  // The .global variables: in the device's memory, initialised from the PTX.
+  if (!module_.globalInit.empty()) {
+    Status s = node().allocLinear(device, module_.globalInit.size(), &globalsVa_);
+    if (s == Status::kOk) s = node().write(globalsVa_, module_.globalInit.data(), module_.globalInit.size(), device);
+    if (s != Status::kOk) {
+      why_ = "its .global variables could not be placed in device memory";
+      return result_ = toResult(s);
+    }
+  }
+  return result_ = CUDA_SUCCESS;
+}
+
+const ptx::Function* ModulePtx::kernel(const std::string& name) const {
+  const ptx::Function* f = module_.find(name);
+  return f != nullptr && f->isEntry ? f : nullptr;
+}
+
+const std::string* ModulePtx::refusedWhy(const std::string& name) const {
+  auto it = module_.refused.find(name);
+  return it == module_.refused.end() ? nullptr : &it->second;
+}
+
+bool ModulePtx::global(const std::string& name, uint64_t* va, size_t* bytes) const {
+  for (const ptx::ModuleVariable& v : module_.variables) {
+    if (v.space != ptx::Space::kGlobal || v.name != name || globalsVa_ == 0) continue;
+    *va = globalsVa_ + v.offset;
+    *bytes = v.size;
+    return true;
+  }
+  return false;
+}
+
+void ModulePtx::release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (globalsVa_ != 0) (void)node().freeLinear(globalsVa_);
+  globalsVa_ = 0;
+}
+
+CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes) {
+  bool sized = false;
+  *buffer = nullptr;
+  for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      *buffer = static_cast<const uint8_t*>(extra[i + 1]);
+    } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      if (extra[i + 1] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(bytes, extra[i + 1], sizeof *bytes);
+      sized = true;
+    } else {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return *buffer != nullptr && sized ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult launchPtxKernel(ModulePtx& m, const std::string& name, CUctx_st* ctx, Dim3 grid, Dim3 block,
+                         unsigned sharedMem, CUstream stream, bool perThreadDefault, void** kernelParams,
+                         void** extra) {
+  const char* rebuild = "rebuild with -gencode arch=compute_90,code=[sm_90,compute_90] to include PTX";
+  CUresult r = m.prepare(ctx->device);
+  const ptx::Function* fn = r == CUDA_SUCCESS ? m.kernel(name) : nullptr;
+  if (r == CUDA_SUCCESS && fn == nullptr && m.refusedWhy(name) != nullptr) {
+    std::fprintf(stderr, "mcsim: kernel '%s' cannot run in the simulator: %s\n", name.c_str(), m.refusedWhy(name)->c_str());
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (r == CUDA_SUCCESS && fn == nullptr) {
+    std::fprintf(stderr, "mcsim: kernel '%s' has no behavioural model and its module's PTX lacks it, so it "
+                 "cannot run in the simulator (mcsim runs PTX, never SASS): %s\n", name.c_str(), rebuild);
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  if (r == CUDA_ERROR_NO_BINARY_FOR_GPU) {
+    std::fprintf(stderr, "mcsim: kernel '%s' has no behavioural model and %s, so it cannot run in the "
+                 "simulator: %s\n", name.c_str(), m.why().c_str(), rebuild);
+    return r;
+  }
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "mcsim: kernel '%s' cannot run in the simulator: %s\n", name.c_str(), m.why().c_str());
+    return r;
+  }
+  // Parameters, in the kernel's .param layout.
+  std::vector<uint8_t> params;
+  if (kernelParams != nullptr && extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (kernelParams != nullptr) {
+    for (size_t i = 0; i < fn->params.size(); ++i) {
+      if (kernelParams[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    }
+    params = ptx::packParams(*fn, kernelParams);
+  } else if (extra != nullptr) {
+    const uint8_t* buffer = nullptr;
+    size_t bytes = 0;
+    MCSIM_TRY(extraBuffer(extra, &buffer, &bytes));
+    if (bytes < fn->paramBytes) return CUDA_ERROR_INVALID_VALUE;
+    params.assign(buffer, buffer + fn->paramBytes);
+  } else if (fn->paramBytes != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const uint64_t staticShared = (uint64_t{fn->staticShared} + fn->dynamicSharedAlign - 1) / fn->dynamicSharedAlign *
+                                fn->dynamicSharedAlign;
+  if (staticShared + sharedMem > kMaxSharedPerBlock) return CUDA_ERROR_INVALID_VALUE;
+  StreamRef st;
+  MCSIM_TRY(resolveStream(stream, perThreadDefault, &st));
+  if (st->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kKernel;
+  op.threads = grid.count() * block.count();
+  op.blocks = grid.count();
+  op.label = name;
+  op.ptxModule = m.nodeModule();
+  op.gridX = grid.x;
+  op.gridY = grid.y;
+  op.gridZ = grid.z;
+  op.blockX = block.x;
+  op.blockY = block.y;
+  op.blockZ = block.z;
+  op.dynamicShared = sharedMem;
+  op.params = std::move(params);
+  op.globalsVa = m.globalsVa();
+  return enqueue(st.get(), std::move(op));
+}
+
+}  // namespace mcsim::driver

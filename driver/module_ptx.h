@@ -1,0 +1,66 @@
+// A module's PTX as the executor runs it (docs/ptx.md, "On the node"): for a module of one
+// context, the PTX entry that fits its device, parsed (for the kernels' parameter layouts and the
+// module's variables), registered with the node (which parses it again for the executor, and on
+// a shared node is another process), and its .global variables placed in the device's memory,
+// initialised from the PTX. Prepared on first use: the first launch of a kernel without a
+// behavioural model, or the first cuModuleGetGlobal.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "driver/module_image.h"
+#include "mcsim/kernel_model.h"
+#include "ptx/ir.h"
+
+struct CUctx_st;
+
+namespace mcsim::driver {
+
+class ModulePtx {
+ public:
+  explicit ModulePtx(std::vector<PtxEntry> entries) : entries_(std::move(entries)) {}
+
+  // Prepares the module for `device` (once; later calls answer as the first did). CUDA_SUCCESS,
+  // or why it cannot run: CUDA_ERROR_NO_BINARY_FOR_GPU (no PTX entry fits the device), or
+  // CUDA_ERROR_NOT_SUPPORTED (the executor's parser refuses the PTX: why() says where).
+  CUresult prepare(int device);
+  const std::string& why() const { return why_; }
+
+  // After a successful prepare: the kernel's PTX (nullptr if the module's PTX lacks it), the
+  // node's id of the module, and where a .global variable lives.
+  const ptx::Function* kernel(const std::string& name) const;
+  // Why the executor's parser left kernel `name` out (nullptr: it did not).
+  const std::string* refusedWhy(const std::string& name) const;
+  uint64_t nodeModule() const { return nodeModule_; }
+  uint64_t globalsVa() const { return globalsVa_; }
+  bool global(const std::string& name, uint64_t* va, size_t* bytes) const;
+  // Gives the variables' device memory back (the module is unloaded).
+  void release();
+
+ private:
+  std::mutex mu_;
+  std::vector<PtxEntry> entries_;
+  bool prepared_ = false;
+  CUresult result_ = CUDA_SUCCESS;
+  std::string why_;
+  ptx::Module module_;
+  uint64_t nodeModule_ = 0;
+  uint64_t globalsVa_ = 0;
+};
+
+// The packed parameter buffer a launch's `extra` names (CU_LAUNCH_PARAM_BUFFER_POINTER and
+// _SIZE, up to CU_LAUNCH_PARAM_END); CUDA_ERROR_INVALID_VALUE when it names none or other keys.
+CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes);
+
+// Launches `name` of `m` (prepared for `ctx`'s device) on `st` as the PTX executor's work: the
+// parameters packed in the kernel's .param layout. Refusals print why on stderr.
+CUresult launchPtxKernel(ModulePtx& m, const std::string& name, CUctx_st* ctx, Dim3 grid, Dim3 block,
+                         unsigned sharedMem, CUstream stream, bool perThreadDefault, void** kernelParams,
+                         void** extra);
+
+}  // namespace mcsim::driver
