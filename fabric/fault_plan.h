@@ -104,6 +104,10 @@ void checkFaultPlanFor(const std::vector<FaultRule>& rules, int gpuCount);
 // Throws InputError "PATH:0: cannot read the fault plan: WHY" when it cannot be read.
 std::string readFaultPlanFile(const std::string& path);
 
+// Where simulated time ends for fault plans: 2^63 ps (about 107 days), the largest time a plan's
+// at= and until= can name. A delay or a block for= that would pass it stops there.
+constexpr uint64_t kEndOfSimulatedTimePs = uint64_t{1} << 63;
+
 // A simulated duration: "0", "150ns", "10us", "2.5ms", "1s". false when malformed.
 bool parseDuration(const std::string& s, uint64_t* ps);
 // An unsigned argument value: "0", "4096", "0x1000", "2MiB", "1.5GiB" (units KiB MiB GiB TiB, and

@@ -1,6 +1,8 @@
 // The node's fault plan (fault_service.h).
 #include "fabric/fault_service.h"
 
+#include <cstdint>
+
 #include "fabric/multicast_service.h"
 #include "model/engine.h"
 
@@ -79,6 +81,11 @@ void FaultService::release(const std::string& label) {
 // A `delay` (or the delay of "delay T return ...") : simulated time passes for the call. Timed
 // blocks may end meanwhile, so waiters look again.
 void FaultService::delay(uint64_t ps) {
+  // A delay past the end of simulated time stops there (past 2^64 ps it wrapped round to a time
+  // already past, and the delay was dropped without a word).
+  const uint64_t now = engine_.nowPs();
+  if (now >= kEndOfSimulatedTimePs) return;
+  if (ps > kEndOfSimulatedTimePs - now) ps = kEndOfSimulatedTimePs - now;
   engine_.run([ps] { return ps; });
   waiter_.progress();
 }
@@ -91,7 +98,11 @@ Node::FaultOutcome FaultService::block(const FaultRule& r, const char* symbol, i
   const std::string label = r.label;
   uint64_t wakeAt = TeamWaiter::kNoDeadline;
   if (r.untilPs >= 0) wakeAt = static_cast<uint64_t>(r.untilPs);
-  if (r.forPs >= 0) wakeAt = engine_.nowPs() + static_cast<uint64_t>(r.forPs);
+  if (r.forPs >= 0) {
+    const uint64_t now = engine_.nowPs();
+    const auto forPs = static_cast<uint64_t>(r.forPs);
+    wakeAt = now >= kEndOfSimulatedTimePs || forPs > kEndOfSimulatedTimePs - now ? kEndOfSimulatedTimePs : now + forPs;
+  }
   std::string releasedBy;
   if (!label.empty()) releasedBy = "'release " + label + "' or mcsim::api::releaseFault";
   if (wakeAt != TeamWaiter::kNoDeadline) {

@@ -171,7 +171,8 @@ Settings parse(const char* const* env, std::vector<std::string>* warnings) {
   for (const auto& [name, value] : vars) {
     if (name.compare(0, 6, "MCSIM_") != 0) continue;
     const auto& all = declarations();
-    if (std::any_of(all.begin(), all.end(), [&](const Declaration& d) { return name == d.name; })) continue;
+    // By value: C++17 lambdas cannot capture a structured binding (clang refuses it; GCC lets it by).
+    if (std::any_of(all.begin(), all.end(), [n = name](const Declaration& d) { return n == d.name; })) continue;
     const std::string close = closestName(name);
     warn(name + " is not an mcsim setting" +
          (close.empty() ? std::string(" (`mcsim settings` lists them)") : " (did you mean " + close + "?)") +

@@ -103,6 +103,22 @@ TEST_F(Timing, DelayThenReturnStallsThenFailsCleanly) {
   expectNothingLeaked(base);
 }
 
+// Issue 19, item 16: a delay that took simulated time past 2^64 ps wrapped round to a time
+// already past and was dropped without a word. It stops at the end of simulated time (2^63 ps).
+TEST_F(Timing, DelaysPastTheEndOfSimulatedTimeStopThere) {
+  INIT();
+  install("cuCtxSynchronize : always -> delay 5000000s");  // 5e18 ps a call
+  const uint64_t t0 = now();
+  ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(t0 + 5'000'000 * kS, now());
+  ASSERT_OK(cuCtxSynchronize());  // would pass 2^63 ps
+  EXPECT_EQ(mcsim::fabric::kEndOfSimulatedTimePs, now());
+  ASSERT_OK(cuCtxSynchronize());  // and so would every one after it (past 2^64, it wrapped round)
+  ASSERT_OK(cuCtxSynchronize());
+  EXPECT_EQ(mcsim::fabric::kEndOfSimulatedTimePs, now());
+  EXPECT_EQ(4u, ruleReport("delay 5000000s").fired);
+}
+
 // --- Timed blocks -------------------------------------------------------------------------------
 
 // A single thread held until 5 ms: nothing else can end the wait, so simulated time moves to 5 ms

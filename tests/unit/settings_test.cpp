@@ -189,6 +189,7 @@ const std::set<std::string> kCodeIdentifiers = {
     "MCSIM_API",
     "MCSIM_API_LOADER",
     "MCSIM_API_VERSION",
+    "MCSIM_BUILD_FUZZERS",
     "MCSIM_CONFORMANCE_REAL",
     "MCSIM_DRIVER_IMPL",
     "MCSIM_DTYPE_F32",
