@@ -8,6 +8,7 @@
 #include "driver/memory.h"
 
 #include "driver/driver.h"
+#include "driver/enum_field.h"
 
 namespace mcsim::driver {
 
@@ -31,7 +32,7 @@ CUresult arrayNotModelled(const char* call) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-CUresult side(const char* call, CUmemorytype type, const void* host, CUdeviceptr device, size_t x, size_t y, size_t z,
+CUresult side(const char* call, uint32_t type, const void* host, CUdeviceptr device, size_t x, size_t y, size_t z,
               size_t pitch, size_t height, Side* out) {
   switch (type) {
     case CU_MEMORYTYPE_HOST: out->host = true; out->base = reinterpret_cast<uint64_t>(host); break;
@@ -88,10 +89,10 @@ CUresult copy3DSides(const char* call, const Copy3D* c, CUcontext dstCtx, CUcont
     return CUDA_ERROR_INVALID_VALUE;
   }
   Side src, dst;
-  MCSIM_TRY(side(call, c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ, c->srcPitch,
-                 c->srcHeight, &src));
-  MCSIM_TRY(side(call, c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ, c->dstPitch,
-                 c->dstHeight, &dst));
+  MCSIM_TRY(side(call, enumField(c->srcMemoryType), c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcZ,
+                 c->srcPitch, c->srcHeight, &src));
+  MCSIM_TRY(side(call, enumField(c->dstMemoryType), c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstZ,
+                 c->dstPitch, c->dstHeight, &dst));
   src.ctx = srcCtx;
   dst.ctx = dstCtx;
   return copyBox(dst, src, c->WidthInBytes, c->Height, c->Depth, o);
@@ -107,10 +108,10 @@ CUresult copy2D(const CUDA_MEMCPY2D* c, const Ordering& o) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   Side src, dst;
-  MCSIM_TRY(side("cuMemcpy2D", c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0, c->srcPitch, 0,
-                 &src));
-  MCSIM_TRY(side("cuMemcpy2D", c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0, c->dstPitch, 0,
-                 &dst));
+  MCSIM_TRY(side("cuMemcpy2D", enumField(c->srcMemoryType), c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, 0,
+                 c->srcPitch, 0, &src));
+  MCSIM_TRY(side("cuMemcpy2D", enumField(c->dstMemoryType), c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, 0,
+                 c->dstPitch, 0, &dst));
   return copyBox(dst, src, c->WidthInBytes, c->Height, 1, o);
 }
 

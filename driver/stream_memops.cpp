@@ -20,6 +20,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/enum_field.h"
 #include "driver/memory.h"
 #include "driver/stream.h"
 
@@ -145,18 +146,18 @@ CUresult streamBatchMemOpEntry(CUstream s, unsigned count, CUstreamBatchMemOpPar
   std::vector<Wait> waits(count);
   for (unsigned i = 0; i < count; ++i) {
     const CUstreamBatchMemOpParams& p = ops[i];
-    switch (p.operation) {
+    switch (enumField(p.operation)) {
       case CU_STREAM_MEM_OP_WAIT_VALUE_32:
       case CU_STREAM_MEM_OP_WAIT_VALUE_64: {
-        const unsigned width = p.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8;
+        const unsigned width = enumField(p.operation) == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8;
         MCSIM_TRY(checkWait(st, p.waitValue.address, width, p.waitValue.flags, v1, &waits[i]));
         waits[i].value = width == 4 ? p.waitValue.value : p.waitValue.value64;
         break;
       }
       case CU_STREAM_MEM_OP_WRITE_VALUE_32:
       case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-        MCSIM_TRY(checkWrite(st, p.writeValue.address, p.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4 : 8,
-                             p.writeValue.flags, v1));
+        MCSIM_TRY(checkWrite(st, p.writeValue.address,
+                             enumField(p.operation) == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4 : 8, p.writeValue.flags, v1));
         break;
       case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
         if (attribute(st, CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES) == 0) return CUDA_ERROR_NOT_SUPPORTED;
@@ -173,7 +174,7 @@ CUresult streamBatchMemOpEntry(CUstream s, unsigned count, CUstreamBatchMemOpPar
   }
   for (unsigned i = 0; i < count; ++i) {
     const CUstreamBatchMemOpParams& p = ops[i];
-    switch (p.operation) {
+    switch (enumField(p.operation)) {
       case CU_STREAM_MEM_OP_WAIT_VALUE_32:
       case CU_STREAM_MEM_OP_WAIT_VALUE_64:
         MCSIM_TRY(enqueueWait(st, waits[i]));
