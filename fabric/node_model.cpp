@@ -69,12 +69,12 @@ model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::ve
   auto done = std::make_shared<model::Completion>();
   Engine& engine = engine_;
   engine.post([self = shared_from_this(), &engine, work = std::move(work), after = std::move(after), done] {
-    engine.spawn([self, work, after, done] {
+    // Work queued behind other work holds no simulation process until it can run.
+    engine.spawnAfter(after, [self, work, after, done] {
       // A fault of work this follows stops it: a faulted context runs nothing more, and whoever
       // waits for this work learns of the fault.
       std::shared_ptr<const model::WorkFault> fault;
       for (const auto& c : after) {
-        c->waitDone();
         if (!fault) fault = c->fault();
       }
       if (!fault) {

@@ -11,8 +11,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sc_core {
 class sc_event;
@@ -43,6 +45,9 @@ class Completion {
 
   // Simulation thread only: waits (in the calling SystemC thread process) until done.
   void waitDone();
+  // Simulation thread only: runs `fn` on the simulation thread when the work completes (now if it
+  // has). Work that follows other work waits so, holding no simulation process until it can run.
+  void whenDone(std::function<void()> fn);
   // Simulation thread only: marks the work done at the current simulated time and wakes the
   // processes and host threads waiting for it.
   void complete();
@@ -68,6 +73,7 @@ class Completion {
   std::atomic<uint64_t> donePs_{0};
   sc_core::sc_event* event_ = nullptr;  // simulation thread only
   std::shared_ptr<const WorkFault> fault_;
+  std::vector<std::function<void()>> whenDone_;  // simulation thread only
 };
 
 using CompletionPtr = std::shared_ptr<Completion>;

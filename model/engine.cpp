@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,17 +37,94 @@ void Completion::complete() {
     delete event_;
     event_ = nullptr;
   }
+  std::vector<std::function<void()>> then;
+  then.swap(whenDone_);
+  for (auto& fn : then) fn();
   Engine::reached(*this);
+}
+
+void Completion::whenDone(std::function<void()> fn) {
+  if (done()) {
+    fn();
+  } else {
+    whenDone_.push_back(std::move(fn));
+  }
 }
 
 // The SystemC side: the engine's simulation context, and in it one process that runs posted work
 // in order, at the current simulated time, inside a process context (so that the work may spawn
 // processes and notify events).
+//
+// Device work runs in a pool of thread processes (spawn): a process that finished a piece of work
+// waits for the next instead of ending, since every SystemC thread process has a coroutine stack
+// of its own (an mmap with a guard page: two mappings of the process's vm.max_map_count), and a
+// process per queued operation let one long queue take the whole process down. Timers (run,
+// advance) are no processes at all: one method process completes them as they fall due.
 struct Engine::Core {
   sc_core::sc_simcontext* context = nullptr;  // owned; freed by endSimulation
   sc_core::sc_event* admitted = nullptr;      // an event of `context`
   std::deque<std::function<void()>> pending;  // touched only on the simulation thread
   bool ending = false;                        // endSimulation: the loop returns once idle
+
+  // A process of the pool, and the work it is given (empty while idle).
+  struct Worker {
+    sc_core::sc_event wake;
+    std::function<void()> job;
+  };
+  std::vector<std::unique_ptr<Worker>> workers;  // every process of the pool, idle or not
+  std::vector<Worker*> idle;                      // waiting for work, the last to finish last
+  std::deque<std::function<void()>> backlog;     // work spawned while kMaxWorkers were busy
+
+  void serve(Worker& w) {
+    for (;;) {
+      if (!w.job) {
+        idle.push_back(&w);
+        while (!w.job && !ending) sc_core::wait(w.wake);
+        if (!w.job) return;  // endSimulation: ended, so that deleting the context frees it
+      }
+      std::function<void()> job = std::move(w.job);
+      w.job = nullptr;
+      job();
+      job = nullptr;  // what the work holds goes as it ends, not when the next work comes
+      if (!backlog.empty()) {
+        w.job = std::move(backlog.front());
+        backlog.pop_front();
+      }
+    }
+  }
+
+  // Timers by the time they fall due (equal times in the order they were set). A timer whose
+  // completion was dropped (no host thread waits for it any more) is skipped, and swept away
+  // when the set has doubled since the last sweep, so that a program polling an idle stream for
+  // ever keeps a bounded set.
+  std::multimap<uint64_t, std::weak_ptr<Completion>> timers;
+  size_t timersAfterSweep = 0;
+  sc_core::sc_event* timerDue = nullptr;  // notified for the earliest timer
+
+  void armTimer() {
+    if (timers.empty()) return;
+    const uint64_t now = Engine::simNowPs();
+    const uint64_t at = timers.begin()->first;
+    timerDue->notify(sc_core::sc_time(static_cast<double>(at > now ? at - now : 0), sc_core::SC_PS));
+  }
+  void addTimer(uint64_t at, const CompletionPtr& c) {
+    if (timers.size() >= 2 * timersAfterSweep + 64) {
+      for (auto it = timers.begin(); it != timers.end();) it = it->second.expired() ? timers.erase(it) : std::next(it);
+      timersAfterSweep = timers.size();
+    }
+    timers.emplace(at, c);
+    armTimer();  // (an earlier notification stays: sc_event keeps the earliest)
+  }
+  // The timer method process, at each timerDue.
+  void fireTimers() {
+    const uint64_t now = Engine::simNowPs();
+    while (!timers.empty() && timers.begin()->first <= now) {
+      const CompletionPtr c = timers.begin()->second.lock();
+      timers.erase(timers.begin());
+      if (c) c->complete();
+    }
+    armTimer();
+  }
 
   void loop() {
     for (;;) {
@@ -161,8 +239,40 @@ uint64_t Engine::simNowPs() { return static_cast<uint64_t>(sc_core::sc_time_stam
 
 void Engine::spawn(std::function<void()> body) {
   ++processes_;
-  sc_core::sc_spawn_options opts;
-  sc_core::sc_spawn(std::move(body), sc_core::sc_gen_unique_name("op"), &opts);
+  Core& core = *core_;
+  if (!core.idle.empty()) {
+    Core::Worker* w = core.idle.back();
+    core.idle.pop_back();
+    w->job = std::move(body);
+    w->wake.notify();  // runnable in this evaluation phase, as a process spawned now would be
+    return;
+  }
+  if (core.workers.size() >= kMaxWorkers) {
+    core.backlog.push_back(std::move(body));
+    return;
+  }
+  core.workers.push_back(std::make_unique<Core::Worker>());
+  Core::Worker* w = core.workers.back().get();
+  w->job = std::move(body);
+  sc_core::sc_spawn([&core, w] { core.serve(*w); }, sc_core::sc_gen_unique_name("worker"));
+}
+
+void Engine::spawnAfter(const std::vector<CompletionPtr>& after, std::function<void()> body) {
+  struct Gate {
+    size_t left = 1;  // one for this call, so that the body is spawned only once all are counted
+    std::function<void()> body;
+  };
+  auto gate = std::make_shared<Gate>();
+  gate->body = std::move(body);
+  auto open = [this, gate] {
+    if (--gate->left == 0) spawn(std::move(gate->body));
+  };
+  for (const CompletionPtr& c : after) {
+    if (c->done()) continue;
+    ++gate->left;
+    c->whenDone(open);
+  }
+  open();
 }
 
 void Engine::waitUntil(uint64_t ps) {
@@ -216,7 +326,13 @@ void Engine::simulate() {
     // Starting with nothing to do is normal here (a waiter on work that needs a host action).
     sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
     core.admitted = new sc_core::sc_event();
+    core.timerDue = new sc_core::sc_event();
     sc_core::sc_spawn([&core] { core.loop(); }, "mcsim_engine");
+    sc_core::sc_spawn_options timerOptions;
+    timerOptions.spawn_method();
+    timerOptions.dont_initialize();
+    timerOptions.set_sensitivity(core.timerDue);
+    sc_core::sc_spawn([&core] { core.fireTimers(); }, "mcsim_timers", &timerOptions);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
   }
   for (;;) {
@@ -282,10 +398,15 @@ void Engine::endSimulation() {
     SystemC systemc(core.context);
     // The loop process sees `ending` and returns (deltas at the current time only: whatever
     // else is scheduled later is not run), so that deleting the context collects it.
+    // So do the pool's idle processes; busy ones wait for something that never comes.
     core.ending = true;
     core.admitted->notify(sc_core::SC_ZERO_TIME);
+    for (Core::Worker* w : core.idle) w->wake.notify(sc_core::SC_ZERO_TIME);
     while (sc_core::sc_pending_activity_at_current_time()) sc_core::sc_start(sc_core::SC_ZERO_TIME);
     deleteRetired();
+    core.timers.clear();
+    core.workers.clear();
+    delete core.timerDue;
     delete core.admitted;
     // Frees ended processes with the rest. SystemC cannot free a thread process that still waits
     // (device work that never finished); it stays allocated, and so does what it holds.
@@ -517,12 +638,15 @@ bool Engine::giveUp(std::chrono::steady_clock::time_point stalledSince) {
 }
 
 void Engine::completeAfter(const CompletionPtr& c, Work duration) {
-  post([this, c, duration = std::move(duration)] {
+  // The timer holds `c` weakly: a host thread that stopped waiting (advance() whose `until` came
+  // first) drops it, and the timer goes with it.
+  post([this, weak = std::weak_ptr<Completion>(c), duration = std::move(duration)] {
+    const CompletionPtr timer = weak.lock();
+    if (!timer) return;
     const uint64_t end = simNowPs() + duration();
-    spawn([this, c, end] {
-      waitUntil(end);
-      c->complete();
-    });
+    ++processes_;
+    if (end > simNowPs()) ++activations_;
+    core_->addTimer(end, timer);
   });
 }
 

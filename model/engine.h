@@ -58,8 +58,8 @@
 namespace mcsim::model {
 
 struct EngineStats {
-  uint64_t processes = 0;    // simulation processes spawned
-  uint64_t activations = 0;  // timed waits of those processes (the events the kernel scheduled)
+  uint64_t processes = 0;    // pieces of simulated work started (spawn) and timers set (run, advance)
+  uint64_t activations = 0;  // their timed waits (the events the kernel scheduled)
   uint64_t nowPs = 0;
 };
 
@@ -134,8 +134,17 @@ class Engine {
   // node keeps the simulation from starting a run the next request is to post into.
   void limitRuns(uint64_t runs);
 
-  // Simulation thread only: starts a SystemC thread process running `body`.
+  // Simulation thread only: runs `body` in a simulation thread process of the engine's pool. A
+  // process that finished its work serves the next, so a queue of any length costs no process
+  // (and no coroutine stack) per item; at most kMaxWorkers run at once, and further work waits
+  // its turn in the order it was spawned.
   void spawn(std::function<void()> body);
+  // Simulation thread only: spawn(body) once every completion in `after` is done (at once if they
+  // are). Until then the work holds no process.
+  void spawnAfter(const std::vector<CompletionPtr>& after, std::function<void()> body);
+  // The most simulation processes an engine runs at once (each has a coroutine stack of its own:
+  // two mappings of the process's vm.max_map_count). A real GPU runs at most 128 kernels at once.
+  static constexpr size_t kMaxWorkers = 1024;
   // Simulation thread only, inside a process: waits until simulated time `ps` (no-op if past).
   void waitUntil(uint64_t ps);
   // Simulation thread only: the current simulated time (of the engine whose thread calls).
@@ -217,7 +226,8 @@ class Engine {
   // while the process winds down (the leak checker's stack scan crashes on one).
   void quiesce();
   static void quiesceAll();
-  // Posts a process that completes `c` `duration()` after it is admitted.
+  // Posts a timer that completes `c` `duration()` after it is admitted, unless `c` has been
+  // dropped by then (a host thread that stopped waiting for it).
   void completeAfter(const CompletionPtr& c, Work duration);
   uint64_t nowPs_ = 0;   // simulated time, published by the simulation thread
   uint64_t processes_ = 0, activations_ = 0;  // simulation thread only, published with nowPs_

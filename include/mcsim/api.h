@@ -61,8 +61,9 @@ inline bool advanceSimulatedTime(uint64_t ps, uint64_t* reachedPs = nullptr) {
   return mcsim_advance_simulated_time(ps, reachedPs) == MCSIM_SUCCESS;
 }
 
-// The simulation's own work so far: processes spawned (one per copy, memset or event record)
-// and timed waits they made (the events the SystemC kernel scheduled).
+// The simulation's own work so far: pieces of work started (one per copy, memset, kernel or event
+// record, and one per timer a waiting host thread set) and timed waits they made (the events the
+// SystemC kernel scheduled).
 struct SimulationStats {
   uint64_t processes = 0;
   uint64_t timedWaits = 0;

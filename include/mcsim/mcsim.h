@@ -87,8 +87,9 @@ mcsim_status mcsim_get_simulated_time_ps(uint64_t* ps);
  * MCSIM_ERROR_NOT_SUPPORTED. */
 mcsim_status mcsim_advance_simulated_time(uint64_t ps, uint64_t* reached_ps);
 
-/* The simulation's own work so far: processes spawned (one per copy, memset or event record) and
- * timed waits they made (the events the SystemC kernel scheduled). Zero counts, and the node's
+/* The simulation's own work so far: pieces of work started (one per copy, memset, kernel or event
+ * record, and one per timer a waiting host thread set) and timed waits they made (the events the
+ * SystemC kernel scheduled). Zero counts, and the node's
  * clock, in a process attached to a shared node (which runs no simulation of its own). */
 typedef struct mcsim_simulation_stats {
   uint64_t processes;
