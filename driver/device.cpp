@@ -131,8 +131,11 @@ CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevic
   if (!validDevice(dev) || !validDevice(peerDev)) return CUDA_ERROR_INVALID_DEVICE;
   // Every pair of GPUs on an NVLink fabric can reach each other while their links are up; a
   // device is not its own peer.
-  *canAccessPeer = (dev != peerDev && state().node->preset().nvlink.linksPerGpu > 0 &&
-                    state().node->nvlinkUp(dev) && state().node->nvlinkUp(peerDev)) ? 1 : 0;
+  const int can = (dev != peerDev && state().node->preset().nvlink.linksPerGpu > 0 &&
+                   state().node->nvlinkUp(dev) && state().node->nvlinkUp(peerDev)) ? 1 : 0;
+  // nvlinkUp answers false for a shared node that went away while it was asked.
+  if (state().node->lost()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
+  *canAccessPeer = can;
   return CUDA_SUCCESS;
 }
 
@@ -145,6 +148,7 @@ CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attri
   }
   const bool linked = state().node->preset().nvlink.linksPerGpu > 0 && state().node->nvlinkUp(srcDevice) &&
                       state().node->nvlinkUp(dstDevice);
+  if (state().node->lost()) return CUDA_ERROR_DEVICE_UNAVAILABLE;  // (as in cuDeviceCanAccessPeer)
   switch (attrib) {
     case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: *value = 0; break;
     case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:

@@ -105,7 +105,8 @@ bool timelineActive();
 void noteCall(const char* symbol);
 
 // Every entry point but cuInit, cuDriverGetVersion, cuGetProcAddress and the error-string calls
-// begins here: the init check, then the fault plan, before the call does anything (so that an
+// begins here: the init check, the node's (a shared node known to be gone fails every call with
+// CUDA_ERROR_DEVICE_UNAVAILABLE, even one that would not ask it), then the fault plan, before the call does anything (so that an
 // injected failure leaves the node as it was). The _DEV forms name the device the call acts on:
 // every entry point with a CUdevice parameter uses one (cuDeviceGetAttribute,
 // cuDevicePrimaryCtxRetain, ...), so that device= filters see the device the call names, as the
@@ -118,6 +119,7 @@ void noteCall(const char* symbol);
 #define MCSIM_REQUIRE_INIT_DEV_ARGS(device, ...)                                \
   do {                                                                          \
     if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED;    \
+    if (::mcsim::driver::node().lost()) return CUDA_ERROR_DEVICE_UNAVAILABLE;  \
     if (::mcsim::driver::timelineActive()) ::mcsim::driver::noteCall(__func__); \
     MCSIM_CONSULT_FAULTS_(device, true, __VA_ARGS__)                            \
   } while (0)

@@ -200,10 +200,26 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
 }
 
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
-  if (!pending(w) || node().waitFor(w) != model::Engine::kGaveUp) return workResult(w, ctx);
+  if (!pending(w)) return workResult(w, ctx);
+  uint64_t ps = 0;
+  const Status s = node().waitFor(w, &ps);
+  if (s == Status::kOk) return workResult(w, ctx);
+  if (s != Status::kHang) return toResult(s);  // kNodeLost: the work never ran
   if (ctx != nullptr) ctx->stickyError = CUDA_ERROR_LAUNCH_TIMEOUT;
   return CUDA_ERROR_LAUNCH_TIMEOUT;
 }
+
+namespace {
+
+// A query of `w`: CUDA_ERROR_NOT_READY while it runs; once done, its fault if it has one.
+CUresult pollWork(const fabric::WorkDone& w, CUctx_st* ctx) {
+  if (!pending(w)) return workResult(w, ctx);
+  bool done = false;
+  MCSIM_TRY(toResult(node().poll(w, &done)));
+  return done ? workResult(w, ctx) : CUDA_ERROR_NOT_READY;
+}
+
+}  // namespace
 
 CUresult synchronizeStream(CUstream_st* st) {
   std::vector<fabric::WorkDone> waits;
@@ -324,8 +340,7 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
     std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     tail = st->tail;
   }
-  if (!pending(tail)) return workResult(tail, st->ctx);
-  return node().poll(tail) ? workResult(tail, st->ctx) : CUDA_ERROR_NOT_READY;
+  return pollWork(tail, st->ctx);
 }
 
 CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault) {
@@ -447,9 +462,7 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   EventRef ev;
   MCSIM_TRY(checkEvent(hEvent, &ev));
-  const mcsim::fabric::WorkDone recorded = recordedWork(ev.get());
-  if (!pending(recorded)) return workResult(recorded, ev->ctx);
-  return node().poll(recorded) ? workResult(recorded, ev->ctx) : CUDA_ERROR_NOT_READY;
+  return pollWork(recordedWork(ev.get()), ev->ctx);
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
@@ -470,7 +483,10 @@ static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) 
   const mcsim::fabric::WorkDone ra = recordedWork(a.get()), rb = recordedWork(b.get());
   if (((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
   if (!ra || !rb) return CUDA_ERROR_INVALID_HANDLE;
-  if (!node().isDone(ra) || !node().isDone(rb)) return CUDA_ERROR_NOT_READY;
+  bool doneA = false, doneB = false;
+  MCSIM_TRY(toResult(node().isDone(ra, &doneA)));
+  MCSIM_TRY(toResult(node().isDone(rb, &doneB)));
+  if (!doneA || !doneB) return CUDA_ERROR_NOT_READY;
   // Simulated picoseconds to milliseconds: an application's own timing code measures the model.
   const double ps = static_cast<double>(rb->donePs()) - static_cast<double>(ra->donePs());
   *pMilliseconds = static_cast<float>(ps / 1e9);

@@ -7,8 +7,10 @@ namespace {
 Status submitAndWait(Node& node, const DeviceOp& op) {
   WorkDone done;
   const Status s = node.submit(op, {}, &done);
-  if (s == Status::kOk) node.waitFor(done);
-  return s;
+  if (s != Status::kOk) return s;
+  // The caller reads or reuses the memory next: work that never ran (a shared node gone) fails.
+  uint64_t ps = 0;
+  return node.waitFor(done, &ps);
 }
 
 // A copy the caller waits for; its copy engine is the reading device's.

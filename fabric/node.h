@@ -132,6 +132,9 @@ class Node {
   virtual bool faultsActive() const = 0;
   // Whether an IMEX channel is present (the preset's answer, until a fault plan changes it).
   virtual bool imexChannelPresent() const = 0;
+  // Whether the node is known to be gone (a shared node whose process died or stopped): every
+  // call of the node then fails with kNodeLost. The embedded node is never lost.
+  virtual bool lost() const { return false; }
 
   // What a driver call's fault-plan check (onEntry) answers.
   struct FaultOutcome {

@@ -170,19 +170,21 @@ class ClientNode final : public Node {
     return Status::kOk;
   }
 
-  uint64_t waitFor(const WorkDone& w) override {
-    uint64_t ps = 0;
-    askDone<Op::waitFor>(w, &ps);
-    return ps;
+  Status waitFor(const WorkDone& w, uint64_t* ps) override {
+    bool done = false;
+    const Status s = askDone<Op::waitFor>(w, &done, ps);
+    if (s != Status::kOk) return s;
+    return done ? Status::kOk : Status::kHang;  // the node gave the wait up
   }
-  bool poll(const WorkDone& w) override {
+  Status poll(const WorkDone& w, bool* done) override {
     uint64_t ps = 0;
-    return askDone<Op::poll>(w, &ps);
+    return askDone<Op::poll>(w, done, &ps);
   }
-  bool isDone(const WorkDone& w) override {
-    if (w->done()) return true;
+  Status isDone(const WorkDone& w, bool* done) override {
+    *done = w->done();
+    if (*done) return Status::kOk;
     uint64_t ps = 0;
-    return askDone<Op::isDone>(w, &ps);
+    return askDone<Op::isDone>(w, done, &ps);
   }
   bool faultsActive() const override { return header_->faultsActive.load(std::memory_order_acquire) != 0; }
 
@@ -204,6 +206,7 @@ class ClientNode final : public Node {
     return out;
   }
 
+  bool lost() const override { return lost_.load(std::memory_order_acquire); }
   bool imexChannelPresent() const override { return header_->imexPresent.load(std::memory_order_acquire) != 0; }
   void beginTraced(std::vector<uint64_t> tags) override {
     tTraced = false;  // the notice of tags given up is no traced request
@@ -478,9 +481,10 @@ class ClientNode final : public Node {
   }
 
   // waitFor / poll / isDone of `w`, which also asks after the copies whose bytes are still to
-  // come back, settles what is done and copies those bytes out. Returns whether `w` is done.
+  // come back, settles what is done and copies those bytes out. Sets whether `w` is done (never
+  // when the node did not answer: kNodeLost).
   template <Op op>
-  bool askDone(const WorkDone& w, uint64_t* ps) {
+  Status askDone(const WorkDone& w, bool* isDone, uint64_t* ps) {
     std::vector<CopyOut> pending;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -491,16 +495,17 @@ class ClientNode final : public Node {
     for (const CopyOut& c : pending) q.pending.push_back(c.id);
     channel::Reply<op> a;
     const Status s = ask<op>(q, &a);
-    const bool done = a.done;
+    const bool done = s == Status::kOk && a.done;
+    *isDone = done;
     *ps = a.ps;
     const std::vector<uint64_t>& doneAt = a.doneAt;  // per pending copy: 0 = not done, else 1 + its time
-    if (s == Status::kOk && done && a.fault != 0 && !w->done()) {
+    if (done && a.fault != 0 && !w->done()) {
       auto f = std::make_shared<model::WorkFault>();
       f->kind = static_cast<model::WorkFault::Kind>(a.fault);
       f->message = a.faultMessage;
       w->setFault(std::move(f));
     }
-    if (s == Status::kOk && done) w->settle(*ps);
+    if (done) w->settle(*ps);
     std::vector<CopyOut> still;
     for (size_t i = 0; i < pending.size(); ++i) {
       CopyOut& c = pending[i];
@@ -515,7 +520,7 @@ class ClientNode final : public Node {
     }
     std::lock_guard<std::mutex> lock(mu_);
     for (CopyOut& c : still) copyOuts_.push_back(std::move(c));
-    return done;
+    return s;
   }
 
   std::string name_;

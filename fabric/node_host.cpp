@@ -470,7 +470,7 @@ class ProcessNode final : public AttachedNode {
     return Status::kOk;
   }
 
-  uint64_t waitFor(const WorkDone& w) override {
+  Status waitFor(const WorkDone& w, uint64_t* ps) override {
     const auto pinned = n_.admitRequest();  // taken in like any request; the wait itself is outside the lock
     model::Engine& engine = n_.engine;
     // The engine reports device work that can never finish (a kernel barrier a GPU never joins)
@@ -485,7 +485,8 @@ class ProcessNode final : public AttachedNode {
       };
       engine.setStallPolicy(std::move(p));
     });
-    return engine.wait(w, abandoned_.get());
+    *ps = engine.wait(w, abandoned_.get());
+    return *ps == model::Engine::kGaveUp ? Status::kHang : Status::kOk;
   }
 
   size_t abandonWaits(int pid) override {
@@ -500,13 +501,13 @@ class ProcessNode final : public AttachedNode {
     return stopped;
   }
 
-  bool poll(const WorkDone& w) override {
+  Status poll(const WorkDone& w, bool* done) override {
     const auto pinned = n_.admitRequest();
     model::Engine& engine = n_.engine;
     engine.settle();  // done or not as of the request's run
-    if (w->done()) return true;
-    engine.advance(n_.pollIntervalPs, w);
-    return false;
+    *done = w->done();
+    if (!*done) engine.advance(n_.pollIntervalPs, w);
+    return Status::kOk;
   }
 
   uint64_t nowPs() override {
@@ -518,10 +519,11 @@ class ProcessNode final : public AttachedNode {
     *reachedPs = n_.engine.advance(ps);
     return Status::kOk;
   }
-  bool isDone(const WorkDone& w) override {
+  Status isDone(const WorkDone& w, bool* done) override {
     const auto pinned = n_.admitRequest();
     n_.engine.settle();  // done or not as of the request's run
-    return w->done();
+    *done = w->done();
+    return Status::kOk;
   }
 
   // ---- Multicast ----

@@ -241,9 +241,14 @@ void Dispatch::askDone(AttachedProcess& p, const channel::Request<op>& q, Answer
   a.done = true;
   if (const WorkDone work = workOf(p, q.work)) {
     if constexpr (op == Op::waitFor) {
-      a.ps = n.waitFor(work);
+      // A wait given up is not done: the client must not take its work for finished.
+      a.done = n.waitFor(work, &a.ps) == Status::kOk;
     } else {
-      a.done = op == Op::poll ? n.poll(work) : n.isDone(work);
+      if constexpr (op == Op::poll) {
+        n.poll(work, &a.done);
+      } else {
+        n.isDone(work, &a.done);
+      }
       a.ps = a.done ? work->donePs() : 0;
     }
     if (work->done() && work->fault()) {

@@ -670,6 +670,41 @@ int cycles() {
   return 0;
 }
 
+// Work queued on a node that then dies (the test kills it while this process holds): every call
+// that waits for or asks after the work, and every other call, must fail with
+// CUDA_ERROR_DEVICE_UNAVAILABLE, never report work that never ran as done. Notes each call's result.
+int orphaned() {
+  enter(0);
+  CUstream s = nullptr;
+  CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUevent start = nullptr, end = nullptr;
+  CU(cuEventCreate(&start, 0));
+  CU(cuEventCreate(&end, 0));
+  CUdeviceptr buf = 0;
+  CU(cuMemAlloc(&buf, 1 << 20));
+  CU(cuEventRecord(start, s));
+  CU(cuMemsetD32Async(buf, 7, (1 << 20) / 4, s));
+  CU(cuEventRecord(end, s));
+  note("queued", "1");
+  hold("check");  // the node is killed meanwhile
+  std::string results;
+  auto add = [&](const char* call, CUresult r) { results += std::string(call) + "=" + name(r) + " "; };
+  add("cuStreamSynchronize", cuStreamSynchronize(s));
+  add("cuEventSynchronize", cuEventSynchronize(end));
+  add("cuCtxSynchronize", cuCtxSynchronize());
+  add("cuStreamQuery", cuStreamQuery(s));
+  add("cuEventQuery", cuEventQuery(end));
+  float ms = 0;
+  add("cuEventElapsedTime", cuEventElapsedTime(&ms, start, end));
+  uint32_t word = 0;
+  add("cuMemcpyDtoH", cuMemcpyDtoH(&word, buf, 4));
+  int peer = 0;
+  add("cuDeviceCanAccessPeer", cuDeviceCanAccessPeer(&peer, 0, 1));
+  add("cuMemFree", cuMemFree(buf));
+  note("results", results);
+  return 0;
+}
+
 // The node's counts, for the test to check that nothing leaked.
 int counts() {
   CU(cuInit(0));
@@ -705,6 +740,7 @@ int main(int argc, char** argv) {
   if (gScenario == "stuck") return stuckKernel();
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();
+  if (gScenario == "orphaned") return orphaned();
   if (gScenario == "cycles") return cycles();
   std::fprintf(stderr, "mp_rank: unknown scenario %s\n", gScenario.c_str());
   return 2;

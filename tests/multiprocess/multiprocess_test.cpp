@@ -404,6 +404,32 @@ TEST_F(SharedNode, ProcessKilledWhileItsKernelWaitsForEverIsDetachedAtOnce) {
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
+// The node process dies (SIGKILL) while a process has work queued on it: afterwards every call of
+// that process fails with CUDA_ERROR_DEVICE_UNAVAILABLE, synchronisations and queries included
+// (they used to answer CUDA_SUCCESS for work that never ran).
+TEST_F(SharedNode, CallsAfterTheNodeDiedFailWithDeviceUnavailable) {
+  startNode();
+  const std::string st = status();
+  const size_t at = st.find(", pid ");
+  ASSERT_NE(std::string::npos, at) << st;
+  const int nodePid = std::atoi(st.c_str() + at + 6);
+  ASSERT_GT(nodePid, 0) << st;
+  Broker b(MCSIM_MP_RANK, dir_);
+  b.spawn("orphaned", 0, 1, rankEnv());
+  b.start();
+  ASSERT_FALSE(b.noted(0, "queued").empty()) << b.output(0);
+  ASSERT_EQ(0, kill(nodePid, SIGKILL));
+  ASSERT_TRUE(waitForExit(nodePid));
+  b.release("check");
+  const std::string results = b.noted(0, "results");
+  EXPECT_EQ(0, b.wait(0)) << b.output(0);
+  b.finish();
+  for (const char* call : {"cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize", "cuStreamQuery",
+                           "cuEventQuery", "cuEventElapsedTime", "cuMemcpyDtoH", "cuDeviceCanAccessPeer", "cuMemFree"}) {
+    EXPECT_TRUE(contains(results, std::string(call) + "=CUDA_ERROR_DEVICE_UNAVAILABLE ")) << call << ": " << results;
+  }
+}
+
 // A process blocked in a bind while the process that should complete its team is alive but busy
 // outside the driver: no deadlock (a thread could still add the device), a suspected hang once the
 // node's grace period passes without progress.

@@ -81,7 +81,8 @@ Outcome runWork(Node& node, uint8_t seed) {
   kernel.threads = 8 * 256;
   kernel.label = MCSIM_KERNEL_REDUCE;
   WorkDone done;
-  ok = ok && node.submit(kernel, {}, &done) == Status::kOk && node.waitFor(done) != model::Engine::kGaveUp && step(Status::kOk);
+  uint64_t ps = 0;
+  ok = ok && node.submit(kernel, {}, &done) == Status::kOk && node.waitFor(done, &ps) == Status::kOk && step(Status::kOk);
   out.reduced.resize(kFloats);
   ok = ok && step(node.read(out.reduced.data(), sum, kBytes, 0));
   for (uint64_t va : {src0, dst1, a, b, sum}) ok = ok && node.freeLinear(va) == Status::kOk;
