@@ -813,8 +813,15 @@ bool NodeHost::movesData() const { return state_->functional; }
 uint64_t NodeHost::simulatedPs() { return state_->engine.nowPs(); }
 
 void NodeHost::finishRequest() {
-  OrderedLock lock(state_->mu);
-  state_->admission.finish(lock);
+  {
+    OrderedLock lock(state_->mu);
+    state_->admission.finish(lock);
+  }
+  // A request's pin ends with the request. finish() takes in (and so pins) a request that never
+  // entered the node (a transport request such as Op::stage); its pin used to stay with the
+  // serving thread until that thread's next request, and for ever when the process died first:
+  // no run could start again, and the node froze.
+  model::Engine::release();
 }
 
 void NodeHost::followAdmissions(std::vector<Admission> schedule, double patienceSeconds) {

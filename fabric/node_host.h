@@ -83,7 +83,8 @@ class NodeHost {
   uint64_t simulatedPs();
 
   // Admission order (admission.h), for a shared node's requests. The current thread's request
-  // (RequestScope) is done: it is counted, and taken in first if nothing it did entered the node.
+  // (RequestScope) is done: it is counted, and taken in first if nothing it did entered the node;
+  // whatever pin it held is released (the serving thread holds none between requests).
   void finishRequest();
   // Replaying a recorded run: take tagged requests in as `schedule` says (AdmissionOrder::follow).
   void followAdmissions(std::vector<Admission> schedule, double patienceSeconds);

@@ -705,6 +705,37 @@ int orphaned() {
   return 0;
 }
 
+// Copies 64 MiB to the device and back for ever, noting "htodK" / "dtohK" as round K's copies
+// begin, until the test kills it.
+int copier() {
+  enter(0);
+  constexpr size_t kBytes = 64u << 20;
+  CUdeviceptr d = 0;
+  CU(cuMemAlloc(&d, kBytes));
+  std::vector<uint8_t> host(kBytes, 1);
+  for (int round = 1;; ++round) {
+    note("htod" + std::to_string(round), "1");
+    CU(cuMemcpyHtoD(d, host.data(), kBytes));
+    note("dtoh" + std::to_string(round), "1");
+    CU(cuMemcpyDtoH(host.data(), d, kBytes));
+  }
+}
+
+// 16 bytes to the device and back, checked: a fresh process that a node must still serve.
+int small() {
+  enter(0);
+  CUdeviceptr d = 0;
+  CU(cuMemAlloc(&d, 16));
+  const uint32_t out[4] = {1, 2, 3, 0xdeadbeef};
+  uint32_t in[4] = {};
+  CU(cuMemcpyHtoD(d, out, sizeof out));
+  CU(cuMemcpyDtoH(in, d, sizeof in));
+  if (std::memcmp(in, out, sizeof out) != 0) fail("read back other bytes");
+  CU(cuMemFree(d));
+  note("small", "ok");
+  return 0;
+}
+
 // The node's counts, for the test to check that nothing leaked.
 int counts() {
   CU(cuInit(0));
@@ -741,6 +772,8 @@ int main(int argc, char** argv) {
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();
   if (gScenario == "orphaned") return orphaned();
+  if (gScenario == "copier") return copier();
+  if (gScenario == "small") return small();
   if (gScenario == "cycles") return cycles();
   std::fprintf(stderr, "mp_rank: unknown scenario %s\n", gScenario.c_str());
   return 2;
