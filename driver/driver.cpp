@@ -134,7 +134,8 @@ CUresult bringUpNode() {
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
   } catch (const fabric::InputError& e) {
-    std::fprintf(stderr, "mcsim: cannot load topology preset: %s\n", e.what());
+    std::fprintf(stderr, "mcsim: cannot load topology preset%s: %s\n",
+                 settings.topology.empty() ? "" : " (MCSIM_TOPOLOGY)", e.what());
     return CUDA_ERROR_NO_DEVICE;
   }
   try {

@@ -8,6 +8,7 @@
 
 #include "fabric/json_source.h"
 #include "files/bounded_file.h"
+#include "settings/byte_size.h"
 
 namespace mcsim::fabric {
 
@@ -356,36 +357,7 @@ bool parseArgumentNumber(const std::string& s, uint64_t* v) {
     *v = std::strtoull(hex.c_str(), nullptr, 16);
     return true;
   }
-  static const std::pair<const char*, uint64_t> kUnits[] = {
-      {"KiB", uint64_t{1} << 10}, {"MiB", uint64_t{1} << 20}, {"GiB", uint64_t{1} << 30}, {"TiB", uint64_t{1} << 40}, {"B", 1}};
-  std::string num = s;
-  uint64_t scale = 1;
-  for (const auto& [unit, bytes] : kUnits) {
-    const std::string u(unit);
-    if (s.size() > u.size() && s.compare(s.size() - u.size(), u.size(), u) == 0) {
-      num = s.substr(0, s.size() - u.size());
-      scale = bytes;
-      break;
-    }
-  }
-  if (num.empty() || num.find_first_not_of("0123456789.") != std::string::npos || num.front() == '.' ||
-      num.find('.') != num.rfind('.')) {
-    return false;
-  }
-  const auto dot = num.find('.');
-  if (dot == std::string::npos) {
-    if (num.size() > 20) return false;
-    errno = 0;
-    const unsigned long long n = std::strtoull(num.c_str(), nullptr, 10);
-    if (errno == ERANGE || n > UINT64_MAX / scale) return false;
-    *v = n * scale;
-    return true;
-  }
-  // 1.5GiB: a fraction of a unit, which must come out a whole number of bytes.
-  const double x = std::strtod(num.c_str(), nullptr) * static_cast<double>(scale);
-  if (!(x < 1.8e19) || x != static_cast<double>(static_cast<uint64_t>(x))) return false;
-  *v = static_cast<uint64_t>(x);
-  return true;
+  return settings::parseByteSize(s, v);
 }
 
 bool argumentMatches(const ArgFilter& f, uint64_t value) {

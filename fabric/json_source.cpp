@@ -6,7 +6,11 @@
 namespace mcsim::fabric {
 
 InputError::InputError(const std::string& file, int line, const std::string& problem)
-    : std::runtime_error(file + ":" + std::to_string(line) + ": " + problem),
+    // "file:line: problem" as compilers write it; without a line (the file as a whole, or a name
+    // that is no file) no ":0", and without either just the problem.
+    : std::runtime_error(file.empty() ? problem
+                         : line > 0   ? file + ":" + std::to_string(line) + ": " + problem
+                                      : file + ": " + problem),
       file_(file),
       line_(line),
       problem_(problem) {}

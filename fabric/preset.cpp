@@ -9,6 +9,7 @@
 
 #include "fabric/builtin_presets.h"
 #include "files/bounded_file.h"
+#include "settings/typo_distance.h"
 
 namespace mcsim::fabric {
 
@@ -56,10 +57,20 @@ class ObjectReader {
     used_.insert(key);
     auto it = obj_.find(key);
     if (it == obj_.end()) {
-      if (required) src_.fail(ptr_, "missing required key '" + key + "'");
+      if (required) src_.fail(ptr_, "missing required key '" + key + "'" + misspelt(key));
       return nullptr;
     }
     return &*it;
+  }
+  // " ('prots' here looks like a misspelling of it)" when a member no one asked for is a likely
+  // typo of `key`, else "": the typo is what the user must fix, not the missing key.
+  std::string misspelt(const std::string& key) const {
+    for (const auto& [name, value] : obj_.items()) {
+      if (used_.count(name) == 0 && name != key && settings::typoDistance(name, key) <= std::max<size_t>(1, key.size() / 4)) {
+        return " ('" + name + "' here looks like a misspelling of it)";
+      }
+    }
+    return "";
   }
   std::string str(const std::string& key, bool required, const std::string& dflt = "") {
     const Json* v = get(key, required);
@@ -113,7 +124,12 @@ class ObjectReader {
   void finish() {
     for (auto it = obj_.begin(); it != obj_.end(); ++it) {
       if (it.key() == "sources" || it.key() == "notes") continue;
-      if (used_.count(it.key()) == 0) src_.fail(at(it.key()), "unknown key '" + it.key() + "'");
+      if (used_.count(it.key()) != 0) continue;
+      std::string meant;
+      for (const std::string& known : used_) {
+        if (settings::typoDistance(it.key(), known) <= std::max<size_t>(1, known.size() / 4)) meant = known;
+      }
+      src_.fail(at(it.key()), "unknown key '" + it.key() + "'" + (meant.empty() ? "" : " (did you mean '" + meant + "'?)"));
     }
   }
 
@@ -273,7 +289,9 @@ std::shared_ptr<const JsonSource> sourceFor(const std::string& nameOrPath, const
   if (text == nullptr) {
     std::string known;
     for (const auto& n : builtinNames(kind)) known += (known.empty() ? "" : ", ") + n;
-    throw InputError(whoAsked.empty() ? std::string("MCSIM_TOPOLOGY") : whoAsked, line,
+    // Asked for by name (MCSIM_TOPOLOGY, --topology, a test): no file to name; the caller says
+    // where the name came from.
+    throw InputError(whoAsked, line,
                      std::string("unknown built-in ") + (std::string(kind) == "gpus" ? "GPU" : "preset") +
                          " '" + nameOrPath + "' (built-in: " + known + ")");
   }

@@ -1,4 +1,5 @@
 #include "settings/settings.h"
+#include "settings/typo_distance.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -99,23 +100,8 @@ std::string plain(const char* markdown) {
   return s;
 }
 
-// Optimal string alignment distance: insertions, deletions, substitutions and swaps of
-// neighbours each cost one (MCSIM_TOPLOGY is one from MCSIM_TOPOLOGY, MCSIM_SEDE one from MCSIM_SEED).
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
 }  // namespace
+
 
 const std::vector<Declaration>& declarations() {
   static const std::vector<Declaration> all = {
@@ -130,7 +116,7 @@ std::string closestName(const std::string& name) {
   std::string best;
   size_t bestDistance = 0;
   for (const Declaration& d : declarations()) {
-    const size_t n = distance(name, d.name);
+    const size_t n = typoDistance(name, d.name);
     if (best.empty() || n < bestDistance) {
       best = d.name;
       bestDistance = n;

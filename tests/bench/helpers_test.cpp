@@ -25,9 +25,9 @@ bool parse(std::vector<std::string> args, Options* o, std::string* error) {
 TEST(BenchOptions, SizesTakeBinaryUnits) {
   std::vector<uint64_t> sizes;
   std::string error;
-  ASSERT_TRUE(parseSizeList("4096,512K,2M,1G,3MiB,1GB", &sizes, &error)) << error;
-  EXPECT_EQ(sizes, (std::vector<uint64_t>{4096, 512 << 10, 2 << 20, 1 << 30, 3 << 20, 1 << 30}));
-  for (const char* bad : {"", "0", "1X", "K", "1,", "-1", "1.5M", "99999999999999999999"}) {
+  ASSERT_TRUE(parseSizeList("4096,512K,2M,1G,3MiB,1GB,1.5M", &sizes, &error)) << error;
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{4096, 512 << 10, 2 << 20, 1 << 30, 3 << 20, 1 << 30, 3 << 19}));
+  for (const char* bad : {"", "0", "1X", "K", "1,", "-1", "1.1B", "0.1K", "99999999999999999999"}) {
     EXPECT_FALSE(parseSizeList(bad, &sizes, &error)) << bad;
   }
 }

@@ -79,9 +79,16 @@ TEST(ArgumentFilters, Numbers) {
   EXPECT_EQ(512u, v);
   EXPECT_TRUE(parseArgumentNumber("0.5KiB", &v));
   EXPECT_EQ(512u, v);
+  // The grammar `mcsim bench --sizes` shares (settings/byte_size.h): short units, fractions.
+  EXPECT_TRUE(parseArgumentNumber("1.5M", &v));
+  EXPECT_EQ(3u << 19, v);
+  EXPECT_TRUE(parseArgumentNumber("4k", &v));
+  EXPECT_EQ(4096u, v);
+  EXPECT_TRUE(parseArgumentNumber("2MB", &v));  // binary, as the benchmark always read it
+  EXPECT_EQ(2u << 20, v);
   EXPECT_TRUE(parseArgumentNumber("18446744073709551615", &v));
   EXPECT_EQ(UINT64_MAX, v);
-  for (const char* bad : {"", "-1", "2MB", "2 MiB", "0x", "0xG", "1.5", "0.3B", "1.2.3KiB", ".5KiB", "16777216TiB",
+  for (const char* bad : {"", "-1", "2XB", "2BB", "2 MiB", "0x", "0xG", "1.5", "0.3B", "1.2.3KiB", ".5KiB", "16777216TiB",
                           "18446744073709551616", "0x10000000000000000"}) {
     EXPECT_FALSE(parseArgumentNumber(bad, &v)) << bad;
   }

@@ -562,9 +562,11 @@ TEST(UnknownPresetName, MessageListsEveryBuiltIn) {
     loadPreset("no-such-node");
     FAIL() << "loaded an unknown preset";
   } catch (const InputError& e) {
-    // There is no file to blame: the name came from MCSIM_TOPOLOGY (or the API), line 0.
-    EXPECT_EQ(e.file(), "MCSIM_TOPOLOGY");
+    // There is no file to blame: the name came from MCSIM_TOPOLOGY, --topology or the API, and
+    // the caller says which; the message is the problem alone, with no "file:0:".
+    EXPECT_EQ(e.file(), "");
     EXPECT_EQ(e.line(), 0);
+    EXPECT_EQ(std::string(e.what()), e.problem());
     EXPECT_TRUE(contains(e.problem(), "unknown built-in preset 'no-such-node'")) << e.what();
     for (const std::string& name : builtinPresetNames()) {
       EXPECT_TRUE(contains(e.problem(), name)) << name << " missing from: " << e.what();

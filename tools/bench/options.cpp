@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mcsim/kernels.h"
+#include "settings/byte_size.h"
 
 namespace mcsim::bench {
 
@@ -30,33 +31,9 @@ bool parseCount(const char* text, int low, int* out) {
   return true;
 }
 
-// One size: digits, then an optional binary unit.
+// One size, in the grammar fault plans use too (settings/byte_size.h); a size of 0 moves nothing.
 bool parseSize(const std::string& item, uint64_t* bytes) {
-  size_t digits = 0;
-  while (digits < item.size() && item[digits] >= '0' && item[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 19) return false;
-  const uint64_t n = std::strtoull(item.substr(0, digits).c_str(), nullptr, 10);
-  std::string unit = item.substr(digits);
-  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();  // "2MB", "2MiB" (binary either way)
-  if (unit.size() == 3 && unit[1] == 'i' && unit[2] == 'B') unit.resize(1);
-  if (unit.size() == 2 && unit[1] == 'i') unit.resize(1);
-  int shift = 0;
-  if (unit.empty() || unit == "B") {
-    shift = 0;
-  } else if (unit == "K" || unit == "k") {
-    shift = 10;
-  } else if (unit == "M" || unit == "m") {
-    shift = 20;
-  } else if (unit == "G" || unit == "g") {
-    shift = 30;
-  } else if (unit == "T" || unit == "t") {
-    shift = 40;
-  } else {
-    return false;
-  }
-  if (n == 0 || n > (UINT64_MAX >> shift)) return false;
-  *bytes = n << shift;
-  return true;
+  return settings::parseByteSize(item, bytes) && *bytes > 0;
 }
 
 }  // namespace
@@ -94,7 +71,7 @@ bool parseSizeList(const std::string& text, std::vector<uint64_t>* sizes, std::s
     const std::string item = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
     uint64_t bytes = 0;
     if (!parseSize(item, &bytes)) {
-      *error = "--sizes: '" + item + "' is not a size such as 4096, 512K, 2M or 1G";
+      *error = "--sizes: '" + item + "' is not a size such as 4096, 512K, 1.5M or 1GiB";
       return false;
     }
     sizes->push_back(bytes);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.h"
 #include "commands.h"
 #include "driver_library.h"
 #include "exec_with_driver.h"
@@ -62,12 +63,12 @@ Command addBenchCommand(CLI::App& parent) {
       "allreduce", "All-reduce bandwidth, nccl-tests style: bytes time_us algbw_GBps busbw_GBps (docs/benchmarks.md)");
   ar->add_option("--topology", o->driver.topology, "Built-in preset name or preset file (MCSIM_TOPOLOGY)");
   ar->add_flag("--timing-only", o->driver.timingOnly, "Time everything but move no data (MCSIM_TIMING_ONLY=1)");
-  ar->add_option("--gpus", o->gpus, "GPUs taking part (default: every GPU of the node)")->check(CLI::PositiveNumber);
+  ar->add_option("--gpus", o->gpus, "GPUs taking part (default: every GPU of the node)")->check(wholeNumberAtLeast(1));
   ar->add_option("--algo", o->algo, "nvls (default), oneshot, twoshot or ring")
       ->check(CLI::IsMember({"nvls", "oneshot", "twoshot", "ring"}));
   ar->add_option("--sizes", o->sizes, "Bytes per GPU, comma separated, binary units: 64K,1M,1G (default 1M)");
   ar->add_option("--dtype", o->dtype, "f32 (default), f16, bf16, f64, u32, s32 or u64");
-  ar->add_option("--iters", o->iters, "Timed iterations after one warm-up (default 5)")->check(CLI::PositiveNumber);
+  ar->add_option("--iters", o->iters, "Timed iterations after one warm-up (default 5)")->check(wholeNumberAtLeast(1));
   ar->add_flag("--check", o->check, "Verify every result against a host-computed reference");
   ar->add_option("--loader", o->loader, "Load the kernels per context (module, default) or once (library)")
       ->check(CLI::IsMember({"module", "library"}));

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "cli_checks.h"
 #include "commands.h"
 #include "driver_library.h"
 #include "fabric/fault_plan.h"
@@ -396,13 +397,13 @@ Command addCampaignCommand(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--jobs,-j", o->jobs, "Runs at a time (default: the number of processors)");
   cmd->add_option("--check-repro", o->checkRepro, "Runs to make twice to check reproducibility (default: 10%, at least 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(wholeNumberAtLeast(0));
   cmd->add_flag("--require-coverage", o->requireCoverage, "Count every fault point that never fired as a violation");
   cmd->add_option("--hang-grace", o->hangGrace, "MCSIM_HANG_GRACE_S of each run, in seconds")
-      ->check(CLI::PositiveNumber)
+      ->check(secondsAboveZero())
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds after which a run counts as hung and is killed")
-      ->check(CLI::PositiveNumber)
+      ->check(secondsAboveZero())
       ->capture_default_str();
   cmd->add_option("--point-probability", o->pointOn, "The most a fault point is switched on in a run (each run draws a quarter, half or all of it)")
       ->check(CLI::Range(0.0, 1.0))

@@ -2,6 +2,8 @@
 // file each.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "commands.h"
@@ -25,6 +27,36 @@ int main(int argc, char** argv) {
       addNodeCommand(app),
       addSettingsCommand(app),
   };
+
+  std::string names;
+  for (const Command& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
+  // `mcsim help [command]`, as git and go have it.
+  if (argc >= 2 && std::string(argv[1]) == "help") {
+    if (argc == 2) {
+      std::printf("%s", app.help().c_str());
+      return kExitOk;
+    }
+    for (const Command& c : commands) {
+      if (c.app->get_name() == argv[2]) {
+        std::printf("%s", c.app->help().c_str());
+        return kExitOk;
+      }
+    }
+    std::fprintf(stderr, "mcsim help: there is no command '%s' (the commands: %s)\n", argv[2], names.c_str());
+    return kExitBadInput;
+  }
+  // CLI11 says only "A subcommand is required" for a misspelt or missing command.
+  if (argc < 2) {
+    std::fprintf(stderr, "mcsim: say which command to run: %s (mcsim help COMMAND describes one)\n", names.c_str());
+    return kExitBadInput;
+  }
+  bool known = false;
+  for (const Command& c : commands) known = known || c.app->get_name() == argv[1];
+  if (argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "mcsim: there is no command '%s' (the commands: %s; mcsim help COMMAND describes one)\n",
+                 argv[1], names.c_str());
+    return kExitBadInput;
+  }
 
   try {
     app.parse(argc, argv);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -148,13 +149,22 @@ int startNode(const NodeOptions& o) {
                 static_cast<int>(child), o.name.c_str(), paths.log.c_str());
     return kExitOk;
   }
-  if (line.rfind("error: ", 0) == 0) {
+  const bool saidWhy = line.rfind("error: ", 0) == 0;
+  if (saidWhy) {
     std::fprintf(stderr, "mcsim node start: %s", line.substr(7).c_str());
   } else {
     std::fprintf(stderr, "mcsim node start: the node process did not get ready; see %s\n", paths.log.c_str());
     kill(child, SIGKILL);
   }
   waitpid(child, nullptr, 0);
+  // A start that failed leaves no files behind, except the log of a node that failed without
+  // saying why (the message above points at it). Only while nobody holds the lock: a node of the
+  // same name started meanwhile by someone else keeps its files.
+  UniqueFd lock(open(paths.lock.c_str(), O_RDONLY | O_CLOEXEC));
+  if (lock.get() >= 0 && flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {
+    unlink(paths.lock.c_str());
+    if (saidWhy) unlink(paths.log.c_str());
+  }
   return kExitFailure;
 }
 

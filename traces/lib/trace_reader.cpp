@@ -401,7 +401,7 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
 
 std::string readTrace(const std::string& path, Trace* out) {
   const files::FileRead read = files::readBoundedFile(path, files::kMaxTraceBytes);
-  if (!read.ok()) return path + ":0: cannot read the file: " + read.why;
+  if (!read.ok()) return read.why;  // it names the path
   return parseTrace(read.bytes, path, out);
 }
 
