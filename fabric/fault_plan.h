@@ -101,7 +101,7 @@ std::vector<FaultRule> parseFaultPlan(const std::string& text, const std::string
 void checkFaultPlanFor(const std::vector<FaultRule>& rules, int gpuCount);
 
 // The text of the plan file at `path` (a regular file of at most files::kMaxTextInputBytes).
-// Throws InputError "PATH:0: cannot read the fault plan: WHY" when it cannot be read.
+// Throws InputError "PATH: cannot read the fault plan: WHY" when it cannot be read.
 std::string readFaultPlanFile(const std::string& path);
 
 // Where simulated time ends for fault plans: 2^63 ps (about 107 days), the largest time a plan's
