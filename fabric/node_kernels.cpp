@@ -177,6 +177,21 @@ uint64_t NodeModel::hopPs() const {
   return 2 * nvlinkLatencyPs_ + (switches_.empty() ? 0 : switches_[0]->latencyPs);
 }
 
+void NodeModel::noteSyncAllocs(const ResolvedStep& st) {
+  using K = KernelStep::Kind;
+  if (st.kind == K::kWait) {
+    for (const MemoryRun& r : st.dst) {
+      if (r.ref.device) syncAllocs_.insert({r.ref.gpu, r.ref.alloc});
+    }
+  } else if (st.kind == K::kSignal) {
+    for (const MemorySpan& m : st.members) {
+      for (const MemoryRun& r : m) {
+        if (r.ref.device) syncAllocs_.insert({r.ref.gpu, r.ref.alloc});
+      }
+    }
+  }
+}
+
 void NodeModel::applyStep(const ResolvedStep& st, bool functional) {
   using K = KernelStep::Kind;
   if (st.kind == K::kSignal) {
@@ -390,6 +405,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
   // bound by them before it is by its loads in flight.
   const uint64_t sms = std::min(std::max<uint64_t>(w.blocks, 1), sm.smCount);
   BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
+  for (const ResolvedStep& st : w.steps) noteSyncAllocs(st);
   for (const ResolvedStep& st : w.steps) {
     if (st.kind == K::kWait) {
       const auto reached = [&] { return waitReached(st); };

@@ -92,11 +92,17 @@ void NodeModel::forget(int gpu, uint64_t alloc) {
   // Nothing was ever simulated, so nothing is cached (and no engine need start, e.g. while a
   // node that never moved data is destroyed at exit).
   if (gpu < 0 || gpu >= gpuCount() || !engine_.started()) return;
-  engine_.post([self = shared_from_this(), gpu, alloc] { self->gpus_[static_cast<size_t>(gpu)]->forget(alloc); });
+  engine_.post([self = shared_from_this(), gpu, alloc] {
+    self->gpus_[static_cast<size_t>(gpu)]->forget(alloc);
+    self->syncAllocs_.erase({gpu, alloc});
+  });
 }
 
-void NodeModel::moveData(DeviceWork& w) {
+void NodeModel::moveData(DeviceWork& w, bool syncOnly) {
   for (const WorkPiece& p : w.pieces) {
+    if (syncOnly && (!p.dst.device || p.dstData == nullptr || syncAllocs_.count({p.dst.gpu, p.dst.alloc}) == 0)) {
+      continue;
+    }
     if (w.kind == DeviceWork::Kind::kFill) {
       fillBytes(p.dstData, p.bytes, w.fillValue, w.fillElementBytes);
     } else if (p.srcData == nullptr) {
@@ -115,7 +121,7 @@ void NodeModel::execute(DeviceWork& w) {
     else executeKernel(w);
     return;
   }
-  if (w.functional) moveData(w);
+  moveData(w, !w.functional);
   if (w.kind == DeviceWork::Kind::kMarker) {
     if (w.crossGpu) engine.waitUntil(start + crossGpuSyncPs_);
     return;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <map>
+#include <set>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -168,7 +169,15 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   // Switch s's part of a `bytes` chunk that `gpu` sends or receives, in proportion to the links
   // between them; the last switch takes what the others left (`sent` counts what they took).
   uint64_t switchShare(int gpu, size_t s, uint64_t bytes, uint64_t* sent) const;
-  void moveData(DeviceWork& w);
+  // Carries out the pieces of a copy or memset; with `syncOnly` (a timing-only run) only those
+  // into allocations kernels synchronise on (syncAllocs_).
+  void moveData(DeviceWork& w, bool syncOnly);
+  // Timing-only runs move no data, except into the allocations that kernels synchronise on (a
+  // wait or a signal step named them): those words must hold what a functional run holds, or a
+  // barrier that a memset re-arms would pass at once, and the simulated time of a kernel would
+  // depend on what ran before it. (GPU, allocation) pairs; engine thread only.
+  std::set<std::pair<int, uint64_t>> syncAllocs_;
+  void noteSyncAllocs(const ResolvedStep& st);
 
   // Kernels (node_kernels.cpp).
   void executeKernel(DeviceWork& w);
