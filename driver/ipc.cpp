@@ -52,7 +52,9 @@ CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr) {
 
 CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags) {
   MCSIM_REQUIRE_INIT();
-  if (pdptr == nullptr || (Flags & ~unsigned{CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  // The CUDA reference: Flags "must be specified as CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"; a real H100
+  // refuses 0 with CUDA_ERROR_INVALID_VALUE before it looks at the handle (docs/real-driver.md).
+  if (pdptr == nullptr || Flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
   MCSIM_TRY(requireContext());
   uint8_t bytes[64];
   std::memcpy(bytes, handle.reserved, sizeof bytes);
@@ -89,7 +91,11 @@ CUresult CUDAAPI cuIpcOpenEventHandle(CUevent* phEvent, CUipcEventHandle handle)
   uint8_t bytes[64];
   std::memcpy(bytes, handle.reserved, sizeof bytes);
   uint64_t key = 0;
-  MCSIM_TRY(toResult(node().ipcEventOpen(bytes, &key)));
+  const auto opened = node().ipcEventOpen(bytes, &key);
+  // A handle that names no event the node knows: the real driver cannot map the event's shared
+  // memory and answers CUDA_ERROR_MAP_FAILED (an all-zero handle, H100, 580.159.04).
+  if (opened == decltype(opened)::kInvalidValue) return CUDA_ERROR_MAP_FAILED;
+  MCSIM_TRY(toResult(opened));
   return adoptSharedEvent(ctx, key, phEvent);
 }
 

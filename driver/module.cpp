@@ -93,15 +93,18 @@ CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* name
   return CUDA_SUCCESS;
 }
 
-// A module file: a regular file of at most kMaxImageBytes. What cannot be opened, and a
-// directory, is not found; a device, FIFO or oversized file is no image (docs/reliability.md).
+// A module file: a regular file of at most kMaxImageBytes. What cannot be opened is not found; a
+// directory is CUDA_ERROR_OUT_OF_MEMORY, as a real H100 answers (580.159.04, docs/real-driver.md);
+// a device, FIFO or oversized file is no image (docs/reliability.md).
 CUresult readFile(const char* path, std::vector<unsigned char>* out) {
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const files::FileRead read = files::readBoundedFile(path, kMaxImageBytes);
   switch (read.problem) {
     case files::ReadProblem::kNone: break;
-    case files::ReadProblem::kMissing:
-    case files::ReadProblem::kDirectory: return CUDA_ERROR_FILE_NOT_FOUND;
+    case files::ReadProblem::kMissing: return CUDA_ERROR_FILE_NOT_FOUND;
+    case files::ReadProblem::kDirectory:
+      std::fprintf(stderr, "mcsim: the module image cannot be loaded: %s\n", read.why.c_str());
+      return CUDA_ERROR_OUT_OF_MEMORY;
     default:
       std::fprintf(stderr, "mcsim: the module image cannot be loaded: %s\n", read.why.c_str());
       return CUDA_ERROR_INVALID_IMAGE;

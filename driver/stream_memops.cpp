@@ -91,7 +91,10 @@ CUresult checkWait(const StreamRef& st, CUdeviceptr addr, unsigned width, unsign
 }
 
 CUresult checkWrite(const StreamRef& st, CUdeviceptr addr, unsigned width, unsigned flags, bool v1) {
-  if ((flags & ~unsigned{CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  // cuda.h: NO_MEMORY_BARRIER "is not supported in the v2 API"; a real H100 (driver 580.159.04)
+  // answers CUDA_ERROR_INVALID_VALUE for it (docs/real-driver.md).
+  const unsigned allowed = v1 ? unsigned{CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER} : 0u;
+  if ((flags & ~allowed) != 0) return CUDA_ERROR_INVALID_VALUE;
   MCSIM_TRY(checkWord(addr, width));
   return supported(st, width, v1);
 }
@@ -109,8 +112,8 @@ CUresult enqueueWait(const StreamRef& st, const Wait& w) {
 }
 
 // The word is taken from the call (pageable host memory, staged at submission), and written in
-// stream order. NO_MEMORY_BARRIER only allows the write to pass earlier writes, which the model
-// never reorders.
+// stream order. NO_MEMORY_BARRIER (the v1 API's only) allows the write to pass earlier writes,
+// which the model never reorders.
 CUresult enqueueWrite(CUstream s, CUdeviceptr addr, uint64_t value, unsigned width, bool perThreadDefault) {
   const uint32_t narrow = static_cast<uint32_t>(value);
   const void* word = width == 4 ? static_cast<const void*>(&narrow) : static_cast<const void*>(&value);

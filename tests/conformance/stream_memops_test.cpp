@@ -56,7 +56,10 @@ TEST_F(StreamMemOps, AWaitHoldsItsStreamUntilAnotherStreamWrites) {
 
 TEST_F(StreamMemOps, ACopyFromTheHostReleasesAWait) {
   ASSERT_OK(cuStreamWaitValue64(a, words + 8, 0x100000000ull, CU_STREAM_WAIT_VALUE_EQ));
-  ASSERT_OK(cuStreamWriteValue64(a, words + 16, 0xabcdef0123456789ull, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+  // cuda.h: NO_MEMORY_BARRIER "is not supported in the v2 API" (the real H100 refuses it).
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE,
+            cuStreamWriteValue64(a, words + 16, 1, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+  ASSERT_OK(cuStreamWriteValue64(a, words + 16, 0xabcdef0123456789ull, CU_STREAM_WRITE_VALUE_DEFAULT));
   const uint64_t v = 0x100000000ull;
   ASSERT_OK(cuMemcpyHtoD(words + 8, &v, 8));
   ASSERT_OK(cuStreamSynchronize(a));
@@ -101,6 +104,9 @@ TEST_F(StreamMemOps, BadArgumentsAreRefusedAndChangeNothing) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamWaitValue64(a, words + 4, 1, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamWriteValue32(a, words, 1, 2));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamWriteValue64(a, words + 4, 1, 0));
+#ifndef MCSIM_CONFORMANCE_REAL
+  // From here on mcsim only: the real driver (H100, 580.159.04) crashed the process on one of the
+  // calls below (a NULL address or batch, or an unknown operation); mcsim answers them.
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamWaitValue32(a, 0, 1, 0));
   CUstreamBatchMemOpParams ops[2];
   std::memset(ops, 0, sizeof ops);
@@ -111,6 +117,7 @@ TEST_F(StreamMemOps, BadArgumentsAreRefusedAndChangeNothing) {
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamBatchMemOp(a, 2, ops, 0));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamBatchMemOp(a, 1, ops, 1));
   EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamBatchMemOp(a, 1, nullptr, 0));
+#endif
   ASSERT_OK(cuStreamSynchronize(a));
   EXPECT_EQ(0u, word32(0));  // the batch's first write was not queued
 }

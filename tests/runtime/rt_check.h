@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,14 @@
 #include <string>
 
 namespace rtcheck {
+
+// Whether the driver under the runtime is mcsim's (it exports mcsim_last_error), once the
+// runtime's first call has loaded it. For the few checks that hold on mcsim only, such as
+// timing claims a real GPU's launch overhead hides.
+inline bool onMcsim() {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  return driver != nullptr && dlsym(driver, "mcsim_last_error") != nullptr;
+}
 
 struct Failure {
   std::string what;

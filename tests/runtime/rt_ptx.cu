@@ -142,7 +142,10 @@ void timing() {
   // Printed, so that two runs can be compared (they must agree to the bit on mcsim).
   std::printf("  vadd 64K: %.6f ms, 1M: %.6f ms\n", small, large);
   RT_EXPECT(small > 0, "a kernel takes time: %f ms", small);
-  RT_EXPECT(large > small, "16 times the work takes longer: %f ms, not more than %f ms", large, small);
+  // On mcsim only: on a real H100 both launches take about 0.011 ms (the launch, not the work).
+  if (rtcheck::onMcsim()) {
+    RT_EXPECT(large > small, "16 times the work takes longer: %f ms, not more than %f ms", large, small);
+  }
 }
 
 // Last: the context is poisoned afterwards.

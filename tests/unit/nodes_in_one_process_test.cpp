@@ -133,6 +133,11 @@ class TwoNodes : public ::testing::Test {
     h100 = makeNode("hgx-h100");
     b200 = makeNode("dgx-b200");
     ASSERT_NE(h100, nullptr);
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer's shadow and allocator leave no second range of a window's size free
+    // (fabric/device_window.h): the second node gets no window there, and says so by being null.
+    if (b200 == nullptr) GTEST_SKIP() << "no room for a second device window under AddressSanitizer";
+#endif
     ASSERT_NE(b200, nullptr);
   }
   const Alone& want = alone();
