@@ -123,11 +123,20 @@ CUmemoryPool poolOf(uint64_t va) {
 
 void addPoolsToDigest(model::Digest& d) {
   std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
-  d.add(pools().creationOrder.size());
-  for (const CUmemPoolHandle_st* p : pools().creationOrder) {
+  // The default pools are there from cuInit on; they are made on first use only to save the work.
+  // So the digest describes them whether or not a call has made them yet, and in device order
+  // before the created pools: a call that made them and then failed (cuMemAllocAsync of SIZE_MAX
+  // in a fresh process) changed nothing.
+  ensureDefaults();
+  auto add = [&d](const CUmemPoolHandle_st* p) {
     d.add(p->destroyed ? 1 : 0).add(p->usedBytes).add(p->releaseThreshold).add(p->allocations.size());
     for (uint64_t va : p->allocations) d.add(va);
     for (auto a : p->access) d.add(static_cast<uint64_t>(a));
+  };
+  d.add(pools().creationOrder.size());
+  for (const CUmemPoolHandle_st* p : pools().defaults) add(p);
+  for (const CUmemPoolHandle_st* p : pools().creationOrder) {
+    if (!p->isDefault) add(p);
   }
   for (const CUmemPoolHandle_st* p : pools().current) d.add(p->props.location.id);
 }

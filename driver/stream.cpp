@@ -383,6 +383,8 @@ static CUresult createStream(CUstream* phStream, unsigned flags, int priority) {
   MCSIM_TRY(currentContext(&ctx));
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+  // Destroyed meanwhile: its streams were released already (releaseContextStreams, under this lock).
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   StreamRef s = newStream(t, CUstream_st::Kind::kCreated, ctx, flags, priority, "");
   CUstream_st* raw = s.get();
   t.created[raw] = std::move(s);
@@ -438,6 +440,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   if ((Flags & CU_EVENT_INTERPROCESS) != 0) MCSIM_TRY(toResult(node().ipcEventCreate(&key)));
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;  // (as a stream's: createStream)
   *phEvent = newEvent(t, ctx, Flags, key);
   return CUDA_SUCCESS;
 }

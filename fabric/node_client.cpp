@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -152,7 +153,7 @@ class ClientNode final : public Node {
     // data, MCSIM_TIMING_ONLY).
     if (dstHost && dstBlock != 0) {
       std::lock_guard<std::mutex> lock(mu_);
-      copyOuts_.push_back(CopyOut{*done, id, dstBlock, reinterpret_cast<void*>(op.dst), op.bytes});
+      copyOuts_.push_back(std::make_shared<CopyOut>(CopyOut{*done, id, dstBlock, reinterpret_cast<void*>(op.dst), op.bytes}));
     }
     return Status::kOk;
   }
@@ -228,12 +229,17 @@ class ClientNode final : public Node {
  private:
   ClientNode() = default;
 
+  // A copy whose host destination's bytes are still to come back. It stays in copyOuts_ until
+  // they are out: a thread that learns the work is done claims it and copies; a thread that finds
+  // it claimed by another waits for that copy before its own call returns.
   struct CopyOut {
-    WorkDone done;  // keeps the node's work alive until its bytes are out
+    WorkDone done;  // keeps the node's work alive until its bytes are out; settled once they are
     uint64_t id;
     uint64_t block;
     void* dst;
     uint64_t bytes;
+    bool claimed = false;  // under mu_
+    bool copied = false;   // under mu_
   };
 
   bool connect(const std::string& name, int rank, std::string* error) {
@@ -481,18 +487,22 @@ class ClientNode final : public Node {
   }
 
   // waitFor / poll / isDone of `w`, which also asks after the copies whose bytes are still to
-  // come back, settles what is done and copies those bytes out. Sets whether `w` is done (never
-  // when the node did not answer: kNodeLost).
+  // come back, copies out those that are done and settles them. Sets whether `w` is done (never
+  // when the node did not answer: kNodeLost). When it returns, every copy that was done when the
+  // node answered has its bytes out, whichever thread copied them, and only then is a completion
+  // settled: a thread that finds a copy done (its own wait, a query, the driver's `pending`) reads
+  // its bytes. (Each call used to take the whole list for itself: a thread whose copy another
+  // thread's call had taken returned before its bytes were out and read stale memory.)
   template <Op op>
   Status askDone(const WorkDone& w, bool* isDone, uint64_t* ps) {
-    std::vector<CopyOut> pending;
+    std::vector<std::shared_ptr<CopyOut>> seen;  // every copy not out yet, claimed or not
     {
       std::lock_guard<std::mutex> lock(mu_);
-      pending.swap(copyOuts_);
+      seen = copyOuts_;
     }
     channel::Request<op> q;
     q.work = remoteId(w);
-    for (const CopyOut& c : pending) q.pending.push_back(c.id);
+    for (const auto& c : seen) q.pending.push_back(c->id);
     channel::Reply<op> a;
     const Status s = ask<op>(q, &a);
     const bool done = s == Status::kOk && a.done;
@@ -505,21 +515,36 @@ class ClientNode final : public Node {
       f->message = a.faultMessage;
       w->setFault(std::move(f));
     }
-    if (done) w->settle(*ps);
-    std::vector<CopyOut> still;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      CopyOut& c = pending[i];
-      if (s != Status::kOk || i >= doneAt.size() || doneAt[i] == 0) {
-        still.push_back(std::move(c));
-        continue;
-      }
-      c.done->settle(doneAt[i] - 1);
-      std::memcpy(c.dst, segmentAt(c.block), c.bytes);
+    std::vector<std::pair<std::shared_ptr<CopyOut>, uint64_t>> mine;  // claimed here, with the time
+    std::vector<std::shared_ptr<CopyOut>> others;                     // claimed by other threads
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      freedBlocks_.push_back(c.block);
+      for (size_t i = 0; i < seen.size(); ++i) {
+        CopyOut& c = *seen[i];
+        if (c.copied) continue;
+        if (c.claimed) {
+          others.push_back(seen[i]);
+        } else if (s == Status::kOk && i < doneAt.size() && doneAt[i] != 0) {
+          c.claimed = true;
+          mine.emplace_back(seen[i], doneAt[i] - 1);
+        }
+      }
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    for (CopyOut& c : still) copyOuts_.push_back(std::move(c));
+    for (const auto& [c, at] : mine) std::memcpy(c->dst, segmentAt(c->block), c->bytes);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      for (const auto& [c, at] : mine) {
+        c->done->settle(at);
+        c->copied = true;
+        freedBlocks_.push_back(c->block);
+        copyOuts_.erase(std::find(copyOuts_.begin(), copyOuts_.end(), c));
+      }
+      if (!mine.empty()) copiedCv_.notify_all();
+      copiedCv_.wait(lock, [&] {
+        return std::all_of(others.begin(), others.end(), [](const auto& c) { return c->copied; });
+      });
+    }
+    if (done) w->settle(*ps);
     return s;
   }
 
@@ -545,7 +570,8 @@ class ClientNode final : public Node {
   std::mutex mu_;  // guards what follows
   std::vector<Channel*> idle_;
   std::vector<uint64_t> freedBlocks_;
-  std::vector<CopyOut> copyOuts_;
+  std::vector<std::shared_ptr<CopyOut>> copyOuts_;
+  std::condition_variable copiedCv_;  // a claimed copy is out
   std::shared_ptr<Ledger> ledger_ = std::make_shared<Ledger>();
 };
 
