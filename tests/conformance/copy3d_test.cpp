@@ -114,6 +114,10 @@ TEST_F(Copy3D, LayoutsThatOverlapAreRefusedAndEmptyBoxesDoNothing) {
   EXPECT_OK(cuMemFree(d));
 }
 
+// mcsim only for now: on two real H100s (580.159.04) this test crashed the process inside the
+// driver (docs/real-driver.md, 2026-11-25), most likely at cuMemcpy3DPeer(nullptr), which mcsim
+// answers with INVALID_VALUE; until a run splits the cases, mcsim's answers here are its own.
+#ifndef MCSIM_CONFORMANCE_REAL
 TEST_F(Copy3D, PeerCopyBetweenDevices) {
   REQUIRE_DEVICES(2);
   CUcontext ctx1 = nullptr;
@@ -161,5 +165,6 @@ TEST_F(Copy3D, PeerCopyBetweenDevices) {
   ASSERT_OK(cuCtxSetCurrent(ctx));
   EXPECT_OK(cuDevicePrimaryCtxRelease(1));
 }
+#endif
 
 }  // namespace
