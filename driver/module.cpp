@@ -24,6 +24,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/enum_field.h"
 #include "driver/kernel_registry.h"
 #include "driver/module_image.h"
 #include "driver/module_ptx.h"
@@ -145,9 +146,10 @@ CUresult loadLibrary(CUlibrary* out, const void* image, size_t bytes, unsigned n
     return CUDA_ERROR_INVALID_VALUE;
   }
   // An option cuda.h does not define: INVALID_VALUE on the real H100
-  // (docs/real-driver/edge-probe-h100-2026-11-25.txt).
+  // (docs/real-driver/edge-probe-h100-2026-11-25.txt). Read as the number the program stored:
+  // as the enumeration, a value outside it is undefined (UBSan stops there).
   for (unsigned i = 0; i < numLib; ++i) {
-    if (lib[i] < 0 || lib[i] >= CU_LIBRARY_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
+    if (enumField(lib[i]) >= CU_LIBRARY_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
   }
   std::vector<std::string> names;
   std::vector<PtxEntry> ptx;
