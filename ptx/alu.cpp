@@ -437,8 +437,11 @@ void floatOp(const Instruction& in, uint32_t mask, const uint64_t* const* s, uin
 
 // The float lanes with the host's fused multiply-add and AVX2 where it has them (x86-64): fma
 // is otherwise a libm call per lane. Both clones compute the same IEEE results. flatten inlines
-// the lane loops into each clone.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// the lane loops into each clone. Not under ThreadSanitizer, as in model/reduction.cpp: GCC
+// instruments the ifunc resolver target_clones makes, and the dynamic loader runs it before the
+// sanitizer's runtime is up (libcuda.so.1 crashed at load in the TSan build).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define MCSIM_PTX_FLOAT_CLONES __attribute__((flatten, target_clones("fma", "default")))
 #else
 #define MCSIM_PTX_FLOAT_CLONES
