@@ -9,15 +9,17 @@ jobs=$(nproc)
 if [[ "${MCSIM_TSAN:-0}" == 1 ]]; then
   dir=build-tsan
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCSIM_TSAN=ON -DMCSIM_BUILD_BENCH=OFF
-  # Only what the selected suites run.
-  ninja -C "$dir" handle_race_test
+  # Everything but the benchmarks: the selection below reaches most test binaries.
+  ninja -C "$dir"
   # Every process of the run reports into $dir/tsan.PID (the shared nodes' reports would otherwise
   # go to their logs); the first report ends the process with status 66, which fails its test.
   rm -f "$dir"/tsan.*
   export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$PWD/$dir/tsan:suppressions=$PWD/scripts/tsan.supp"
-  # Destroy racing use for every handle type, against the embedded node: the suites that have
-  # been run under ThreadSanitizer so far (docs/reliability.md lists those still to add).
-  select='^races\.HandleRace\.'
+  # Where threads and processes meet (docs/reliability.md says why each): handles destroyed while
+  # used (embedded and shared node), multicast binds that block across threads and processes, with
+  # their deadlock and hang detection, streams and events, the shared node with real processes,
+  # the engine's pins and runs, two nodes in one process, and the timing suite.
+  select='^(races\.|multicast\.(Blocking|Deadlock|Hang|Clients|FabricManager)|conformance\.StreamTest\.|multiprocess\.|timing\.|engine_test$|nodes_in_one_process_test$)'
   status=0
   ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 600 -R "$select" || status=$?
   if compgen -G "$dir/tsan.*" > /dev/null; then

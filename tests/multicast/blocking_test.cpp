@@ -115,7 +115,9 @@ TEST_F(Blocking, EveryWaiterWakes) {
   for (int d = 0; d < 3; ++d) mem.push_back(makeMem(d, kMin));
   std::atomic<bool> adding{false};
   std::vector<CUresult> results(3, CUDA_ERROR_UNKNOWN);
-  std::vector<bool> early(3, true);
+  // A byte per thread: std::vector<bool> packs the three into one word, and three threads writing
+  // their own bit of it race (ThreadSanitizer saw it).
+  std::vector<uint8_t> early(3, 1);
   std::vector<std::thread> binders;
   for (int d = 0; d < 3; ++d) {
     binders.emplace_back([&, d] {
