@@ -117,6 +117,15 @@ CUresult attachToSharedNode(const std::string& name) {
   return CUDA_SUCCESS;
 }
 
+// At exit, the plan's rules that never fired: a plan aimed at the wrong call (a misspelt filter,
+// a device the program never uses) would otherwise pass unnoticed, the program's run looking as
+// if it had survived the fault.
+void reportUnfiredFaultRules() {
+  for (const std::string& line : fabric::unfiredRuleLines(state().node->faultRules(), state().node->faultCounts())) {
+    std::fprintf(stderr, "mcsim: %s\n", line.c_str());
+  }
+}
+
 CUresult bringUpNode() {
   DriverState& s = state();
   const settings::Settings& settings = driverSettings();
@@ -139,7 +148,10 @@ CUresult bringUpNode() {
     return CUDA_ERROR_NO_DEVICE;
   }
   try {
-    s.node->installFaultPlan(loadFaultPlan(settings, s.deviceCount), settings.seed);
+    std::vector<fabric::FaultRule> plan = loadFaultPlan(settings, s.deviceCount);
+    const bool anyRule = !plan.empty();
+    s.node->installFaultPlan(std::move(plan), settings.seed);
+    if (anyRule) std::atexit(reportUnfiredFaultRules);
   } catch (const fabric::InputError& e) {
     std::fprintf(stderr, "mcsim: cannot load fault plan: %s\n", e.what());
     s.node.reset();

@@ -56,7 +56,7 @@ struct CUkern_st {
 struct CUlib_st {
   bool alive = true;
   std::vector<std::string> names;  // sorted
-  std::vector<mcsim::driver::PtxEntry> ptx;  // every module made of it gets these
+  mcsim::driver::ModuleCode code;  // every module made of it gets these
   std::map<std::string, std::unique_ptr<CUkern_st>> kernels;
   std::map<CUctx_st*, CUmod_st*> modules;  // per context, made on first use
 };
@@ -81,8 +81,8 @@ bool has(const std::vector<std::string>& names, const char* name) {
   return std::binary_search(names.begin(), names.end(), std::string(name));
 }
 
-// Reads an image's kernel names and PTX; `bytes` is 0 when the caller passed a bare pointer.
-CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* names, std::vector<PtxEntry>* ptx) {
+// Reads an image's kernel names and code; `bytes` is 0 when the caller passed a bare pointer.
+CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* names, ModuleCode* code) {
   if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ModuleImage read = readModuleImage(image, bytes == 0 ? kUnknownImageSize : bytes);
   if (!read.ok) {
@@ -90,7 +90,8 @@ CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* name
     return CUDA_ERROR_INVALID_IMAGE;
   }
   *names = std::move(read.entries);
-  *ptx = std::move(read.ptx);
+  code->ptx = std::move(read.ptx);
+  code->variants = std::move(read.variants);
   return CUDA_SUCCESS;
 }
 
@@ -115,13 +116,13 @@ CUresult readFile(const char* path, std::vector<unsigned char>* out) {
   return CUDA_SUCCESS;
 }
 
-CUmod_st* newModule(Tables& t, CUctx_st* ctx, std::vector<std::string> names, std::vector<PtxEntry> ptx,
+CUmod_st* newModule(Tables& t, CUctx_st* ctx, std::vector<std::string> names, ModuleCode code,
                     CUlib_st* library) {
   auto* m = new CUmod_st();
   m->ctx = ctx;
   m->library = library;
   m->names = std::move(names);
-  m->ptx = std::make_unique<ModulePtx>(std::move(ptx));
+  m->ptx = std::make_unique<ModulePtx>(std::move(code));
   t.modules.insert(m);
   return m;
 }
@@ -131,11 +132,11 @@ CUresult loadModule(CUmodule* out, const void* image, size_t bytes) {
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   std::vector<std::string> names;
-  std::vector<PtxEntry> ptx;
-  MCSIM_TRY(namesOf(image, bytes, &names, &ptx));
+  ModuleCode code;
+  MCSIM_TRY(namesOf(image, bytes, &names, &code));
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  *out = newModule(t, ctx, std::move(names), std::move(ptx), nullptr);
+  *out = newModule(t, ctx, std::move(names), std::move(code), nullptr);
   return CUDA_SUCCESS;
 }
 
@@ -152,13 +153,13 @@ CUresult loadLibrary(CUlibrary* out, const void* image, size_t bytes, unsigned n
     if (enumField(lib[i]) >= CU_LIBRARY_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
   }
   std::vector<std::string> names;
-  std::vector<PtxEntry> ptx;
-  MCSIM_TRY(namesOf(image, bytes, &names, &ptx));
+  ModuleCode code;
+  MCSIM_TRY(namesOf(image, bytes, &names, &code));
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   auto* l = new CUlib_st();
   l->names = std::move(names);
-  l->ptx = std::move(ptx);
+  l->code = std::move(code);
   t.libraries.insert(l);
   *out = l;
   return CUDA_SUCCESS;
@@ -182,7 +183,7 @@ CUfunc_st* functionOf(Tables& t, CUmod_st* m, const std::string& name) {
 // The library's module in `ctx`, made on first use.
 CUmod_st* libraryModule(Tables& t, CUlib_st* l, CUctx_st* ctx) {
   CUmod_st*& m = l->modules[ctx];
-  if (m == nullptr || !m->alive) m = newModule(t, ctx, l->names, l->ptx, l);
+  if (m == nullptr || !m->alive) m = newModule(t, ctx, l->names, l->code, l);
   return m;
 }
 

@@ -488,10 +488,20 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
 
 }  // namespace
 
-const PtxEntry* bestPtx(const ModuleImage& image, uint32_t cc) {
+bool sassRunsOn(uint32_t sassArch, uint32_t cc) { return sassArch / 10 == cc / 10 && sassArch <= cc; }
+
+const PtxEntry* bestPtx(const ModuleCode& code, uint32_t cc) {
   const PtxEntry* best = nullptr;
-  for (const PtxEntry& e : image.ptx) {
+  for (const PtxEntry& e : code.ptx) {
     if (e.arch <= cc && (best == nullptr || e.arch > best->arch)) best = &e;
+  }
+  if (best != nullptr) return best;
+  const bool sassFits = std::any_of(code.variants.begin(), code.variants.end(), [cc](const FatbinVariant& v) {
+    return v.kind == kKindElf && sassRunsOn(v.arch, cc);
+  });
+  if (!sassFits) return nullptr;
+  for (const PtxEntry& e : code.ptx) {
+    if (best == nullptr || e.arch < best->arch) best = &e;
   }
   return best;
 }

@@ -54,9 +54,24 @@ struct ModuleImage {
   std::vector<PtxEntry> ptx;          // every PTX entry (a fatbin's in image order), decompressed
 };
 
+// What of an image the simulator can run: its PTX entries, and its fatbin entries (to know for
+// which architectures it carries SASS).
+struct ModuleCode {
+  std::vector<PtxEntry> ptx;
+  std::vector<FatbinVariant> variants;
+};
+
 // The PTX entry a device of compute capability `cc` (90 for 9.0) runs: the highest virtual
-// architecture not above it, as the real driver JIT-compiles; nullptr when there is none.
-const PtxEntry* bestPtx(const ModuleImage& image, uint32_t cc);
+// architecture not above it, as the real driver JIT-compiles. Where there is none but the image
+// carries SASS the device runs (a real GPU would run that SASS, which mcsim cannot), the PTX of the
+// lowest architecture above `cc`: the same kernels from the same source, for a newer target (NCCL
+// ships PTX for compute_120 only, beside SASS for sm_75 to sm_120). nullptr when neither applies.
+const PtxEntry* bestPtx(const ModuleCode& code, uint32_t cc);
+
+// Whether SASS built for `sassArch` runs on a device of compute capability `cc`: the same major
+// version and a minor version not above the device's (CUDA C++ Programming Guide, "Binary
+// Compatibility").
+bool sassRunsOn(uint32_t sassArch, uint32_t cc);
 
 // `size` bytes are readable at `image`. kUnknownImageSize: a pointer passed without a size
 // (cuModuleLoadData and friends); the extent is then taken from the image's own headers (fatbin

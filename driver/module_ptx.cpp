@@ -34,11 +34,9 @@ CUresult ModulePtx::prepare(int device) {
   if (prepared_) return result_;
   prepared_ = true;
   const uint32_t cc = computeCapability(device);
-  ModuleImage image;
-  image.ptx = entries_;
-  const PtxEntry* entry = bestPtx(image, cc);
+  const PtxEntry* entry = bestPtx(code_, cc);
   if (entry == nullptr) {
-    why_ = entries_.empty() ? "the module carries no PTX (only SASS, which mcsim does not execute)"
+    why_ = code_.ptx.empty() ? "the module carries no PTX (only SASS, which mcsim does not execute)"
                             : "the module's PTX is for a newer architecture than the device's compute_" + std::to_string(cc);
     return result_ = CUDA_ERROR_NO_BINARY_FOR_GPU;
   }

@@ -23,10 +23,10 @@ namespace mcsim::driver {
 
 class ModulePtx {
  public:
-  explicit ModulePtx(std::vector<PtxEntry> entries) : entries_(std::move(entries)) {}
+  explicit ModulePtx(ModuleCode code) : code_(std::move(code)) {}
 
   // Prepares the module for `device` (once; later calls answer as the first did). CUDA_SUCCESS,
-  // or why it cannot run: CUDA_ERROR_NO_BINARY_FOR_GPU (no PTX entry fits the device), or
+  // or why it cannot run: CUDA_ERROR_NO_BINARY_FOR_GPU (no PTX entry fits the device: bestPtx), or
   // CUDA_ERROR_NOT_SUPPORTED (the executor's parser refuses the PTX: why() says where).
   CUresult prepare(int device);
   const std::string& why() const { return why_; }
@@ -44,7 +44,7 @@ class ModulePtx {
 
  private:
   std::mutex mu_;
-  std::vector<PtxEntry> entries_;
+  ModuleCode code_;
   bool prepared_ = false;
   CUresult result_ = CUDA_SUCCESS;
   std::string why_;

@@ -102,4 +102,15 @@ bool FaultInjector::isReleased(const std::string& label) const {
   return it != released_.end() && it->second;
 }
 
+std::vector<std::string> unfiredRuleLines(const std::vector<FaultRule>& rules, const std::vector<FaultRuleCounts>& counts) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < rules.size() && i < counts.size(); ++i) {
+    if (counts[i].fired != 0) continue;
+    out.push_back("fault rule at " + rules[i].file + ":" + std::to_string(rules[i].line) + " never fired (" +
+                  std::to_string(counts[i].matched) + (counts[i].matched == 1 ? " matching event): " : " matching events): ") +
+                  rules[i].text);
+  }
+  return out;
+}
+
 }  // namespace mcsim::fabric

@@ -40,6 +40,11 @@ struct FaultRuleCounts {
 // from one stream: in a multi-threaded program its draws follow the order of the calls (list the
 // devices to make them independent of it).
 
+// One line for each rule that never fired ("fault rule at FILE:LINE never fired (N matching
+// events): TEXT"), in plan order: reported when the plan's run ends, so that a plan aimed at the
+// wrong call (a misspelt filter, a device the program never uses) is noticed.
+std::vector<std::string> unfiredRuleLines(const std::vector<FaultRule>& rules, const std::vector<FaultRuleCounts>& counts);
+
 class FaultInjector {
  public:
   FaultInjector() = default;

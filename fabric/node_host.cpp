@@ -802,6 +802,11 @@ void NodeHost::installFaultPlan(std::vector<FaultRule> rules, uint64_t seed) {
   state_->faults.install(std::move(rules), seed);
 }
 
+std::vector<std::string> NodeHost::unfiredFaultRules() {
+  std::lock_guard<OrderedMutex> lock(state_->mu);
+  return unfiredRuleLines(state_->faults.rules(), state_->faults.counts());
+}
+
 NodeStats NodeHost::stats() {
   std::lock_guard<OrderedMutex> lock(state_->mu);
   state_->objects.sweep();

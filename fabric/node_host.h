@@ -75,6 +75,8 @@ class NodeHost {
   size_t processCount();
   // The fault plan of the whole node (as Node::installFaultPlan).
   void installFaultPlan(std::vector<FaultRule> rules, uint64_t seed);
+  // The plan's rules that never fired, one line each (unfiredRuleLines).
+  std::vector<std::string> unfiredFaultRules();
   // Counts of the whole node, every process's handles, reservations and mappings together.
   NodeStats stats();
   // Whether copies move data (false: MCSIM_TIMING_ONLY=1).

@@ -178,6 +178,7 @@ class NodeServer {
   void shutdown() {
     if (!options_.follow.empty()) log_.line("replay: " + status_->replayState());
     log_.line("stopping (" + std::to_string(host_->processCount()) + " processes attached)");
+    for (const std::string& line : host_->unfiredFaultRules()) log_.line(line);
     staging_.header().stopping.store(1);
     transport_->close();
     staging_.removeName();

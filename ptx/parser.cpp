@@ -485,14 +485,23 @@ class Parser {
     ++p_;
     uint64_t align = 0;
     Type type = Type::kNone;
+    // Attributes come before the type (".param .align 8 .b8 x[16]") or after it: nvcc writes
+    // ".param .u64 .ptr .align 1 x" for PTX 9.0 (CUDA 13.0, .target sm_120), the state space
+    // after .ptr being optional (PTX ISA, "Kernel Function Parameter Attribute: .ptr").
+    // An .align after .ptr is the alignment of the memory pointed to, not the parameter's own.
+    bool pointerAttributes = false;
     while (at(TK::kDirective)) {
       const std::string d = next().text;
+      Type t = Type::kNone;
       if (d == ".align") {
-        if (!expectInt(&align, "an alignment")) return false;
+        uint64_t n = 0;
+        if (!expectInt(&n, "an alignment")) return false;
+        if (!pointerAttributes) align = n;
       } else if (d == ".ptr" || d == ".global" || d == ".const" || d == ".local" || d == ".shared") {
         // .ptr attributes only describe what a pointer parameter points to
-      } else if (typeFromDirective(d, &type)) {
-        break;
+        pointerAttributes = true;
+      } else if (type == Type::kNone && typeFromDirective(d, &t)) {
+        type = t;
       } else {
         return fail("unsupported parameter attribute '" + d + "'");
       }

@@ -563,3 +563,32 @@ TEST_F(Mechanics, FaultReportCountsMatchesAndFirings) {
 }
 
 }  // namespace
+
+// At exit, the rules of the plan loaded at cuInit that never fired are listed, so that a plan aimed
+// at the wrong call (here: a device the program never allocates on) does not pass as survived.
+TEST_F(Mechanics, RulesThatNeverFiredAreListedAtExit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  INIT(nullptr, {{"MCSIM_FAULTS", "cuCtxSynchronize : nth=1 -> return CUDA_ERROR_UNKNOWN\n"
+                                  "cuMemAlloc device=7 : nth=1 -> return CUDA_ERROR_OUT_OF_MEMORY"}});
+  EXPECT_EXIT(
+      {
+        cuCtxSynchronize();
+        CUdeviceptr p = 0;
+        if (cuMemAlloc(&p, 4096) == CUDA_SUCCESS) cuMemFree(p);  // on device 0
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "mcsim: fault rule at MCSIM_FAULTS:2 never fired \\(0 matching events\\): cuMemAlloc device=7 : nth=1");
+}
+
+// A rule that fired is not listed: the only line about the plan at exit names the other rule.
+TEST_F(Mechanics, RulesThatFiredAreNotListedAtExit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  INIT(nullptr, {{"MCSIM_FAULTS", "cuCtxSynchronize : nth=1 -> return CUDA_ERROR_UNKNOWN"}});
+  EXPECT_EXIT(
+      {
+        if (cuCtxSynchronize() == CUDA_ERROR_UNKNOWN) std::fprintf(stderr, "fired as planned\n");
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "^fired as planned\n$");
+}

@@ -93,6 +93,34 @@ $L__info_string0:
   EXPECT_EQ(m.sourceOf(f.code[1]), "sm_30_intrinsics.hpp:397");
 }
 
+// PTX 9.0 for sm_120 (what CUDA 13.0's nvcc writes for compute_120, and what NCCL ships) puts a
+// pointer parameter's attributes after its type, and .ptr without a state space.
+TEST(PtxParser, ReadsPointerAttributesAfterTheType) {
+  Module m;
+  std::string err;
+  const std::string text = std::string(kHeader) + R"(
+.visible .entry k(
+	.param .u64 .ptr .align 1 k_param_0,
+	.param .u64 .ptr .global .align 16 k_param_1,
+	.param .u32 k_param_2
+)
+{
+	ret;
+}
+)";
+  ASSERT_TRUE(parseModule(text, "k.ptx", &m, &err)) << err;
+  const Function& f = *m.find("k");
+  ASSERT_EQ(f.params.size(), 3u);
+  // .align after .ptr is the pointee's alignment: the parameters keep their own.
+  EXPECT_EQ(f.params[0].size, 8u);
+  EXPECT_EQ(f.params[0].align, 8u);
+  EXPECT_EQ(f.params[1].offset, 8u);
+  EXPECT_EQ(f.params[1].align, 8u);
+  EXPECT_EQ(f.params[2].offset, 16u);
+  EXPECT_EQ(errorOf(".visible .entry k(.param .u64 .ptr .b32 x) { ret; }\n"),
+            "bad.ptx:4: unsupported parameter attribute '.b32'");
+}
+
 TEST(PtxParser, RejectsSyntaxErrorsWithTheLine) {
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  add.s32 %r0, %r1 %r1;\n}\n"),
             "bad.ptx:7: expected ';' after 'add.s32', found '%r1'");
