@@ -1,6 +1,8 @@
 // Multicast binds, maps and team waits (multicast_service.h).
 #include "fabric/multicast_service.h"
 
+#include <algorithm>
+
 namespace mcsim::fabric {
 
 MulticastService::MulticastService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter,
@@ -148,11 +150,25 @@ std::string MulticastService::describeWait(uint64_t object) const {
   if (object == kFaultHold) return "calls held by fault plan block rules (each waiting call below names its rule)";
   const MulticastObject* mc = fabric_.find(object);
   if (mc == nullptr) return std::string("a released multicast object");
-  std::string added;
-  for (int d : mc->members) added += (added.empty() ? "" : " ") + std::to_string(d);
+  // Sorted, and the devices not added named: with a team of every GPU those are the missing ones;
+  // with a smaller team, the ones it could still take.
+  std::vector<int> added = mc->members;
+  std::sort(added.begin(), added.end());
+  std::vector<int> notAdded;
+  for (int d = 0; d < preset_.gpuCount; ++d) {
+    if (!std::binary_search(added.begin(), added.end(), d)) notAdded.push_back(d);
+  }
+  auto list = [](const std::vector<int>& v) {
+    std::string out;
+    for (int d : v) out += (out.empty() ? "" : " ") + std::to_string(d);
+    return "[" + out + "]";
+  };
+  const size_t toAdd = mc->props.numDevices - mc->members.size();
+  std::string missing = toAdd == notAdded.size() ? ", missing devices: " + list(notAdded)
+                                                 : ", from the devices not added: " + list(notAdded);
   return "multicast object " + std::to_string(object & ~kMulticastIdBit) + ": team of " +
-         std::to_string(mc->props.numDevices) + ", devices added [" + added + "], " +
-         std::to_string(mc->props.numDevices - mc->members.size()) + " still to be added";
+         std::to_string(mc->props.numDevices) + ", devices added " + list(added) + ", " + std::to_string(toAdd) +
+         " still to be added" + missing;
 }
 
 }  // namespace mcsim::fabric

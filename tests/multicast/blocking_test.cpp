@@ -200,6 +200,20 @@ TEST_F(Blocking, AWokenWaiterIsNotCountedAsStuck) {
 
 // ---- deadlock: every thread of the process is blocked in the driver -----------------------------
 
+// A team of every GPU: the report names the devices still missing, and lists the added ones
+// sorted whatever order they were added in.
+TEST_F(Deadlock, ReportNamesTheMissingDevicesSorted) {
+  INIT();
+  CUmemGenericAllocationHandle mc = makeTeam({6, 0, 3, 1, 2, 7, 4}, kMin, 0, 8);
+  CUmemGenericAllocationHandle mem = makeMem(0, kMin);
+  StderrCapture cap;
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_STATE, cuMulticastBindMem(mc, 0, mem, 0, kMin, 0));
+  const std::string err = cap.take();
+  EXPECT_TRUE(contains(err, "team of 8, devices added [0 1 2 3 4 6 7], 1 still to be added, missing devices: [5]"))
+      << err;
+  for (auto h : {mc, mem}) EXPECT_OK(cuMemRelease(h));
+}
+
 TEST_F(Deadlock, SingleThreadedBindIsReportedAndFails) {
   INIT();
   CUmemGenericAllocationHandle mc = makeTeam({0}, kMin, 0, 3);
@@ -217,6 +231,8 @@ TEST_F(Deadlock, SingleThreadedBindIsReportedAndFails) {
   EXPECT_TRUE(contains(err, "multicast object 1")) << err;
   EXPECT_TRUE(contains(err, "team of 3")) << err;
   EXPECT_TRUE(contains(err, "2 still to be added")) << err;
+  // A team smaller than the node: which two of the others would complete it is not known.
+  EXPECT_TRUE(contains(err, "devices added [0], 2 still to be added, from the devices not added: [1 2 3 4 5 6 7]")) << err;
   EXPECT_TRUE(contains(err, "cuMulticastBindMem")) << err;
   // The object is as it was: adding the missing devices lets the same bind through.
   ASSERT_OK(cuMulticastAddDevice(mc, 1));
