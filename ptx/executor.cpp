@@ -21,6 +21,10 @@ constexpr uint32_t kNoPc = 0xffffffffu;
 // switching costs nothing measurable, small enough that warps waiting on each other through
 // memory (a flag spin) progress.
 constexpr uint64_t kQuantum = 4096;
+// The instructions at the end of a turn over which a warp's reads are watched for a spin.
+constexpr uint64_t kWatchTail = 256;
+// The instructions a resident block runs before the next resident block takes its turn.
+constexpr uint64_t kBlockTurn = 1 << 18;
 constexpr unsigned kBarriers = 16;  // named barriers 0..15 (PTX ISA, bar)
 constexpr unsigned kMaxOperands = 6;  // Instruction::ops
 
@@ -63,7 +67,7 @@ std::vector<uint8_t> packParams(const Function& fn, const void* const* args) {
   return out;
 }
 
-// One launch: the grid's blocks, one at a time.
+// One launch: its resident blocks, run piecewise (advance).
 class Executor::Run {
  public:
   Run(Executor& ex, const Function& fn, const LaunchConfig& cfg) : ex_(ex), fn_(fn), cfg_(cfg) {
@@ -103,22 +107,105 @@ class Executor::Run {
       sharedBytes_ = (sharedBytes_ + fn.dynamicSharedAlign - 1) / fn.dynamicSharedAlign * fn.dynamicSharedAlign + cfg.dynamicShared;
   }
 
-  LaunchResult go() {
-    const uint64_t blocks = uint64_t{cfg_.grid.x} * cfg_.grid.y * cfg_.grid.z;
-    const unsigned nwarps = (threadsPerBlock_ + 31) / 32;
-    warps_.resize(nwarps);
-    for (unsigned i = 0; i < nwarps; ++i) {
-      warps_[i].id = i;
-      warps_[i].regs.resize(fn_.regTypes.size() * 32);
-      warps_[i].local.resize(uint64_t{fn_.localBytes} * 32);
+  // A launch the executor refused: its first advance reports the fault.
+  Run(Executor& ex, const LaunchConfig& cfg, std::string why) : ex_(ex), fn_(noFunction()), cfg_(cfg) {
+    result_.fault = Fault::kInvalidLaunch;
+    result_.message = std::move(why);
+    state_ = RunState::kFaulted;
+  }
+
+  const LaunchResult& result() const { return result_; }
+  bool wroteGlobal() const { return wroteGlobal_; }
+
+  void wake() {
+    for (Slot& s : slots_) std::fill(s.parked.begin(), s.parked.end(), Park{});
+  }
+
+  RunState advance(uint64_t budget) {
+    if (state_ != RunState::kProgress && state_ != RunState::kWaiting) return state_;
+    model::FloatEnvironment fenv;  // IEEE arithmetic whatever the host program set (model/float_env.h)
+    if (slots_.empty()) {
+      blocks_ = uint64_t{cfg_.grid.x} * cfg_.grid.y * cfg_.grid.z;
+      resident_ = cfg_.residentBlocks == 0 ? blocks_ : std::min(blocks_, cfg_.residentBlocks);
+      openSlot();
     }
-    shared_.resize(sharedBytes_);
-    for (uint64_t b = 0; b < blocks && result_.fault == Fault::kNone; ++b) runBlock(b);
-    flushTraffic();
-    return result_;
+    wroteGlobal_ = false;
+    const uint64_t stopAt =
+        budget > ~uint64_t{0} - result_.warpInstructions ? ~uint64_t{0} : result_.warpInstructions + budget;
+    for (;;) {
+      bool ran = false, left = false, longTurn = false;
+      const uint64_t writes = writes_;
+      for (Slot& slot : slots_) {
+        if (!slot.used) continue;
+        enter(slot);
+        const bool done = runBlockTurn(&ran, &longTurn);
+        leave(slot);
+        if (result_.fault != Fault::kNone) {
+          flushTraffic();
+          return state_ = RunState::kFaulted;
+        }
+        if (done) {
+          // The block has exited: the next block of the grid takes its place on the SM.
+          slot.used = nextBlock_ < blocks_;
+          if (slot.used) initBlock(slot, nextBlock_++);
+        }
+        left = left || slot.used;
+      }
+      if (!left) {
+        flushTraffic();
+        return state_ = RunState::kFinished;
+      }
+      const bool grow = slots_.size() < resident_ && nextBlock_ < blocks_;
+      // Memory changed: whatever a parked warp waits on may have changed too.
+      if (writes_ != writes) {
+        wake();
+      } else if (!ran) {
+        if (grow) {
+          openSlot();
+          continue;
+        }
+        flushTraffic();
+        return state_ = RunState::kWaiting;
+      }
+      if (grow && longTurn) openSlot();
+      if (result_.warpInstructions >= stopAt) {
+        flushTraffic();
+        return state_ = RunState::kProgress;
+      }
+    }
+  }
+
+  std::string describeWait() const {
+    std::string out;
+    for (const Slot& s : slots_) {
+      if (!s.used) continue;
+      for (size_t i = 0; i < s.parked.size(); ++i) {
+        const Park& p = s.parked[i];
+        if (!p.on) continue;
+        const Instruction& in = fn_.code[p.pc];
+        const uint32_t t = static_cast<uint32_t>(i) * 32 + p.lane;
+        std::string line = "kernel '" + fn_.name + "' block (" + std::to_string(s.ctaid[0]) + "," +
+                           std::to_string(s.ctaid[1]) + "," + std::to_string(s.ctaid[2]) + ") thread (" +
+                           std::to_string(t % cfg_.block.x) + "," + std::to_string((t / cfg_.block.x) % cfg_.block.y) +
+                           "," + std::to_string(t / (cfg_.block.x * cfg_.block.y)) + ") waits on the " +
+                           (p.global ? "global" : "shared") + " word at " + hex(p.addr) + ": it holds " + hex(p.value);
+        if (p.hasExpected) line += ", the warp compares it with " + hex(p.expected);
+        line += " ('" + in.text + "' at " + ex_.module_.name + ":" + std::to_string(in.line);
+        const std::string src = ex_.module_.sourceOf(in);
+        if (!src.empty()) line += ", " + src;
+        out += line + ")\n";
+        break;  // one warp a block says what the block waits on
+      }
+    }
+    return out;
   }
 
  private:
+  static const Function& noFunction() {
+    static const Function none;
+    return none;
+  }
+
   struct Warp {
     uint32_t id = 0;
     uint32_t live = 0;     // lanes that exist and have not exited
@@ -136,15 +223,65 @@ class Executor::Run {
     uint32_t arrived = 0;
     uint32_t expected = 0;  // 0: every live thread of the block
   };
+  // A warp parked because it spins, and what it last read (for the report), until memory changes.
+  struct Park {
+    bool on = false;
+    bool global = true;
+    bool hasExpected = false;
+    unsigned lane = 0;
+    uint32_t pc = 0;
+    uint64_t addr = 0, value = 0, expected = 0;
+  };
+  // A resident block: an SM's share of the grid. Its state is swapped into the run's members
+  // (warps_, shared_ ...) while its warps take their turns.
+  struct Slot {
+    bool used = false;
+    uint64_t linear = 0;
+    uint32_t ctaid[3] = {};
+    std::vector<Warp> warps;
+    std::vector<uint8_t> shared;
+    Barrier bars[kBarriers];
+    std::vector<Park> parked;  // per warp
+  };
+  // What the warp now taking its turn has done: whether it may be spinning.
+  struct SpinWatch {
+    static constexpr unsigned kWords = 32;  // a spin re-reads a few words; more is work
+    bool changed = false;   // stored, changed a word atomically, arrived at a barrier or exited
+    bool overflow = false;  // read more distinct words than a spin does
+    unsigned words = 0;
+    uint64_t addr[kWords];
+    Park last;  // its latest read of global or shared memory
+  };
 
-  void runBlock(uint64_t linear) {
-    block_ = linear;
-    ctaid_[0] = static_cast<uint32_t>(linear % cfg_.grid.x);
-    ctaid_[1] = static_cast<uint32_t>((linear / cfg_.grid.x) % cfg_.grid.y);
-    ctaid_[2] = static_cast<uint32_t>(linear / (uint64_t{cfg_.grid.x} * cfg_.grid.y));
-    std::fill(shared_.begin(), shared_.end(), 0);
-    for (Barrier& b : bars_) b = Barrier{};
-    for (Warp& w : warps_) {
+  // Blocks become resident as they are needed, up to the GPU's residency: the next block of the
+  // grid starts in a slot of its own when every resident block waits, or when one has run a whole
+  // turn (kBlockTurn) without finishing. So a grid of short blocks runs one block after another
+  // in the host's caches, while blocks that wait for each other, or run long, share the SMs.
+  void openSlot() {
+    const unsigned nwarps = (threadsPerBlock_ + 31) / 32;
+    slots_.emplace_back();
+    Slot& s = slots_.back();
+    s.warps.resize(nwarps);
+    for (unsigned i = 0; i < nwarps; ++i) {
+      s.warps[i].id = i;
+      s.warps[i].regs.resize(fn_.regTypes.size() * 32);
+      s.warps[i].local.resize(uint64_t{fn_.localBytes} * 32);
+    }
+    s.shared.resize(sharedBytes_);
+    s.parked.resize(nwarps);
+    initBlock(s, nextBlock_++);
+  }
+
+  void initBlock(Slot& s, uint64_t linear) {
+    s.used = true;
+    s.linear = linear;
+    s.ctaid[0] = static_cast<uint32_t>(linear % cfg_.grid.x);
+    s.ctaid[1] = static_cast<uint32_t>((linear / cfg_.grid.x) % cfg_.grid.y);
+    s.ctaid[2] = static_cast<uint32_t>(linear / (uint64_t{cfg_.grid.x} * cfg_.grid.y));
+    std::fill(s.shared.begin(), s.shared.end(), 0);
+    for (Barrier& b : s.bars) b = Barrier{};
+    std::fill(s.parked.begin(), s.parked.end(), Park{});
+    for (Warp& w : s.warps) {
       const uint32_t first = w.id * 32;
       const uint32_t n = std::min<uint32_t>(32, threadsPerBlock_ - first);
       w.live = n == 32 ? 0xffffffffu : (1u << n) - 1;
@@ -157,39 +294,155 @@ class Executor::Run {
       std::fill(w.regs.begin(), w.regs.end(), 0);
       std::fill(w.local.begin(), w.local.end(), 0);
     }
+  }
+
+  // The block of `s` becomes the one instructions act on (vectors swapped, not copied).
+  void enter(Slot& s) {
+    block_ = s.linear;
+    std::copy(std::begin(s.ctaid), std::end(s.ctaid), ctaid_);
+    warps_.swap(s.warps);
+    shared_.swap(s.shared);
+    parked_.swap(s.parked);
+    std::copy(std::begin(s.bars), std::end(s.bars), bars_);
+  }
+  void leave(Slot& s) {
+    warps_.swap(s.warps);
+    shared_.swap(s.shared);
+    parked_.swap(s.parked);
+    std::copy(std::begin(bars_), std::end(bars_), s.bars);
+  }
+
+  // The entered block's turn: rounds of its warps until it is done, waits, or has run
+  // kBlockTurn instructions (a block keeps the host's caches warm for a while before the next
+  // resident block runs). Returns whether the block is done.
+  bool runBlockTurn(bool* ran, bool* longTurn) {
+    const uint64_t start = result_.warpInstructions;
     for (;;) {
-      bool ran = false, done = true;
-      for (Warp& w : warps_) {
-        if (w.live == 0) continue;
-        done = false;
-        if ((w.live & ~w.blocked) == 0) continue;
-        ran = true;
-        runWarp(w);
-        if (result_.fault != Fault::kNone) return;
-      }
-      if (done) return;
-      if (!ran) {
-        fail(Fault::kBarrierDeadlock, warps_[0], 0, nullptr,
-             "every live thread waits at a barrier that the others can never reach (bar.sync with a thread count the block cannot meet?)");
-        return;
+      const uint64_t writes = writes_;
+      bool ranRound = false;
+      if (runRound(&ranRound) || result_.fault != Fault::kNone) return result_.fault == Fault::kNone;
+      *ran = *ran || ranRound;
+      if (writes_ != writes) std::fill(parked_.begin(), parked_.end(), Park{});
+      else if (!ranRound) return false;
+      if (result_.warpInstructions - start >= kBlockTurn) {
+        *longTurn = true;
+        return false;
       }
     }
   }
 
+  // Each warp of the entered block that can run takes a turn; returns whether the block is done.
+  bool runRound(bool* ran) {
+    bool done = true, parked = false;
+    for (Warp& w : warps_) {
+      if (w.live == 0) continue;
+      done = false;
+      if ((w.live & ~w.blocked) == 0) continue;
+      if (parked_[w.id].on) {
+        parked = true;
+        continue;
+      }
+      *ran = true;
+      runWarp(w);
+      if (result_.fault != Fault::kNone) return false;
+      parked = parked || parked_[w.id].on;
+    }
+    if (done) return true;
+    bool live = false, runnable = false;
+    for (const Warp& w : warps_) {
+      live = live || w.live != 0;
+      runnable = runnable || (w.live & ~w.blocked) != 0;
+    }
+    if (!live) return true;
+    if (!runnable && !parked) {
+      fail(Fault::kBarrierDeadlock, warps_[0], 0, nullptr,
+           "every live thread waits at a barrier that the others can never reach (bar.sync with a thread count the block cannot meet?)");
+    }
+    return false;
+  }
+
   void runWarp(Warp& w) {
     const Instruction* code = fn_.code.data();
-    for (uint64_t n = 0; n < kQuantum && w.active != 0; ++n) {
+    spin_.changed = false;
+    spin_.overflow = false;
+    spin_.words = 0;
+    uint64_t n = 0;
+    for (; n < kQuantum && w.active != 0; ++n) {
+      // The words a warp reads are noted over the end of its turn only (a spin loop is a few
+      // instructions long), so that warps doing work pay nothing for the watch.
+      if (n == kQuantum - kWatchTail) watching_ = true;
       const Instruction& in = code[w.pc];
       step(w, in);
       if (result_.fault != Fault::kNone) return;
       // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
-      if (in.op == Op::kBar) return;
+      if (in.op == Op::kBar) {
+        watching_ = false;
+        return;
+      }
       if (cfg_.maxWarpInstructions != 0 && result_.warpInstructions > cfg_.maxWarpInstructions) {
         fail(Fault::kTimeout, w, static_cast<unsigned>(__builtin_ctz(w.live | 1u)), &code[w.pc],
              "ran past " + std::to_string(cfg_.maxWarpInstructions) + " warp instructions");
         return;
       }
     }
+    watching_ = false;
+    // A whole turn that changed nothing and, at its end, only re-read a few words: the warp
+    // spins on them, and will until memory changes (wake).
+    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words > 0) park(w);
+  }
+
+  void park(Warp& w) {
+    Park p = spin_.last;
+    p.on = true;
+    // What the warp compares the word with: the setp that reads the loaded register, just after
+    // the load (an atomic compare-and-swap says it itself).
+    const Instruction& ld = fn_.code[p.pc];
+    if (!p.hasExpected && ld.op == Op::kLd && ld.ops[0].kind == Operand::Kind::kReg) {
+      for (uint32_t pc = p.pc + 1; pc < fn_.code.size() && pc <= p.pc + 8; ++pc) {
+        const Instruction& in = fn_.code[pc];
+        if (in.op != Op::kSetp || in.nops < 4) continue;
+        for (unsigned k = 2; k < 4 && !p.hasExpected; ++k) {
+          if (in.ops[k].kind != Operand::Kind::kReg || in.ops[k].reg != ld.ops[0].reg) continue;
+          const Operand& other = in.ops[k == 2 ? 3 : 2];
+          if (other.kind == Operand::Kind::kImm) p.expected = other.imm;
+          else if (other.kind == Operand::Kind::kReg) p.expected = row(w, other.reg)[p.lane];
+          else continue;
+          p.hasExpected = true;
+        }
+        break;
+      }
+    }
+    parked_[w.id] = p;
+  }
+
+  // A read by `lane` of the word at `addr` (global or shared; p: its bytes) near the end of a turn.
+  void watch(const Warp& w, unsigned lane, uint64_t addr, const uint8_t* p, unsigned size) {
+    if (!watching_ || spin_.overflow || (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared)) return;
+    unsigned i = 0;
+    while (i < spin_.words && spin_.addr[i] != addr) ++i;
+    if (i == spin_.words) {
+      if (i == SpinWatch::kWords) {
+        spin_.overflow = true;
+        return;
+      }
+      spin_.addr[spin_.words++] = addr;
+    }
+    Park& l = spin_.last;
+    l.global = locSpace_ == Space::kGlobal;
+    l.hasExpected = false;
+    l.lane = lane;
+    l.pc = w.pc;
+    l.addr = addr;
+    l.value = 0;
+    std::memcpy(&l.value, p, std::min(size, 8u));
+  }
+
+  // A write by the warp now running to the space locate() resolved last.
+  void noteWrite() {
+    if (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared) return;
+    spin_.changed = true;
+    ++writes_;
+    wroteGlobal_ = wroteGlobal_ || locSpace_ == Space::kGlobal;
   }
 
   // ---- control flow: min-PC reconvergence
@@ -420,6 +673,7 @@ class Executor::Run {
         else result_.globalBytesWritten += size;
         break;
     }
+    locSpace_ = space;
     if (p == nullptr) {
       fail(Fault::kIllegalAddress, w, lane, &in,
            std::string("illegal address ") + hex(addr) + " (" + spaceName(space) + ", " + std::to_string(size) + " bytes: " + bad + ")");
@@ -453,6 +707,7 @@ class Executor::Run {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
       const uint8_t* p = locate(w, l, in, in.space, addr[l], esize * n, AccessKind::kRead);
       if (p == nullptr) return;
+      watch(w, l, addr[l], p, esize * n);
       for (unsigned e = 0; e < n; ++e) {
         uint64_t v = 0;
         std::memcpy(&v, p + e * esize, esize);  // little-endian host
@@ -476,6 +731,7 @@ class Executor::Run {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
       uint8_t* p = locate(w, l, in, in.space, addr[l], esize * n, AccessKind::kWrite);
       if (p == nullptr) return;
+      noteWrite();
       for (unsigned e = 0; e < n; ++e) {
         uint64_t v;
         if (scalar != nullptr) v = scalar[l];
@@ -506,6 +762,16 @@ class Executor::Run {
       old[l] = isSigned(in.type) ? signExtend(v, size * 8) : v;
       const uint64_t nv = atomicResult(in, v, b[l], c != nullptr ? c[l] : 0);
       std::memcpy(p, &nv, size);
+      if (((nv ^ v) & (size >= 8 ? ~uint64_t{0} : (uint64_t{1} << (size * 8)) - 1)) != 0) {
+        noteWrite();
+      } else {
+        // An atomic that changed nothing (a failed compare-and-swap) is a read, as spins do.
+        watch(w, l, addr[l], p, size);
+        if (in.atomOp == AtomOp::kCas && c != nullptr && spin_.last.addr == addr[l]) {
+          spin_.last.expected = b[l];
+          spin_.last.hasExpected = true;
+        }
+      }
     }
     if (isAtom && in.ops[0].kind == Operand::Kind::kReg) writeRow(w, in.ops[0].reg, exec, old);
   }
@@ -731,8 +997,19 @@ class Executor::Run {
 
   Executor& ex_;
   const Function& fn_;
-  const LaunchConfig& cfg_;
+  const LaunchConfig cfg_;
   LaunchResult result_;
+  RunState state_ = RunState::kProgress;
+  uint64_t blocks_ = 0;     // in the grid
+  uint64_t resident_ = 0;   // the most blocks resident at once
+  uint64_t nextBlock_ = 0;  // the next block to become resident
+  std::vector<Slot> slots_;  // the resident blocks
+  std::vector<Park> parked_;  // the entered block's, per warp
+  SpinWatch spin_;
+  bool watching_ = false;     // the running warp's reads are noted (watch)
+  Space locSpace_ = Space::kGlobal;  // the space locate() resolved last
+  uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
+  bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   std::vector<uint64_t> regMask_;
   uint32_t threadsPerBlock_ = 0;
   uint64_t sharedBytes_ = 0;
@@ -747,10 +1024,10 @@ class Executor::Run {
   std::vector<bool> direct_;                     // per instruction: see the constructor
   std::vector<const uint64_t*> immRows_;         // [instruction * kMaxOperands + operand]
   std::deque<std::vector<uint64_t>> immStore_;   // the rows immRows_ points at
-  uint64_t tmp_[5][32] = {};
-  uint64_t zeros_[32] = {};
-  uint64_t out_[32] = {};
-  uint64_t out2_[32] = {};
+  alignas(64) uint64_t tmp_[5][32] = {};
+  alignas(64) uint64_t zeros_[32] = {};
+  alignas(64) uint64_t out_[32] = {};
+  alignas(64) uint64_t out2_[32] = {};
 };
 
 Executor::Executor(const Module& module, GlobalMemory& memory)
@@ -758,35 +1035,44 @@ Executor::Executor(const Module& module, GlobalMemory& memory)
 
 Executor::~Executor() = default;
 
-LaunchResult Executor::launch(const std::string& kernel, const LaunchConfig& config) {
-  LaunchResult bad;
-  bad.fault = Fault::kInvalidLaunch;
+Executor::RunPtr Executor::start(const std::string& kernel, const LaunchConfig& config) {
   const Function* fn = module_.find(kernel);
-  if (fn == nullptr || !fn->isEntry) {
-    bad.message = "module '" + module_.name + "' has no kernel '" + kernel + "'";
-    return bad;
-  }
+  if (fn == nullptr || !fn->isEntry) return RunPtr(new Run(*this, config, "module '" + module_.name + "' has no kernel '" + kernel + "'"));
   const uint64_t threads = uint64_t{config.block.x} * config.block.y * config.block.z;
   if (threads == 0 || threads > 1024 || config.grid.x == 0 || config.grid.y == 0 || config.grid.z == 0 ||
       config.grid.y > 65535 || config.grid.z > 65535 || config.block.z > 64) {
-    bad.message = "kernel '" + kernel + "': invalid grid or block dimensions";
-    return bad;
+    return RunPtr(new Run(*this, config, "kernel '" + kernel + "': invalid grid or block dimensions"));
   }
   if (config.params.size() != fn->paramBytes) {
-    bad.message = "kernel '" + kernel + "' takes " + std::to_string(fn->paramBytes) + " bytes of parameters, not " +
-                  std::to_string(config.params.size());
-    return bad;
+    return RunPtr(new Run(*this, config, "kernel '" + kernel + "' takes " + std::to_string(fn->paramBytes) +
+                                             " bytes of parameters, not " + std::to_string(config.params.size())));
   }
   const uint64_t shared = (uint64_t{fn->staticShared} + fn->dynamicSharedAlign - 1) / fn->dynamicSharedAlign *
                               fn->dynamicSharedAlign + config.dynamicShared;
   if (shared > config.maxSharedBytes) {
-    bad.message = "kernel '" + kernel + "' needs " + std::to_string(shared) + " bytes of shared memory a block, more than " +
-                  std::to_string(config.maxSharedBytes);
-    return bad;
+    return RunPtr(new Run(*this, config, "kernel '" + kernel + "' needs " + std::to_string(shared) +
+                                             " bytes of shared memory a block, more than " + std::to_string(config.maxSharedBytes)));
   }
-  model::FloatEnvironment fenv;  // IEEE arithmetic whatever the host program set (model/float_env.h)
-  Run run(*this, *fn, config);
-  return run.go();
+  return RunPtr(new Run(*this, *fn, config));
+}
+
+void Executor::RunDeleter::operator()(Run* r) const { delete r; }
+RunState Executor::advance(Run& run, uint64_t budget) { return run.advance(budget); }
+void Executor::wake(Run& run) { run.wake(); }
+const LaunchResult& Executor::result(const Run& run) { return run.result(); }
+bool Executor::wroteGlobal(const Run& run) { return run.wroteGlobal(); }
+std::string Executor::describeWait(const Run& run) { return run.describeWait(); }
+
+LaunchResult Executor::launch(const std::string& kernel, const LaunchConfig& config) {
+  RunPtr run = start(kernel, config);
+  const RunState s = run->advance(~uint64_t{0});
+  LaunchResult r = run->result();
+  if (s == RunState::kWaiting) {
+    // Nothing but the kernel itself runs here: what it waits for can never come.
+    r.fault = Fault::kTimeout;
+    r.message = "every warp left waits for memory that nothing will change:\n" + run->describeWait();
+  }
+  return r;
 }
 
 }  // namespace mcsim::ptx

@@ -1,9 +1,14 @@
 // Runs a kernel of a parsed module (ptx/ir.h) on the CPU: a warp-wide interpreter.
 //
-// Execution: the blocks of the grid run one after another in linear block order; within a block
-// every warp is resident and the warps take turns in warp order, each running until it waits at
-// a barrier, exits or has run a quantum of instructions (so that warps of one block that wait
-// for each other through shared or global memory progress). Each instruction runs for the
+// Execution: a launch is a run (Executor::start) that executes a bounded number of warp
+// instructions at a time (Run::advance) and says whether it finished, faulted, made progress or
+// waits. `LaunchConfig::residentBlocks` blocks are resident at once (the GPU's occupancy); they
+// progress together, in slot order, and a block beyond residency starts in the slot of the block
+// that finished. Within a round every warp of every resident block takes a turn in (slot, warp)
+// order, running until it waits at a barrier, exits or has run a quantum of instructions, so
+// that warps and blocks that wait for each other through memory progress. A warp that spins (a
+// quantum of loads of a few words and nothing written) is parked until memory changes.
+// Each instruction runs for the
 // warp's active lanes at once over registers laid out lane-contiguously (32 64-bit values per
 // register). Divergence: every lane has its own program counter and the warp runs the lanes at
 // the lowest one (min-PC scheduling); lanes that branch apart reconverge where their paths meet,
@@ -15,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +45,17 @@ struct LaunchConfig {
   // Where the module's .global variables live in device memory (0: in the executor's storage).
   // Their addresses (kModuleGlobalWindow + offset) then reach global memory at this base.
   uint64_t moduleGlobalsVa = 0;
+  // Blocks resident at once (the device's SMs times the blocks an SM holds of this kernel, as
+  // the driver's occupancy calculation gives it); 0: every block of the grid.
+  uint64_t residentBlocks = 0;
+};
+
+// What Run::advance did.
+enum class RunState : uint8_t {
+  kFinished,  // every block has exited: LaunchResult is final
+  kFaulted,   // a fault stopped the kernel (LaunchResult::fault, message)
+  kProgress,  // it ran and has more to do
+  kWaiting,   // every warp left waits for memory to change (spinning on a word; see Run::wake)
 };
 
 enum class Fault : uint8_t {
@@ -74,13 +91,36 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
+  // Runs the whole launch. A kernel whose every warp ends up waiting for memory that nothing
+  // will change (no other agent runs here) fails with kTimeout and a report of what it waits on.
   LaunchResult launch(const std::string& kernel, const LaunchConfig& config);
+
+  // A launch to be run piecewise (Run::advance), for a caller that interleaves several kernels.
+  // A launch the executor refuses (no such kernel, bad dimensions ...) gives a run whose first
+  // advance() reports kFaulted with kInvalidLaunch. `config` is copied.
+  class Run;
+  struct RunDeleter {
+    void operator()(Run* r) const;
+  };
+  using RunPtr = std::unique_ptr<Run, RunDeleter>;
+  RunPtr start(const std::string& kernel, const LaunchConfig& config);
+  // Run a piece of `run`: about `budget` warp instructions (a warp's turn is not cut short).
+  static RunState advance(Run& run, uint64_t budget);
+  // Parked warps of `run` look at memory again on their next turn: something that could have
+  // changed what they wait on happened outside the run (another kernel's, a copy's, the host's write).
+  static void wake(Run& run);
+  static const LaunchResult& result(const Run& run);
+  // Whether the last advance() changed memory others could observe (a global store, or an atomic
+  // that changed its word): the caller wakes other runs waiting on memory.
+  static bool wroteGlobal(const Run& run);
+  // For a run in kWaiting: what each waiting block waits on, one line each: the word's address,
+  // the value it holds and the value the warp compares it with, the block and the PTX line.
+  static std::string describeWait(const Run& run);
 
   // The module's .global variables (their address is kModuleGlobalWindow + offset).
   std::vector<uint8_t>& moduleGlobals() { return globals_; }
 
  private:
-  class Run;
   const Module& module_;
   GlobalMemory& memory_;
   std::vector<uint8_t> globals_;

@@ -1,0 +1,232 @@
+// Scheduling: resident blocks that wait for each other through memory (a grid-wide barrier, a
+// spin lock), spin parking, a kernel that can never finish, and running a launch piecewise
+// (Executor::start / advance), as the node does.
+#include "tests/ptx/harness.h"
+
+namespace mcsim::ptx::test {
+namespace {
+
+const char* kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+// Thread 0 of each block counts itself in and spins until `n` blocks have; then the block's
+// threads pass a barrier and thread 0 writes what it saw to out[ctaid].
+const char* kGridBarrier = R"(
+.visible .entry gridbar(.param .u64 pcount, .param .u64 pout, .param .u32 pn)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [pcount];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u32 %r1, [pn];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %tid.x;
+  setp.ne.u32 %p1, %r3, 0;
+  @%p1 bra WAIT;
+  atom.global.add.u32 %r4, [%rd1], 1;
+SPIN:
+  ld.volatile.global.u32 %r5, [%rd1];
+  setp.lt.u32 %p2, %r5, %r1;
+  @%p2 bra SPIN;
+WAIT:
+  bar.sync 0;
+  @%p1 bra DONE;
+  ld.volatile.global.u32 %r6, [%rd1];
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r6;
+DONE:
+  ret;
+}
+)";
+
+struct Launched {
+  LaunchResult result;
+  RunState last = RunState::kProgress;
+  int pieces = 0;
+};
+
+// Runs `kernel` piecewise, `budget` warp instructions at a time, as the node does.
+Launched runPiecewise(Program& p, const std::string& kernel, Dim3 grid, Dim3 block, const std::vector<uint64_t>& args,
+                      uint64_t residentBlocks, uint64_t budget) {
+  LaunchConfig cfg;
+  cfg.grid = grid;
+  cfg.block = block;
+  cfg.residentBlocks = residentBlocks;
+  cfg.maxWarpInstructions = 100000000;
+  std::vector<const void*> ptrs;
+  for (const uint64_t& a : args) ptrs.push_back(&a);
+  cfg.params = packParams(*p.module().find(kernel), ptrs.data());
+  Executor::RunPtr run = p.executor().start(kernel, cfg);
+  Launched l;
+  do {
+    l.last = Executor::advance(*run, budget);
+    ++l.pieces;
+  } while (l.last == RunState::kProgress);
+  l.result = Executor::result(*run);
+  return l;
+}
+
+TEST(PtxSchedule, GridBarrierAcrossResidentBlocks) {
+  Program p(std::string(kHeader) + kGridBarrier);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint32_t blocks = 12;
+  const uint64_t count = p.buffer(4), out = p.buffer(blocks * 4);
+  const LaunchResult r = p.launch("gridbar", {blocks, 1, 1}, {96, 1, 1}, {count, out, blocks});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  for (uint32_t v : p.read<uint32_t>(out, blocks)) EXPECT_EQ(v, blocks);
+}
+
+TEST(PtxSchedule, GridBarrierRunPiecewiseWithLimitedResidency) {
+  // As many blocks as are resident: they all meet; the run comes back in pieces of its budget.
+  Program p(std::string(kHeader) + kGridBarrier);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint32_t blocks = 6;
+  const uint64_t count = p.buffer(4), out = p.buffer(blocks * 4);
+  const Launched l = runPiecewise(p, "gridbar", {blocks, 1, 1}, {64, 1, 1}, {count, out, blocks}, blocks, 1000);
+  ASSERT_EQ(l.last, RunState::kFinished) << l.result.message;
+  EXPECT_GT(l.pieces, 2);
+  for (uint32_t v : p.read<uint32_t>(out, blocks)) EXPECT_EQ(v, blocks);
+}
+
+TEST(PtxSchedule, BlocksBeyondResidencyStartAsOthersFinish) {
+  // 40 blocks, 4 resident at a time, run in pieces of 100 warp instructions: every block runs.
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %ctaid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(40 * 4);
+  const Launched l = runPiecewise(p, "k", {40, 1, 1}, {32, 1, 1}, {out}, 4, 100);
+  ASSERT_EQ(l.last, RunState::kFinished) << l.result.message;
+  const auto v = p.read<uint32_t>(out, 40);
+  for (uint32_t b = 0; b < 40; ++b) EXPECT_EQ(v[b], b);
+}
+
+TEST(PtxSchedule, GridBarrierLargerThanResidencyHangsWithAReport) {
+  // 8 blocks of which 4 fit: the 4 resident ones wait for blocks that can never start.
+  Program p(std::string(kHeader) + kGridBarrier, "gridbar.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t count = p.buffer(4), out = p.buffer(8 * 4);
+  const Launched l = runPiecewise(p, "gridbar", {8, 1, 1}, {64, 1, 1}, {count, out, 8}, 4, ~uint64_t{0});
+  ASSERT_EQ(l.last, RunState::kWaiting);
+  EXPECT_EQ(l.result.fault, Fault::kNone);
+  // And the whole launch fails so, naming the word, its value and what the warp expects.
+  LaunchConfig cfg;
+  cfg.grid = {8, 1, 1};
+  cfg.block = {64, 1, 1};
+  cfg.residentBlocks = 4;
+  const uint64_t c2 = p.buffer(4), n = 8;
+  const void* args[] = {&c2, &out, &n};
+  cfg.params = packParams(*p.module().find("gridbar"), args);
+  const LaunchResult r = p.executor().launch("gridbar", cfg);
+  ASSERT_EQ(r.fault, Fault::kTimeout);
+  EXPECT_NE(r.message.find("kernel 'gridbar' block (0,0,0) thread (0,0,0) waits on the global word at"), std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("it holds 0x4, the warp compares it with 0x8"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("block (3,0,0)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("gridbar.ptx:"), std::string::npos) << r.message;
+  EXPECT_EQ(p.read<uint32_t>(c2, 1)[0], 4u);
+}
+
+TEST(PtxSchedule, CasSpinLockExcludesAcrossBlocks) {
+  // Lane 0 of each block takes a lock with atom.cas, increments a counter non-atomically after a
+  // delay (so that a block's turn can end inside the critical section) and releases it.
+  Program p(std::string(kHeader) + R"(
+.visible .entry lock(.param .u64 plock, .param .u64 pcounter)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<6>;
+  ld.param.u64 %rd1, [plock];
+  ld.param.u64 %rd2, [pcounter];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  mov.u32 %r9, 0;
+LOCK:
+  atom.global.cas.b32 %r5, [%rd1], 0, 1;
+  setp.ne.u32 %p2, %r5, 0;
+  @%p2 bra LOCK;
+  ld.volatile.global.u32 %r6, [%rd2];
+  mov.u32 %r7, 0;
+DELAY:
+  add.u32 %r7, %r7, 1;
+  setp.lt.u32 %p3, %r7, 300;
+  @%p3 bra DELAY;
+  add.u32 %r6, %r6, 1;
+  st.volatile.global.u32 [%rd2], %r6;
+  atom.global.exch.b32 %r8, [%rd1], 0;
+  add.u32 %r9, %r9, 1;
+  setp.lt.u32 %p4, %r9, 200;
+  @%p4 bra LOCK;
+DONE:
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t lock = p.buffer(4), counter = p.buffer(4);
+  const LaunchResult r = p.launch("lock", {16, 1, 1}, {32, 1, 1}, {lock, counter});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(p.read<uint32_t>(counter, 1)[0], 16u * 200u);
+  EXPECT_EQ(p.read<uint32_t>(lock, 1)[0], 0u);
+}
+
+TEST(PtxSchedule, SpinningWarpIsParkedNotRun) {
+  // A block spins on a word nobody writes: the run stops at once as waiting, having run a few
+  // quanta, not the instruction limit.
+  Program p(std::string(kHeader) + kGridBarrier);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t count = p.buffer(4), out = p.buffer(4);
+  const Launched l = runPiecewise(p, "gridbar", {1, 1, 1}, {32, 1, 1}, {count, out, 2}, 1, ~uint64_t{0});
+  ASSERT_EQ(l.last, RunState::kWaiting);
+  EXPECT_LT(l.result.warpInstructions, 20000u);
+}
+
+TEST(PtxSchedule, WakeResumesAParkedRun) {
+  // What another agent (kernel, copy, host) does to memory releases a parked run.
+  Program p(std::string(kHeader) + kGridBarrier);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t count = p.buffer(4), out = p.buffer(4);
+  LaunchConfig cfg;
+  cfg.grid = {1, 1, 1};
+  cfg.block = {32, 1, 1};
+  const uint64_t n = 2;
+  const void* args[] = {&count, &out, &n};
+  cfg.params = packParams(*p.module().find("gridbar"), args);
+  Executor::RunPtr run = p.executor().start("gridbar", cfg);
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kWaiting);
+  EXPECT_TRUE(Executor::wroteGlobal(*run));  // the count's increment, before the spin
+  EXPECT_NE(Executor::describeWait(*run).find("it holds 0x1, the warp compares it with 0x2"), std::string::npos)
+      << Executor::describeWait(*run);
+  // Still waiting when woken without a change; done once the word has the value.
+  Executor::wake(*run);
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kWaiting);
+  EXPECT_FALSE(Executor::wroteGlobal(*run));
+  const uint32_t two = 2;
+  std::memcpy(p.memory().host(count), &two, 4);
+  Executor::wake(*run);
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kFinished) << Executor::result(*run).message;
+  EXPECT_EQ(p.read<uint32_t>(out, 1)[0], 2u);
+}
+
+TEST(PtxSchedule, RefusedLaunchFaultsOnFirstAdvance) {
+  Program p(std::string(kHeader) + kGridBarrier);
+  ASSERT_TRUE(p.ok()) << p.error();
+  LaunchConfig cfg;
+  Executor::RunPtr run = p.executor().start("nosuch", cfg);
+  EXPECT_EQ(Executor::advance(*run, 100), RunState::kFaulted);
+  EXPECT_EQ(Executor::result(*run).fault, Fault::kInvalidLaunch);
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test
