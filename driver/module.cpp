@@ -232,7 +232,7 @@ CUresult readParams(const KernelModel& model, void** kernelParams, void** extra,
 }
 
 CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstream hStream, void** kernelParams,
-                void** extra, bool perThreadDefault) {
+                void** extra, bool perThreadDefault, bool cooperative = false) {
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
@@ -246,8 +246,15 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   KernelModel model;
   if (!findKernelModel(fn->name, &model)) {
     // A program's own kernel: its PTX runs through the executor (the module is never freed).
-    return launchPtxKernel(*fn->module->ptx, fn->name, ctx, grid, block, sharedMem, hStream, perThreadDefault,
-                           kernelParams, extra);
+    return launchPtxKernel(*fn->module->ptx, fn, fn->name, ctx, grid, block, sharedMem, hStream, perThreadDefault,
+                           kernelParams, extra, cooperative);
+  }
+  // cuda.h, cuLaunchCooperativeKernel: no more blocks than the device's SMs hold at once.
+  if (cooperative) {
+    const int perSm = blocksPerSm(ctx->device, fn, static_cast<int>(block.count()), 0, static_cast<long>(sharedMem));
+    const uint64_t sms = static_cast<uint64_t>(state().attributes[static_cast<size_t>(ctx->device)]
+                                                                 [CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT]);
+    if (grid.count() > static_cast<uint64_t>(std::max(perSm, 0)) * sms) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   }
   KernelLaunch l;
   l.name = fn->name;
@@ -371,9 +378,34 @@ CUresult launchKernelExEntry(const CUlaunchConfig* config, CUfunction f, void** 
                              bool perThreadDefault) {
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (config->numAttrs > 0 && config->attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  bool cooperative = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) cooperative = config->attrs[i].value.cooperative != 0;
+  }
   return launch(f, Dim3{config->gridDimX, config->gridDimY, config->gridDimZ},
                 Dim3{config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
-                config->hStream, kernelParams, extra, perThreadDefault);
+                config->hStream, kernelParams, extra, perThreadDefault, cooperative);
+}
+
+CUresult launchCooperativeKernelEntry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                      unsigned bz, unsigned sharedMem, CUstream s, void** kernelParams,
+                                      bool perThreadDefault) {
+  // Parameters come only through kernelParams (cuda.h: there is no `extra`).
+  return launch(f, Dim3{gx, gy, gz}, Dim3{bx, by, bz}, sharedMem, s, kernelParams, nullptr, perThreadDefault, true);
+}
+
+int blocksPerSm(int device, CUfunc_st* f, int blockSize, long staticShared, long dynamicShared) {
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  int regs = 0, maxThreads = 0, carveout = 0, staticBytes = 0, maxDynamic = 0;
+  functionAttribute(f, CU_FUNC_ATTRIBUTE_NUM_REGS, &regs);
+  functionAttribute(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &maxThreads);
+  functionAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, &carveout);
+  functionAttribute(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &staticBytes);
+  functionAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &maxDynamic);
+  return occupancyBlocksPerSm(device, regs, maxThreads, carveout, staticShared != 0 ? staticShared : staticBytes,
+                              // A PTX kernel's dynamic shared memory is checked at launch, not here.
+                              std::max<long>(maxDynamic, dynamicShared), blockSize, dynamicShared);
 }
 
 }  // namespace mcsim::driver

@@ -120,9 +120,9 @@ CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes) {
   return *buffer != nullptr && sized ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult launchPtxKernel(ModulePtx& m, const std::string& name, CUctx_st* ctx, Dim3 grid, Dim3 block,
+CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name, CUctx_st* ctx, Dim3 grid, Dim3 block,
                          unsigned sharedMem, CUstream stream, bool perThreadDefault, void** kernelParams,
-                         void** extra) {
+                         void** extra, bool cooperative) {
   const char* rebuild = "rebuild with -gencode arch=compute_90,code=[sm_90,compute_90] to include PTX";
   CUresult r = m.prepare(ctx->device);
   const ptx::Function* fn = r == CUDA_SUCCESS ? m.kernel(name) : nullptr;
@@ -164,6 +164,14 @@ CUresult launchPtxKernel(ModulePtx& m, const std::string& name, CUctx_st* ctx, D
   const uint64_t staticShared = (uint64_t{fn->staticShared} + fn->dynamicSharedAlign - 1) / fn->dynamicSharedAlign *
                                 fn->dynamicSharedAlign;
   if (staticShared + sharedMem > kMaxSharedPerBlock) return CUDA_ERROR_INVALID_VALUE;
+  const int perSm = blocksPerSm(ctx->device, func, static_cast<int>(block.count()), static_cast<long>(staticShared),
+                                static_cast<long>(sharedMem));
+  const uint64_t resident = static_cast<uint64_t>(std::max(perSm, 0)) *
+                            static_cast<uint64_t>(state().attributes[static_cast<size_t>(ctx->device)]
+                                                                    [CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT]);
+  // cuda.h, cuLaunchCooperativeKernel: the blocks may not exceed the blocks an SM holds (the
+  // occupancy calculation) times the SMs.
+  if (cooperative && grid.count() > resident) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   StreamRef st;
   MCSIM_TRY(resolveStream(stream, perThreadDefault, &st));
   if (st->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
@@ -182,6 +190,9 @@ CUresult launchPtxKernel(ModulePtx& m, const std::string& name, CUctx_st* ctx, D
   op.dynamicShared = sharedMem;
   op.params = std::move(params);
   op.globalsVa = m.globalsVa();
+  // A block that fits no SM still runs, one at a time (the occupancy answers 0 for attributes the
+  // executor does not need, such as registers a PTX kernel has not been allocated).
+  op.residentBlocks = std::max<uint64_t>(resident, 1);
   return enqueue(st.get(), std::move(op));
 }
 

@@ -58,9 +58,11 @@ class ModulePtx {
 CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes);
 
 // Launches `name` of `m` (prepared for `ctx`'s device) on `st` as the PTX executor's work: the
-// parameters packed in the kernel's .param layout. Refusals print why on stderr.
-CUresult launchPtxKernel(ModulePtx& m, const std::string& name, CUctx_st* ctx, Dim3 grid, Dim3 block,
+// parameters packed in the kernel's .param layout, as many blocks resident at once as the
+// device's SMs hold of it (`func`'s occupancy). A cooperative launch whose blocks do not all fit
+// at once is refused with CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE. Refusals print why on stderr.
+CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name, CUctx_st* ctx, Dim3 grid, Dim3 block,
                          unsigned sharedMem, CUstream stream, bool perThreadDefault, void** kernelParams,
-                         void** extra);
+                         void** extra, bool cooperative);
 
 }  // namespace mcsim::driver

@@ -20,6 +20,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/stream.h"
 
 // The kernel's attributes as a program reads them (module.cpp); a fault plan's rules for these
 // calls apply to these reads too.
@@ -161,6 +162,18 @@ CUresult maxPotentialBlockSize(int* minGridSize, int* blockSize, CUfunction func
 }
 
 }  // namespace
+
+namespace mcsim::driver {
+
+int occupancyBlocksPerSm(int device, int regs, int maxThreads, int carveout, long staticShared, long maxDynamicShared,
+                         int blockSize, long dynamicShared) {
+  Limits l;
+  (void)deviceLimits(device, &l);
+  const Kernel k{regs, maxThreads, carveout, staticShared, maxDynamicShared};
+  return activeBlocks(l, k, blockSize, dynamicShared);
+}
+
+}  // namespace mcsim::driver
 
 extern "C" {
 

@@ -111,4 +111,15 @@ CUresult launchKernelEntry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, 
                            unsigned sharedMem, CUstream s, void** kernelParams, void** extra, bool perThreadDefault);
 CUresult launchKernelExEntry(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra,
                              bool perThreadDefault);
+CUresult launchCooperativeKernelEntry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                      unsigned bz, unsigned sharedMem, CUstream s, void** kernelParams,
+                                      bool perThreadDefault);
+// Occupancy (occupancy.cpp): the blocks of `f` with `blockSize` threads, `staticShared` bytes of
+// static shared memory (0: as cuFuncGetAttribute reads it) and `dynamicShared` bytes of dynamic
+// shared memory that one SM of `device` holds at once, by the rules cuOccupancy* follow.
+int blocksPerSm(int device, CUfunc_st* f, int blockSize, long staticShared, long dynamicShared);
+// The same from the function's attributes (its registers, thread limit, shared memory carveout
+// preference, static and largest dynamic shared memory).
+int occupancyBlocksPerSm(int device, int regs, int maxThreads, int carveout, long staticShared, long maxDynamicShared,
+                         int blockSize, long dynamicShared);
 }  // namespace mcsim::driver

@@ -116,6 +116,9 @@ struct DeviceOp {
   uint32_t dynamicShared = 0;
   std::vector<uint8_t> params;
   uint64_t globalsVa = 0;
+  // Blocks of it resident at once: the device's SMs times the blocks an SM holds (the driver's
+  // occupancy calculation); 0: every block.
+  uint64_t residentBlocks = 0;
 };
 
 class Node {

@@ -688,6 +688,7 @@ class ProcessNode final : public AttachedNode {
     launch->config.dynamicShared = op.dynamicShared;
     launch->config.params = op.params;
     launch->config.moduleGlobalsVa = op.globalsVa;
+    launch->config.residentBlocks = op.residentBlocks;
     launch->space = &space_.space();
     launch->spaceLock = space_.space().mappingsLock();
     bool backed = true;

@@ -22,8 +22,9 @@ namespace mcsim::fabric::ipc {
 // own width (was: 8 bytes each), counts of 4 bytes, the hello with capabilities, the operations
 // numbered from node_ops.def. 5: the IPC operations (ipcExportMemory ... ipcEventLatest), and
 // DeviceOp's wait of a stream memory operation (waitCompare, waitValue). 6: loadPtx, PTX kernel
-// launches, and waits that answer a kernel's fault (docs/ptx.md).
-constexpr uint32_t kProtocolVersion = 6;
+// launches, and waits that answer a kernel's fault (docs/ptx.md). 7: a PTX launch's resident
+// blocks (DeviceOp::residentBlocks).
+constexpr uint32_t kProtocolVersion = 7;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver
 // attaches only to a node that has every capability it needs (kNeeded).

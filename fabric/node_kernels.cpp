@@ -138,6 +138,14 @@ std::string NodeModel::describeWaitingKernels() {
   std::string out;
   for (const auto& [id, k] : waitingKernels_) {
     char line[256];
+    if (k.step == nullptr) {
+      // A PTX kernel: a line per waiting block.
+      size_t from = 0;
+      for (size_t nl = k.ptxWait.find('\n'); nl != std::string::npos; from = nl + 1, nl = k.ptxWait.find('\n', from)) {
+        out += "  GPU " + std::to_string(k.gpu) + ": " + k.ptxWait.substr(from, nl - from) + "\n";
+      }
+      continue;
+    }
     if (k.step->streamWait) {
       std::snprintf(line, sizeof line, "  GPU %d: %s waits until the word at 0x%llx is %s 0x%llx; it holds 0x%llx\n", k.gpu,
                     k.label.c_str(), static_cast<unsigned long long>(k.step->waitVa), compareName(k.step->compare),
@@ -164,8 +172,9 @@ size_t NodeModel::stopKernels(const std::shared_ptr<const std::atomic<bool>>& ab
   return waiting;
 }
 
-void NodeModel::wakeValueWaiters() {
-  if (valueWaiters_ > 0) signalled().notify(sc_core::SC_ZERO_TIME);
+void NodeModel::memoryChanged() {
+  ++memoryEpoch_;
+  if (valueWaiters_ > 0 || memoryWatchers_ > 0) signalled().notify(sc_core::SC_ZERO_TIME);
 }
 
 sc_core::sc_event& NodeModel::signalled() {
@@ -428,6 +437,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
     if (st.kind == K::kSignal) {
       engine.waitUntil(Engine::simNowPs() + hopPs());
       applyStep(st, true);
+      ++memoryEpoch_;
       signalled().notify(sc_core::SC_ZERO_TIME);
       continue;
     }
@@ -449,7 +459,7 @@ void NodeModel::executeKernel(DeviceWork& w) {
     }
     engine.waitUntil(last);
   }
-  wakeValueWaiters();  // its stores are in memory
+  memoryChanged();  // its stores are in memory
   if (Timeline::active() != nullptr && !w.stream.empty()) {
     Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream)
         .span(start, Engine::simNowPs(), w.label.c_str());

@@ -152,7 +152,7 @@ void NodeModel::execute(DeviceWork& w) {
     }
   }
   engine.waitUntil(last);
-  wakeValueWaiters();  // the copy or memset is in memory
+  memoryChanged();  // the copy or memset is in memory
   if (Timeline::active() != nullptr && !w.stream.empty()) {
     Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream).span(start, Engine::simNowPs(), w.label.c_str());
   }

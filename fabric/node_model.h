@@ -207,13 +207,19 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   struct WaitingKernel {
     int gpu = 0;
     std::string label;
-    const ResolvedStep* step = nullptr;
+    const ResolvedStep* step = nullptr;  // a behavioural kernel's wait step, or nullptr
     const std::atomic<bool>* abandoned = nullptr;  // its launching process's (DeviceWork)
+    std::string ptxWait;  // a PTX kernel: what its blocks wait on (ptx::Executor::describeWait)
   };
-  // Stream memory operations waiting for a word (simulation thread): while there are any, work
-  // that writes memory wakes them to look again.
+  // Stream memory operations waiting for a word, and PTX kernels whose every warp spins
+  // (simulation thread): while there are any, work that writes memory wakes them to look again.
   int valueWaiters_ = 0;
-  void wakeValueWaiters();
+  int memoryWatchers_ = 0;
+  // Writes to memory so far (by a copy, a memset, a kernel's step or a PTX kernel's slice): a
+  // waiting PTX kernel resumes once it has moved on.
+  uint64_t memoryEpoch_ = 0;
+  // Simulation thread: memory has changed; whoever waits for it looks again.
+  void memoryChanged();
   OrderedMutex waitingMu_{LockRank::kNodeModelWaiting};
   std::map<uint64_t, WaitingKernel> waitingKernels_;
   uint64_t nextWaitingId_ = 0;

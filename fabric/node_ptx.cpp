@@ -1,19 +1,28 @@
 // A program's own kernel on the node model: its PTX run by the executor (ptx/executor.h) as device
 // work, in simulated time (docs/ptx.md, "On the node").
 //
-// Data: the kernel runs when its turn comes in simulated time (after the work it follows and the
-// launch cost), all of it at that instant, its global accesses resolved as they happen through
-// the launching process's address space (mappings and rights, as copies and the behavioural
-// models resolve them: ptx/address_space_memory.h) to the backing bytes of the allocations.
-// The space's mappings lock is held shared meanwhile, so that another thread's map or unmap
-// waits for the kernel rather than changing what it reads under it.
+// Co-scheduling: every running PTX kernel (of every GPU of the node) is a simulation process that
+// runs its launch piecewise: a slice of warp instructions at the kernel's own simulated time, then
+// it waits until the slice's instructions have issued, and runs the next. The simulation thread
+// runs the processes in simulated-time order, so kernels that run at the same time interleave
+// slice by slice, deterministically: the order follows from simulated time alone. A slice's effects
+// on memory appear at its start. A kernel whose every warp spins (Executor::advance answers
+// kWaiting) waits for memory to change (NodeModel::memoryChanged: another kernel's store, a copy,
+// a behavioural kernel's step) and resumes then, at that simulated time; a kernel that waits on
+// a word nothing will write leaves the simulation with nothing to do, and the engine reports the
+// hang with what each waiting kernel waits on (describeWaitingKernels).
 //
-// Timing, a first version: the kernel ends when both its instructions and its memory traffic are
-// done. Instructions: its warp instructions issued by the SMs its blocks occupy (one block an
-// SM, up to the GPU's SMs) at the preset's rate per SM. Memory: the bytes it read and wrote in
-// each allocation, streamed in chunks through that memory's path as a behavioural model's copy
-// step streams them (this GPU's HBM and L2, or a peer's over NVLink and the switches), with the
-// loads the resident threads keep in flight, and bounded by the SMs' own bytes per second.
+// Data: global accesses are resolved as they happen, each under the launching process's
+// mappings lock (shared), through its address space (mappings and rights, as copies and the
+// behavioural models resolve them: ptx/address_space_memory.h) to the backing bytes of the
+// allocations the launch holds. So another thread's map or unmap waits at most for one access.
+//
+// Timing: a slice's instructions issue from the SMs the grid occupies (one block an SM, up to the
+// GPU's SMs) at the preset's rate per SM, after the previous slice's; its memory traffic (the
+// bytes it read and wrote in each allocation) streams in chunks through that memory's path as a
+// behavioural model's copy step streams them (this GPU's HBM and L2, or a peer's over NVLink and
+// the switches), with the loads the resident threads keep in flight, and bounded by the SMs' own
+// bytes per second. The kernel ends when its last slice's instructions and traffic are done.
 #include <algorithm>
 #include <deque>
 #include <mutex>
@@ -29,6 +38,12 @@ using model::Engine;
 
 namespace {
 
+// Warp instructions a kernel runs before the simulation moves on to other work: small enough that
+// kernels that run at the same time see each other's writes within a few hundred nanoseconds of
+// simulated time (64 Ki warp instructions on 132 SMs issuing 4 a cycle at 1.98 GHz: 63 ns), large
+// enough that a slice's bookkeeping costs nothing measurable.
+constexpr uint64_t kSliceWarpInstructions = 1 << 16;
+
 // Global memory as a launch sees it: resolved through the process's address space to the bytes
 // the launch holds, with the bytes moved through each allocation counted for the timing.
 class LaunchMemory : public ptx::GlobalMemory {
@@ -37,10 +52,16 @@ class LaunchMemory : public ptx::GlobalMemory {
     uint64_t read = 0, written = 0;
   };
 
-  explicit LaunchMemory(const PtxLaunch& launch)
-      : launch_(launch), inner_(*launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); }) {}
+  LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned)
+      : launch_(launch), abandoned_(abandoned),
+        inner_(*launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); }) {}
 
   ptx::MemoryError resolve(uint64_t va, ptx::AccessKind kind, int device, ptx::MemoryWindow* out) override {
+    // One access at a time under the mappings lock: a map or unmap of another thread waits for
+    // no more than this. The window stays valid after it: the launch holds the bytes.
+    std::shared_lock<std::shared_mutex> reading(*launch_.spaceLock);
+    // Its process is gone (and the space with it): nothing is mapped any more.
+    if (abandoned_ != nullptr && abandoned_->load()) return ptx::MemoryError::kUnmapped;
     const ptx::MemoryError e = inner_.resolve(va, kind, device, out);
     if (e == ptx::MemoryError::kNone) windows_[out->host] = lastAlloc_;
     return e;
@@ -53,13 +74,12 @@ class LaunchMemory : public ptx::GlobalMemory {
     (kind == ptx::AccessKind::kRead ? t.read : t.written) += bytes;
   }
 
-  // Per allocation, in id order.
-  const std::map<model::AllocId, Traffic>& traffic() const { return traffic_; }
+  // Per allocation, in id order, since the last call.
+  std::map<model::AllocId, Traffic> takeTraffic() { return std::exchange(traffic_, {}); }
 
  private:
   uint8_t* backing(model::AllocId id, uint64_t* size) {
-    // An allocation the launch holds no bytes of (a multicast object, or memory made after the
-    // launch was accepted) reads as unmapped.
+    // An allocation the launch holds no bytes of (a multicast object) reads as unmapped.
     auto it = launch_.backing.find(id);
     if (it == launch_.backing.end()) return nullptr;
     lastAlloc_ = id;
@@ -68,6 +88,7 @@ class LaunchMemory : public ptx::GlobalMemory {
   }
 
   const PtxLaunch& launch_;
+  const std::atomic<bool>* abandoned_;
   ptx::AddressSpaceMemory inner_;
   model::AllocId lastAlloc_ = 0;
   std::map<const uint8_t*, model::AllocId> windows_;  // resolved window -> its allocation
@@ -100,29 +121,22 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   launch.config.device = w.engineGpu;
   launch.config.smCount = static_cast<uint32_t>(sm.smCount);
   launch.config.globalTimerNs = Engine::simNowPs() / 1000;
+  const auto stopped = [&] { return w.abandoned != nullptr && w.abandoned->load(); };
+  // Its process is gone (the space with it): the kernel never runs.
+  if (stopped()) return;
 
-  ptx::LaunchResult result;
-  std::map<model::AllocId, LaunchMemory::Traffic> traffic;
-  {
-    std::shared_lock<std::shared_mutex> reading(*launch.spaceLock);
-    // Its process is gone (the space with it): the kernel never runs.
-    if (w.abandoned != nullptr && w.abandoned->load()) return;
-    LaunchMemory memory(launch);
-    ptx::Executor executor(*launch.module, memory);
-    result = executor.launch(launch.kernel, launch.config);
-    traffic = memory.traffic();
-  }
-  const uint64_t begun = Engine::simNowPs();
+  LaunchMemory memory(launch, w.abandoned.get());
+  ptx::Executor executor(*launch.module, memory);
+  ptx::Executor::RunPtr run = executor.start(launch.kernel, launch.config);
 
   // Instructions: the SMs the grid occupies issue them.
   const uint64_t blocks = uint64_t{launch.config.grid.x} * launch.config.grid.y * launch.config.grid.z;
   const uint64_t sms = std::min(std::max<uint64_t>(blocks, 1), sm.smCount);
-  uint64_t end = begun;
-  if (sm.warpInstructionsPerSecPerSm > 0) {
-    end += static_cast<uint64_t>(static_cast<double>(result.warpInstructions) * 1e12 /
+  const auto issuePs = [&](uint64_t instructions) -> uint64_t {
+    if (sm.warpInstructionsPerSecPerSm <= 0) return 0;
+    return static_cast<uint64_t>(static_cast<double>(instructions) * 1e12 /
                                  (sm.warpInstructionsPerSecPerSm * static_cast<double>(sms)));
-  }
-
+  };
   // Memory: each allocation's bytes through its path, chunk by chunk, as a copy step's.
   const uint64_t threads = blocks * launch.config.block.x * launch.config.block.y * launch.config.block.z;
   const uint64_t inflight = std::min(std::max<uint64_t>(threads, 1), sm.maxResidentThreads) * sm.bytesInFlightPerThread;
@@ -130,38 +144,86 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
   model::BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
   std::deque<uint64_t> outstanding;
-  for (const auto& [alloc, t] : traffic) {
-    const PtxLaunch::Backing& b = launch.backing.at(alloc);
-    // Host memory mapped for the device is not timed here (its path is PCIe, which kernels'
-    // steps do not model either).
-    if (!b.ref.device || b.ref.gpu < 0 || b.ref.gpu >= gpuCount()) continue;
-    for (const bool write : {false, true}) {
-      const uint64_t bytes = write ? t.written : t.read;
-      MemorySpan span{MemoryRun{b.ref, nullptr, bytes}};
-      for (uint64_t off = 0; off < bytes; off += chunk) {
-        if (outstanding.size() >= window) {
-          engine.waitUntil(outstanding.front());
-          outstanding.pop_front();
+  const auto stream = [&](const std::map<model::AllocId, LaunchMemory::Traffic>& traffic, uint64_t* end) {
+    for (const auto& [alloc, t] : traffic) {
+      const PtxLaunch::Backing& b = launch.backing.at(alloc);
+      // Host memory mapped for the device is not timed here (its path is PCIe, which kernels'
+      // steps do not model either).
+      if (!b.ref.device || b.ref.gpu < 0 || b.ref.gpu >= gpuCount()) continue;
+      for (const bool write : {false, true}) {
+        const uint64_t bytes = write ? t.written : t.read;
+        MemorySpan span{MemoryRun{b.ref, nullptr, bytes}};
+        for (uint64_t off = 0; off < bytes; off += chunk) {
+          if (outstanding.size() >= window) {
+            engine.waitUntil(outstanding.front());
+            outstanding.pop_front();
+          }
+          const uint64_t n = std::min(chunk, bytes - off);
+          const uint64_t now = Engine::simNowPs();
+          horizon_.ps = now;
+          const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, n) : now;
+          uint64_t released = now, done = now;
+          if (write) {
+            done = writeSpan(w.engineGpu, span, off, n, now, false, "store", &released);
+          } else {
+            done = readSpan(w.engineGpu, span, off, n, now, "load");
+            released = done;
+          }
+          outstanding.push_back(std::max(released, smDone));
+          *end = std::max({*end, done, smDone});
         }
-        const uint64_t n = std::min(chunk, bytes - off);
-        const uint64_t now = Engine::simNowPs();
-        horizon_.ps = now;
-        const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, n) : now;
-        uint64_t released = now, done = now;
-        if (write) {
-          done = writeSpan(w.engineGpu, span, off, n, now, false, "store", &released);
-        } else {
-          done = readSpan(w.engineGpu, span, off, n, now, "load");
-          released = done;
-        }
-        outstanding.push_back(std::max(released, smDone));
-        end = std::max({end, done, smDone});
       }
     }
+  };
+
+  uint64_t timed = 0;                       // warp instructions timed so far
+  uint64_t issued = Engine::simNowPs();      // when those have issued
+  uint64_t end = issued;                     // when everything so far is done
+  ptx::RunState state = ptx::RunState::kProgress;
+  for (;;) {
+    state = ptx::Executor::advance(*run, kSliceWarpInstructions);
+    const ptx::LaunchResult& r = ptx::Executor::result(*run);
+    if (ptx::Executor::wroteGlobal(*run)) memoryChanged();
+    const uint64_t epoch = memoryEpoch_;
+    issued = std::max(issued, Engine::simNowPs()) + issuePs(r.warpInstructions - timed);
+    timed = r.warpInstructions;
+    end = std::max(end, issued);
+    stream(memory.takeTraffic(), &end);
+    if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
+    if (state == ptx::RunState::kWaiting) {
+      // Every warp spins: the kernel waits, from when its slice is done, until memory changes;
+      // it cannot resume earlier than the write that releases it.
+      engine.waitUntil(end);
+      uint64_t id = 0;
+      {
+        std::lock_guard<OrderedMutex> lock(waitingMu_);
+        id = nextWaitingId_++;
+        WaitingKernel k;
+        k.gpu = w.engineGpu;
+        k.label = w.label;
+        k.abandoned = w.abandoned.get();
+        k.ptxWait = ptx::Executor::describeWait(*run);
+        waitingKernels_[id] = std::move(k);
+      }
+      ++memoryWatchers_;
+      while (memoryEpoch_ == epoch && !stopped()) sc_core::wait(signalled());
+      --memoryWatchers_;
+      {
+        std::lock_guard<OrderedMutex> lock(waitingMu_);
+        waitingKernels_.erase(id);
+      }
+      if (stopped()) break;  // its process died: the rest of the kernel never runs
+      ptx::Executor::wake(*run);
+      issued = Engine::simNowPs();
+      continue;
+    }
+    engine.waitUntil(issued);
+    if (stopped()) break;
   }
   engine.waitUntil(end);
 
-  if (result.fault != ptx::Fault::kNone) {
+  const ptx::LaunchResult& result = ptx::Executor::result(*run);
+  if (state == ptx::RunState::kFaulted && result.fault != ptx::Fault::kNone) {
     auto f = std::make_shared<model::WorkFault>();
     f->kind = faultKind(result.fault);
     f->message = result.message;

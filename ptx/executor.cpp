@@ -118,8 +118,9 @@ class Executor::Run {
   bool wroteGlobal() const { return wroteGlobal_; }
 
   void wake() {
-    for (Slot& s : slots_) std::fill(s.parked.begin(), s.parked.end(), Park{});
+    for (Slot& s : slots_) lookAgain(s.parked);
   }
+
 
   RunState advance(uint64_t budget) {
     if (state_ != RunState::kProgress && state_ != RunState::kWaiting) return state_;
@@ -226,11 +227,22 @@ class Executor::Run {
   // A warp parked because it spins, and what it last read (for the report), until memory changes.
   struct Park {
     bool on = false;
+    bool check = false;  // memory changed since it parked: look at its words before its next turn
     bool global = true;
     bool hasExpected = false;
     unsigned lane = 0;
     uint32_t pc = 0;
     uint64_t addr = 0, value = 0, expected = 0;
+  };
+  // The words a warp read at the end of its turn, with the values it last read there. A word is
+  // known by its host bytes, which stay put while the launch runs (shared memory is the slot's,
+  // global memory the allocation's backing, which the memory keeps for the launch).
+  static constexpr unsigned kWatchWords = 32;  // a spin re-reads a few words; more is work
+  struct Watched {
+    unsigned words = 0;
+    const uint8_t* host[kWatchWords];
+    uint64_t value[kWatchWords];
+    uint8_t size[kWatchWords];
   };
   // A resident block: an SM's share of the grid. Its state is swapped into the run's members
   // (warps_, shared_ ...) while its warps take their turns.
@@ -242,14 +254,18 @@ class Executor::Run {
     std::vector<uint8_t> shared;
     Barrier bars[kBarriers];
     std::vector<Park> parked;  // per warp
+    std::vector<Watched> watched;  // per warp, while parked
   };
+  // Memory changed: each parked warp looks at its words before its next turn.
+  static void lookAgain(std::vector<Park>& parked) {
+    for (Park& p : parked) p.check = p.on;
+  }
+
   // What the warp now taking its turn has done: whether it may be spinning.
   struct SpinWatch {
-    static constexpr unsigned kWords = 32;  // a spin re-reads a few words; more is work
     bool changed = false;   // stored, changed a word atomically, arrived at a barrier or exited
     bool overflow = false;  // read more distinct words than a spin does
-    unsigned words = 0;
-    uint64_t addr[kWords];
+    Watched words;
     Park last;  // its latest read of global or shared memory
   };
 
@@ -269,6 +285,7 @@ class Executor::Run {
     }
     s.shared.resize(sharedBytes_);
     s.parked.resize(nwarps);
+    s.watched.resize(nwarps);
     initBlock(s, nextBlock_++);
   }
 
@@ -303,12 +320,14 @@ class Executor::Run {
     warps_.swap(s.warps);
     shared_.swap(s.shared);
     parked_.swap(s.parked);
+    watched_.swap(s.watched);
     std::copy(std::begin(s.bars), std::end(s.bars), bars_);
   }
   void leave(Slot& s) {
     warps_.swap(s.warps);
     shared_.swap(s.shared);
     parked_.swap(s.parked);
+    watched_.swap(s.watched);
     std::copy(std::begin(bars_), std::end(bars_), s.bars);
   }
 
@@ -322,7 +341,7 @@ class Executor::Run {
       bool ranRound = false;
       if (runRound(&ranRound) || result_.fault != Fault::kNone) return result_.fault == Fault::kNone;
       *ran = *ran || ranRound;
-      if (writes_ != writes) std::fill(parked_.begin(), parked_.end(), Park{});
+      if (writes_ != writes) lookAgain(parked_);
       else if (!ranRound) return false;
       if (result_.warpInstructions - start >= kBlockTurn) {
         *longTurn = true;
@@ -339,8 +358,13 @@ class Executor::Run {
       done = false;
       if ((w.live & ~w.blocked) == 0) continue;
       if (parked_[w.id].on) {
-        parked = true;
-        continue;
+        // Parked: it runs again once a word it spins on holds another value.
+        if (!parked_[w.id].check || !watchedChanged(watched_[w.id])) {
+          parked_[w.id].check = false;
+          parked = true;
+          continue;
+        }
+        parked_[w.id] = Park{};
       }
       *ran = true;
       runWarp(w);
@@ -365,7 +389,7 @@ class Executor::Run {
     const Instruction* code = fn_.code.data();
     spin_.changed = false;
     spin_.overflow = false;
-    spin_.words = 0;
+    spin_.words.words = 0;
     uint64_t n = 0;
     for (; n < kQuantum && w.active != 0; ++n) {
       // The words a warp reads are noted over the end of its turn only (a spin loop is a few
@@ -388,7 +412,7 @@ class Executor::Run {
     watching_ = false;
     // A whole turn that changed nothing and, at its end, only re-read a few words: the warp
     // spins on them, and will until memory changes (wake).
-    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words > 0) park(w);
+    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words.words > 0) park(w);
   }
 
   void park(Warp& w) {
@@ -413,20 +437,37 @@ class Executor::Run {
       }
     }
     parked_[w.id] = p;
+    watched_[w.id] = spin_.words;
+  }
+
+  // Whether a word `w` watches holds another value than the warp read there.
+  static bool watchedChanged(const Watched& w) {
+    for (unsigned i = 0; i < w.words; ++i) {
+      uint64_t v = 0;
+      std::memcpy(&v, w.host[i], w.size[i]);
+      if (v != w.value[i]) return true;
+    }
+    return false;
   }
 
   // A read by `lane` of the word at `addr` (global or shared; p: its bytes) near the end of a turn.
   void watch(const Warp& w, unsigned lane, uint64_t addr, const uint8_t* p, unsigned size) {
     if (!watching_ || spin_.overflow || (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared)) return;
+    Watched& ws = spin_.words;
     unsigned i = 0;
-    while (i < spin_.words && spin_.addr[i] != addr) ++i;
-    if (i == spin_.words) {
-      if (i == SpinWatch::kWords) {
+    while (i < ws.words && ws.host[i] != p) ++i;
+    if (i == ws.words) {
+      if (i == kWatchWords) {
         spin_.overflow = true;
         return;
       }
-      spin_.addr[spin_.words++] = addr;
+      ++ws.words;
+      ws.host[i] = p;
     }
+    const unsigned bytes = std::min(size, 8u);
+    ws.value[i] = 0;
+    std::memcpy(&ws.value[i], p, bytes);
+    ws.size[i] = static_cast<uint8_t>(bytes);
     Park& l = spin_.last;
     l.global = locSpace_ == Space::kGlobal;
     l.hasExpected = false;
@@ -1005,6 +1046,7 @@ class Executor::Run {
   uint64_t nextBlock_ = 0;  // the next block to become resident
   std::vector<Slot> slots_;  // the resident blocks
   std::vector<Park> parked_;  // the entered block's, per warp
+  std::vector<Watched> watched_;  // the entered block's, per warp
   SpinWatch spin_;
   bool watching_ = false;     // the running warp's reads are noted (watch)
   Space locSpace_ = Space::kGlobal;  // the space locate() resolved last
