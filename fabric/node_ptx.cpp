@@ -25,8 +25,10 @@
 // bytes per second. The kernel ends when its last slice's instructions and traffic are done.
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <utility>
 
 #include "fabric/node_model.h"
 #include "model/engine.h"
@@ -144,21 +146,27 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
   model::BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
   std::deque<uint64_t> outstanding;
+  // Where each allocation's reads and writes have got to: a slice's bytes go on from where the
+  // previous slice's left off (wrapping at the allocation's end), so that the kernel's traffic
+  // covers the allocation as one stream would, not its first bytes over and over (which the L2
+  // would serve).
+  std::map<std::pair<model::AllocId, bool>, uint64_t> cursor;
   const auto stream = [&](const std::map<model::AllocId, LaunchMemory::Traffic>& traffic, uint64_t* end) {
     for (const auto& [alloc, t] : traffic) {
       const PtxLaunch::Backing& b = launch.backing.at(alloc);
       // Host memory mapped for the device is not timed here (its path is PCIe, which kernels'
       // steps do not model either).
       if (!b.ref.device || b.ref.gpu < 0 || b.ref.gpu >= gpuCount()) continue;
+      const uint64_t size = std::max<uint64_t>(b.size, 1);
+      const MemorySpan span{MemoryRun{b.ref, nullptr, size}};
       for (const bool write : {false, true}) {
-        const uint64_t bytes = write ? t.written : t.read;
-        MemorySpan span{MemoryRun{b.ref, nullptr, bytes}};
-        for (uint64_t off = 0; off < bytes; off += chunk) {
+        uint64_t& off = cursor[{alloc, write}];
+        for (uint64_t left = write ? t.written : t.read; left > 0;) {
           if (outstanding.size() >= window) {
             engine.waitUntil(outstanding.front());
             outstanding.pop_front();
           }
-          const uint64_t n = std::min(chunk, bytes - off);
+          const uint64_t n = std::min({chunk, left, size - off});
           const uint64_t now = Engine::simNowPs();
           horizon_.ps = now;
           const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, n) : now;
@@ -171,6 +179,8 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
           }
           outstanding.push_back(std::max(released, smDone));
           *end = std::max({*end, done, smDone});
+          off = (off + n) % size;
+          left -= n;
         }
       }
     }
