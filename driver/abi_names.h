@@ -24,6 +24,20 @@
 #undef cuStreamWriteValue32
 #undef cuStreamWriteValue64
 #undef cuStreamBatchMemOp
+#undef cuStreamBeginCapture
+#undef cuStreamGetCaptureInfo
+#undef cuStreamUpdateCaptureDependencies
+#undef cuGraphInstantiate
+#undef cuGraphExecUpdate
+#undef cuGraphAddKernelNode
+#undef cuGraphKernelNodeGetParams
+#undef cuGraphKernelNodeSetParams
+#undef cuGraphExecKernelNodeSetParams
+#undef cuGraphGetEdges
+#undef cuGraphNodeGetDependencies
+#undef cuGraphNodeGetDependentNodes
+#undef cuGraphAddDependencies
+#undef cuGraphRemoveDependencies
 
 // In the driver's sources the lifted names are renamed again (driver/driver.h).
 #ifdef MCSIM_DRIVER_IMPL
@@ -32,6 +46,14 @@
 
 // The profiler calls' types are in a header of their own.
 #include <cudaProfilerTypedefs.h>
+
+// cudaTypedefs.h declares these older graph and capture variants' types only for NVIDIA's own build.
+typedef CUresult(CUDAAPI* PFN_cuStreamBeginCapture_v10000)(CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuStreamBeginCapture_v10000_ptsz)(CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuGraphInstantiate_v10000)(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                                         CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize);
+typedef CUresult(CUDAAPI* PFN_cuGraphInstantiate_v11000)(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                                         CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize);
 
 // cudaTypedefs.h declares the CUDA 4.1 cuIpcOpenMemHandle's type only for NVIDIA's own build.
 typedef CUresult(CUDAAPI* PFN_cuIpcOpenMemHandle_v4010)(CUdeviceptr_v2* pdptr, CUipcMemHandle_v1 handle,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "driver/driver.h"
+#include "driver/graph.h"
 #include "driver/export_tables.h"
 #include "driver/stream.h"
 
@@ -111,6 +112,9 @@ bool usableContext(CUcontext ctx) {
   std::lock_guard<std::mutex> lock(contexts().mu);
   return contexts().registry.count(ctx) != 0 && usableLocked(ctx);
 }
+
+ScopedContext::ScopedContext(CUctx_st* ctx) { tlsStack.push_back(ctx); }
+ScopedContext::~ScopedContext() { tlsStack.pop_back(); }
 
 CUresult currentContext(CUctx_st** ctx) {
   if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
@@ -313,6 +317,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   MCSIM_REQUIRE_INIT();
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
+  MCSIM_TRY(checkUnsafeCall());  // it would wait for work a capture never runs
   return synchronizeContext(ctx);
 }
 

@@ -50,6 +50,17 @@ CUcontext primaryContextObject(int device);
 // For mcsim::api: primary-context counts, live contexts and this thread's stack.
 void addContextsToDigest(model::Digest& d);
 
+// Makes `ctx` the calling thread's current context for the scope (a graph node made for a
+// context other than the current one), without the checks and fault-plan consult of
+// cuCtxPushCurrent.
+class ScopedContext {
+ public:
+  explicit ScopedContext(CUctx_st* ctx);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+};
+
 // Frees what a context owns when it goes away (memory.cpp implements it).
 void releaseContextResources(CUctx_st* ctx);
 

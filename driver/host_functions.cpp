@@ -6,6 +6,7 @@
 // driver returns at once and runs the function on a thread of its own.
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/graph.h"
 #include "driver/stream.h"
 
 namespace mcsim::driver {
@@ -14,6 +15,10 @@ CUresult launchHostFunctionEntry(CUstream s, CUhostFn fn, void* userData, bool p
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  // On a capturing stream the function becomes a host node, run at each launch of the graph.
+  bool captured = false;
+  MCSIM_TRY(captureHostFunction(st.get(), fn, userData, &captured));
+  if (captured) return CUDA_SUCCESS;
   MCSIM_TRY(synchronizeStream(st.get()));
   fn(userData);
   return CUDA_SUCCESS;
@@ -25,6 +30,8 @@ CUresult streamAddCallbackEntry(CUstream s, CUstreamCallback callback, void* use
   if (callback == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  // Stream callbacks cannot be captured (cuLaunchHostFunc is their capturable form).
+  MCSIM_TRY(refuseWhileCapturing(st.get(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED));
   const CUresult status = synchronizeStream(st.get());
   callback(s, status, userData);
   return CUDA_SUCCESS;

@@ -14,6 +14,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/graph.h"
 #include "driver/stream.h"
 
 namespace mcsim::driver {
@@ -116,6 +117,8 @@ bool knownMemory(uint64_t p) { return isDeviceAddress(p) || pinnedHost(p); }
 // The stream an operation goes on: the one named (asynchronous calls), or the default stream of
 // the calling thread's context (synchronous calls, which then wait for it).
 CUresult orderingStream(const Ordering& o, StreamRef* st) {
+  // A synchronous call is one stream capture calls potentially unsafe (cuThreadExchangeStreamCaptureMode).
+  if (!o.async) MCSIM_TRY(checkUnsafeCall());
   return resolveStream(o.async ? o.stream : nullptr, o.perThreadDefault, st);
 }
 
@@ -250,6 +253,7 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   MCSIM_REQUIRE_INIT_ARGS({"bytesize", bytesize});
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;  // the real driver clears the pointer of a refused allocation (mem.alloc.size0)
+  MCSIM_TRY(checkUnsafeCall());  // an allocation no capture can see (the reference's example)
   return allocLinear(dptr, bytesize);
 }
 

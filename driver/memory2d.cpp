@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "driver/memory.h"
+#include "driver/graph.h"
 
 #include "driver/driver.h"
 #include "driver/enum_field.h"
@@ -100,7 +101,9 @@ CUresult copy3DSides(const char* call, const Copy3D* c, CUcontext dstCtx, CUcont
 
 }  // namespace
 
+// Each call below is one graph node when captured, however many rows it copies or sets.
 CUresult copy2D(const CUDA_MEMCPY2D* c, const Ordering& o) {
+  NodeCall call(CU_GRAPH_NODE_TYPE_MEMCPY);
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (c->WidthInBytes == 0 || c->Height == 0) return CUDA_SUCCESS;
   if (!layoutFits(c->WidthInBytes, c->Height, 1, c->srcXInBytes, c->srcY, c->srcPitch, 0) ||
@@ -115,9 +118,17 @@ CUresult copy2D(const CUDA_MEMCPY2D* c, const Ordering& o) {
   return copyBox(dst, src, c->WidthInBytes, c->Height, 1, o);
 }
 
-CUresult copy3D(const CUDA_MEMCPY3D* c, const Ordering& o) { return copy3DSides("cuMemcpy3D", c, nullptr, nullptr, o); }
+CUresult copy3D(const CUDA_MEMCPY3D* c, const Ordering& o) {
+  NodeCall call(CU_GRAPH_NODE_TYPE_MEMCPY);
+  if (c != nullptr) {
+    call.haveCopy = true;
+    call.copy = *c;
+  }
+  return copy3DSides("cuMemcpy3D", c, nullptr, nullptr, o);
+}
 
 CUresult copy3DPeer(const CUDA_MEMCPY3D_PEER* c, const Ordering& o) {
+  NodeCall call(CU_GRAPH_NODE_TYPE_MEMCPY);
   if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // NULL names the current context, as for cuMemcpyPeer; copyPeer checks the others.
   return copy3DSides("cuMemcpy3DPeer", c, c->dstContext, c->srcContext, o);
@@ -125,6 +136,9 @@ CUresult copy3DPeer(const CUDA_MEMCPY3D_PEER* c, const Ordering& o) {
 
 CUresult fill2D(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementBytes, size_t width, size_t height,
                 const Ordering& o) {
+  NodeCall call(CU_GRAPH_NODE_TYPE_MEMSET);
+  call.haveMemset = true;
+  call.memset = CUDA_MEMSET_NODE_PARAMS{dst, pitch, value, elementBytes, width, height};
   if (width == 0 || height == 0) return CUDA_SUCCESS;
   if (height > 1 && pitch < width * elementBytes) return CUDA_ERROR_INVALID_VALUE;
   if (pitch == width * elementBytes) return fill(dst, value, elementBytes, width * height, o);

@@ -25,6 +25,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/enum_field.h"
+#include "driver/graph.h"
 #include "driver/kernel_registry.h"
 #include "driver/module_image.h"
 #include "driver/module_ptx.h"
@@ -369,9 +370,63 @@ bool describeForTrace(const void* f, std::string* name, std::vector<size_t>* par
   return true;
 }
 
+CUctx_st* functionContext(CUfunction f) {
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (t.functions.count(f) == 0 || !f->module->alive) return nullptr;
+  return f->module->ctx;
+}
+
+CUresult kernelParamSizes(CUfunction f, CUctx_st* ctx, std::vector<size_t>* sizes) {
+  sizes->clear();
+  CUfunc_st* fn = nullptr;
+  MCSIM_TRY(launchFunction(f, ctx, &fn));
+  KernelModel model;
+  if (findKernelModel(fn->name, &model)) {
+    *sizes = model.paramBytes;
+    return CUDA_SUCCESS;
+  }
+  MCSIM_TRY(fn->module->ptx->prepare(ctx->device));
+  const ptx::Function* k = fn->module->ptx->kernel(fn->name);
+  if (k == nullptr) return CUDA_ERROR_NOT_FOUND;
+  for (const auto& p : k->params) sizes->push_back(p.size);
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+// A launch on a capturing stream becomes a kernel node that keeps what it was launched with
+// (cuGraphKernelNodeGetParams); only asked for while a capture is in progress.
+CUresult launchNoting(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstream s, void** kernelParams,
+                      void** extra, bool perThreadDefault, bool cooperative = false) {
+  if (!capturesActive()) {
+    return launch(f, grid, block, sharedMem, s, kernelParams, extra, perThreadDefault, cooperative);
+  }
+  NodeCall call(CU_GRAPH_NODE_TYPE_KERNEL);
+  CUctx_st* ctx = nullptr;
+  if (f != nullptr && currentContext(&ctx) == CUDA_SUCCESS &&
+      kernelParamSizes(f, ctx, &call.kernelSizes) == CUDA_SUCCESS) {
+    call.haveKernel = true;
+    call.kernel.func = f;
+    call.kernel.gridDimX = grid.x;
+    call.kernel.gridDimY = grid.y;
+    call.kernel.gridDimZ = grid.z;
+    call.kernel.blockDimX = block.x;
+    call.kernel.blockDimY = block.y;
+    call.kernel.blockDimZ = block.z;
+    call.kernel.sharedMemBytes = sharedMem;
+    call.kernel.kernelParams = kernelParams;
+    call.kernel.extra = extra;
+    call.kernel.ctx = ctx;
+  }
+  return launch(f, grid, block, sharedMem, s, kernelParams, extra, perThreadDefault, cooperative);
+}
+
+}  // namespace
+
 CUresult launchKernelEntry(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                            unsigned sharedMem, CUstream s, void** kernelParams, void** extra, bool perThreadDefault) {
-  return launch(f, Dim3{gx, gy, gz}, Dim3{bx, by, bz}, sharedMem, s, kernelParams, extra, perThreadDefault);
+  return launchNoting(f, Dim3{gx, gy, gz}, Dim3{bx, by, bz}, sharedMem, s, kernelParams, extra, perThreadDefault);
 }
 
 CUresult launchKernelExEntry(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra,
@@ -382,7 +437,7 @@ CUresult launchKernelExEntry(const CUlaunchConfig* config, CUfunction f, void** 
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) cooperative = config->attrs[i].value.cooperative != 0;
   }
-  return launch(f, Dim3{config->gridDimX, config->gridDimY, config->gridDimZ},
+  return launchNoting(f, Dim3{config->gridDimX, config->gridDimY, config->gridDimZ},
                 Dim3{config->blockDimX, config->blockDimY, config->blockDimZ}, config->sharedMemBytes,
                 config->hStream, kernelParams, extra, perThreadDefault, cooperative);
 }

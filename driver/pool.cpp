@@ -1,12 +1,16 @@
 // Stream-ordered memory pools.
 #include "driver/pool.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/graph.h"
+#include "driver/stream.h"
 #include "driver/memory.h"
 #include "model/ordered_mutex.h"
 
@@ -67,9 +71,29 @@ std::vector<int> accessors(const CUmemPoolHandle_st& pool) {
 
 }  // namespace
 
+namespace {
+
+// Stream-ordered allocation on a capturing stream would make a memory node, which mcsim does not
+// model: refused (once said on stderr), and the capture is invalidated.
+CUresult refuseCapturedPoolCall(CUstream stream, const char* call) {
+  if (!capturesActive()) return CUDA_SUCCESS;
+  StreamRef st;
+  MCSIM_TRY(resolveStream(stream, false, &st));
+  const CUresult r = refuseWhileCapturing(st.get(), CUDA_ERROR_NOT_SUPPORTED);
+  static std::atomic<bool> said{false};
+  if (r != CUDA_SUCCESS && !said.exchange(true)) {
+    std::fprintf(stderr, "mcsim: %s on a capturing stream (a graph memory node) is not modelled; it returns "
+                 "CUDA_ERROR_NOT_SUPPORTED and invalidates the capture\n", call);
+  }
+  return r;
+}
+
+}  // namespace
+
 CUresult poolAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream stream) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   MCSIM_TRY(checkStream(stream));
+  MCSIM_TRY(refuseCapturedPoolCall(stream, "cuMemAllocAsync"));
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   if (bytes == 0) {
@@ -95,6 +119,7 @@ CUresult poolAlloc(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream 
 
 CUresult poolFree(CUdeviceptr dptr, CUstream stream) {
   MCSIM_TRY(checkStream(stream));
+  MCSIM_TRY(refuseCapturedPoolCall(stream, "cuMemFreeAsync"));
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   if (dptr == 0) return CUDA_SUCCESS;  // as cuMemFree(0)

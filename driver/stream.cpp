@@ -12,6 +12,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/graph.h"
 #include "model/engine.h"
 
 namespace mcsim::driver {
@@ -95,9 +96,11 @@ StreamRef perThreadStream(StreamTables& t, CUctx_st* ctx) {
 
 bool pending(const fabric::WorkDone& w) { return w && !w->done(); }
 
+}  // namespace
+
 // An event's last record point (empty until recorded), read under the lock that records it; a
 // shared event's is the node's, whichever process recorded it.
-fabric::WorkDone recordedWork(const CUevent_st* ev) {
+fabric::WorkDone eventRecordPoint(const CUevent_st* ev) {
   if (ev->sharedKey != 0) {
     fabric::WorkDone w;
     node().ipcEventLatest(ev->sharedKey, &w);
@@ -106,6 +109,17 @@ fabric::WorkDone recordedWork(const CUevent_st* ev) {
   std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   return ev->recorded;
 }
+
+CUresult setEventRecordPoint(CUevent_st* ev, const fabric::WorkDone& w) {
+  if (ev->sharedKey != 0) return toResult(node().ipcEventRecord(ev->sharedKey, w));
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+  ev->recorded = w;
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+fabric::WorkDone recordedWork(const CUevent_st* ev) { return eventRecordPoint(ev); }
 
 // A new event in the tables (caller holding their lock).
 CUevent newEvent(StreamTables& t, CUctx_st* ctx, unsigned flags, uint64_t sharedKey) {
@@ -142,8 +156,24 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out) {
   return CUDA_SUCCESS;
 }
 
-CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter,
-                 Status* submitted) {
+namespace {
+
+// enqueue's body: `alsoAfter` are the completions the operation follows besides stream order.
+CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done,
+                          const std::vector<fabric::WorkDone>& alsoAfter, Status* submitted) {
+  if (done != nullptr) *done = nullptr;
+  // An explicit graph node being made: the operation is the node's, not the stream's.
+  if (OpRecorder* r = activeRecorder()) {
+    op.engineDevice = st->ctx->device;
+    r->ctx = st->ctx;
+    r->ops.push_back(std::move(op));
+    return CUDA_SUCCESS;
+  }
+  if (capturesActive()) {
+    bool captured = false;
+    MCSIM_TRY(captureOperation(st, op, &captured));
+    if (captured) return CUDA_SUCCESS;
+  }
   StreamTables& t = tables();
   // The context's submission lock spans reading the tails and recording the new one; the tables'
   // lock is taken for each of those only, so that other threads' table calls (creating, querying,
@@ -153,7 +183,9 @@ CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, c
   {
     std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     if (pending(st->tail)) after.push_back(st->tail);
-    if (pending(alsoAfter)) after.push_back(alsoAfter);
+    for (const auto& w : alsoAfter) {
+      if (pending(w)) after.push_back(w);
+    }
     if (st->kind == CUstream_st::Kind::kLegacy) {
       for (CUstream_st* other : streamsOf(t, st->ctx)) {
         if (other != st && other->blocking() && pending(other->tail)) after.push_back(other->tail);
@@ -176,6 +208,37 @@ CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, c
     // the work cuStreamDestroy found pending.
     if (st->destroyed && pending(w)) t.orphans[st->ctx].push_back(w);
   }
+  if (done != nullptr) *done = w;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter,
+                 Status* submitted) {
+  std::vector<fabric::WorkDone> also;
+  if (alsoAfter) also.push_back(alsoAfter);
+  return enqueueFollowing(st, std::move(op), done, also, submitted);
+}
+
+CUresult enqueueAfterAll(CUstream_st* st, fabric::DeviceOp op, const std::vector<fabric::WorkDone>& alsoAfter,
+                         fabric::WorkDone* done) {
+  return enqueueFollowing(st, std::move(op), done, alsoAfter, nullptr);
+}
+
+CUresult submitAfter(CUstream_st* st, CUctx_st* ctx, fabric::DeviceOp op, const std::vector<fabric::WorkDone>& after,
+                     fabric::WorkDone* done, Status* submitted) {
+  std::vector<fabric::WorkDone> pendingAfter;
+  for (const auto& w : after) {
+    if (pending(w)) pendingAfter.push_back(w);
+  }
+  op.engineDevice = ctx->device;
+  op.stream = st->name;
+  std::lock_guard<mcsim::OrderedMutex> order(ctx->submitOrder);
+  fabric::WorkDone w;
+  const Status s = node().submit(op, pendingAfter, &w);
+  if (submitted != nullptr) *submitted = s;
+  MCSIM_TRY(toResult(s));
   if (done != nullptr) *done = w;
   return CUDA_SUCCESS;
 }
@@ -301,6 +364,23 @@ void addStreamsToDigest(model::Digest& d) {
   for (const auto& [id, flags] : events) d.add(id).add(flags);
 }
 
+namespace {
+
+// Records `ev` on `st`: a marker whose completion becomes the event's record point, or, on a
+// capturing stream, the capture's position (an event record node when `external`).
+CUresult recordEvent(CUevent_st* ev, CUstream_st* st, bool external) {
+  bool handled = false;
+  MCSIM_TRY(captureEventRecord(st, ev, external, &handled));
+  if (handled) return CUDA_SUCCESS;
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kMarker;
+  fabric::WorkDone w;
+  MCSIM_TRY(enqueue(st, op, &w));
+  return setEventRecordPoint(ev, w);
+}
+
+}  // namespace
+
 // Entry points' shared bodies (stream_entries.inc calls them with its ABI's reading of NULL).
 CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
   EventRef ev;
@@ -309,14 +389,7 @@ CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   // An event belongs to its context; it records on that context's streams only.
   if (st->ctx != ev->ctx) return CUDA_ERROR_INVALID_HANDLE;
-  fabric::DeviceOp op;
-  op.kind = fabric::DeviceOp::Kind::kMarker;
-  fabric::WorkDone w;
-  MCSIM_TRY(enqueue(st.get(), op, &w));
-  if (ev->sharedKey != 0) return toResult(node().ipcEventRecord(ev->sharedKey, w));
-  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
-  ev->recorded = w;
-  return CUDA_SUCCESS;
+  return recordEvent(ev.get(), st.get(), false);
 }
 
 CUresult adoptSharedEvent(CUctx_st* ctx, uint64_t key, CUevent* out) {
@@ -329,12 +402,15 @@ CUresult adoptSharedEvent(CUctx_st* ctx, uint64_t key, CUevent* out) {
 CUresult streamSynchronizeEntry(CUstream s, bool perThreadDefault) {
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  // A capturing stream runs nothing to wait for: the reference forbids it, and it ends the capture.
+  MCSIM_TRY(refuseWhileCapturing(st.get(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED));
   return synchronizeStream(st.get());
 }
 
 CUresult streamQueryEntry(CUstream s, bool perThreadDefault) {
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  MCSIM_TRY(refuseWhileCapturing(st.get(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED));
   fabric::WorkDone tail;
   {
     std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
@@ -349,6 +425,9 @@ CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThr
   EventRef ev;
   MCSIM_TRY(checkEvent(e, &ev));
   if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  bool handled = false;
+  MCSIM_TRY(captureStreamWaitEvent(st.get(), ev.get(), (flags & CU_EVENT_WAIT_EXTERNAL) != 0, &handled));
+  if (handled) return CUDA_SUCCESS;
   const fabric::WorkDone recorded = recordedWork(ev.get());
   // Waiting for an event never recorded, or already reached, orders nothing.
   if (!pending(recorded)) return CUDA_SUCCESS;
@@ -360,7 +439,12 @@ CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThr
 
 CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault) {
   if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  return eventRecordEntry(e, s, perThreadDefault);
+  EventRef ev;
+  MCSIM_TRY(checkEvent(e, &ev));
+  StreamRef st;
+  MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
+  if (st->ctx != ev->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  return recordEvent(ev.get(), st.get(), (flags & CU_EVENT_RECORD_EXTERNAL) != 0);
 }
 
 }  // namespace mcsim::driver
@@ -415,14 +499,17 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPr
 CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   MCSIM_REQUIRE_INIT();
   StreamTables& t = tables();
-  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+  std::unique_lock<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.created.find(hStream);
   if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
   // Work already submitted still runs; the handle goes at once (a call still using the stream
   // keeps the object: enqueue then leaves its work with the orphans too).
   if (pending(it->second->tail)) t.orphans[it->second->ctx].push_back(it->second->tail);
   it->second->destroyed = true;
+  StreamRef gone = it->second;
   t.created.erase(it);
+  lock.unlock();
+  forgetStreamCapture(gone.get());  // (the graph lock ranks below the tables')
   return CUDA_SUCCESS;
 }
 
@@ -465,6 +552,7 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   EventRef ev;
   MCSIM_TRY(checkEvent(hEvent, &ev));
+  if (eventRecordedInCapture(ev.get())) return CUDA_ERROR_CAPTURED_EVENT;
   return pollWork(recordedWork(ev.get()), ev->ctx);
 }
 
@@ -472,6 +560,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   EventRef ev;
   MCSIM_TRY(checkEvent(hEvent, &ev));
+  if (eventRecordedInCapture(ev.get())) return CUDA_ERROR_CAPTURED_EVENT;
   const mcsim::fabric::WorkDone recorded = recordedWork(ev.get());
   return waitWork(recorded, ev->ctx);
 }

@@ -19,11 +19,16 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fabric/node.h"
 #include "model/digest.h"
 
 struct CUctx_st;
+struct CUgraphNode_st;
+namespace mcsim::driver {
+struct CaptureSession;  // stream_capture.cpp
+}
 
 struct CUstream_st {
   enum class Kind { kCreated, kLegacy, kPerThread };
@@ -35,6 +40,10 @@ struct CUstream_st {
   mcsim::fabric::WorkDone tail;  // the last operation submitted (under the stream tables' lock)
   bool destroyed = false;        // cuStreamDestroy took it out of the table (under the same lock)
   std::string name;              // for the timeline
+  // Stream capture (stream_capture.cpp), under the graph tables' lock: the capture sequence the
+  // stream is part of, and the nodes its next captured operation will depend on.
+  std::shared_ptr<mcsim::driver::CaptureSession> capture;
+  std::vector<CUgraphNode_st*> captureDeps;
   bool blocking() const { return kind != Kind::kLegacy && (flags & CU_STREAM_NON_BLOCKING) == 0; }
 };
 
@@ -46,6 +55,10 @@ struct CUevent_st {
   // A CU_EVENT_INTERPROCESS event's record on the node (fabric/ipc_event_table.h), 0 for others:
   // its record point is the node's, which every process holding it shares.
   uint64_t sharedKey = 0;
+  // Recorded in a capture (under the graph tables' lock): the capture's id and the nodes a wait
+  // on the event joins; 0 when its last record was outside capture.
+  uint64_t captureId = 0;
+  std::vector<CUgraphNode_st*> captureNodes;
 };
 
 namespace mcsim::driver {
@@ -65,6 +78,19 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out);
 // tables', which is never held across the node's answer (a round trip on a shared node).
 CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done = nullptr,
                  const fabric::WorkDone& alsoAfter = nullptr, Status* submitted = nullptr);
+// enqueue after several completions (a graph launch's last step, after the graph's last nodes).
+CUresult enqueueAfterAll(CUstream_st* st, fabric::DeviceOp op, const std::vector<fabric::WorkDone>& alsoAfter,
+                         fabric::WorkDone* done);
+// Submits `op` for `ctx`'s device after exactly `after`, leaving every stream's order alone: a
+// node of a launched graph, which follows its dependencies; `st` (the launch stream) names it on
+// the timeline.
+CUresult submitAfter(CUstream_st* st, CUctx_st* ctx, fabric::DeviceOp op, const std::vector<fabric::WorkDone>& after,
+                     fabric::WorkDone* done, Status* submitted);
+// Whether `w` is work still to finish.
+inline bool pendingWork(const fabric::WorkDone& w) { return w && !w->done(); }
+// An event's last record point (empty until recorded), and recording one.
+fabric::WorkDone eventRecordPoint(const CUevent_st* ev);
+CUresult setEventRecordPoint(CUevent_st* ev, const fabric::WorkDone& w);
 // Blocks until `w` completes. When it never can (the engine gave the wait up: device work that
 // waits for something that never comes, reported on stderr), `ctx` keeps
 // CUDA_ERROR_LAUNCH_TIMEOUT as its sticky error, as after a GPU watchdog's timeout, and that is
@@ -93,8 +119,21 @@ CUresult streamQueryEntry(CUstream s, bool perThreadDefault);
 CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThreadDefault);
 CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault);
 CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool perThreadDefault);
-// stream_capture.cpp: the capture status of a stream (never capturing; see there).
+// stream_capture.cpp: the capture calls' bodies (stream_capture_entries.inc, both ABIs).
 CUresult captureStatusEntry(CUstream s, CUstreamCaptureStatus* status, bool perThreadDefault);
+CUresult captureInfoEntry(CUstream s, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                          const CUgraphNode** deps, const CUgraphEdgeData** edgeData, size_t* numDeps,
+                          bool perThreadDefault);
+CUresult beginCaptureEntry(CUstream s, CUgraph into, const CUgraphNode* deps, const CUgraphEdgeData* edgeData,
+                           size_t numDeps, CUstreamCaptureMode mode, bool perThreadDefault);
+CUresult endCaptureEntry(CUstream s, CUgraph* phGraph, bool perThreadDefault);
+CUresult updateCaptureDependenciesEntry(CUstream s, CUgraphNode* deps, const CUgraphEdgeData* edgeData,
+                                        size_t numDeps, unsigned flags, bool perThreadDefault);
+// graph_exec.cpp: the graph calls that take a stream.
+CUresult instantiateWithParamsEntry(CUgraphExec* exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* params,
+                                    bool perThreadDefault);
+CUresult graphUploadEntry(CUgraphExec exec, CUstream s, bool perThreadDefault);
+CUresult graphLaunchEntry(CUgraphExec exec, CUstream s, bool perThreadDefault);
 // host_functions.cpp
 CUresult launchHostFunctionEntry(CUstream s, CUhostFn fn, void* userData, bool perThreadDefault);
 CUresult streamAddCallbackEntry(CUstream s, CUstreamCallback callback, void* userData, unsigned flags,

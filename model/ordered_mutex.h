@@ -22,6 +22,7 @@ namespace mcsim {
 // The ranks, lowest (taken first) to highest. Gaps leave room for locks to come.
 enum class LockRank : int {
   kDriverPools = 20,     // driver/pool.cpp: memory pools (held across node calls)
+  kDriverGraphs = 25,    // driver/graph.cpp: graphs, graph execs, stream capture (no node call under it)
   kDriverMemory = 30,    // driver/memory.cpp: cuMemAlloc owners, pinned host memory (held across node calls)
   kDriverSubmission = 35,  // driver/context.h: a context's submission order (held across node submits)
   kDriverStreams = 40,   // driver/stream.cpp: streams and events (no node call under it)

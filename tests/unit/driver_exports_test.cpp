@@ -39,19 +39,22 @@ TEST(DriverExports, UnmodelledFunctionSaysSoOnceAndReturnsNotSupported) {
   ASSERT_EQ(CUDA_SUCCESS, cuInit(0));
   void* fn = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  ASSERT_EQ(CUDA_SUCCESS, cuGetProcAddress("cuGraphCreate", &fn, 13000, 0, &status));
+  ASSERT_EQ(CUDA_SUCCESS, cuGetProcAddress("cuGraphAddMemAllocNode", &fn, 13000, 0, &status));
   ASSERT_EQ(CU_GET_PROC_ADDRESS_SUCCESS, status);
   void* self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_EQ(dlsym(self, "cuGraphCreate"), fn) << "cuGetProcAddress gives the exported function";
+  ASSERT_EQ(dlsym(self, "cuGraphAddMemAllocNode"), fn) << "cuGetProcAddress gives the exported function";
   fflush(stderr);
   char path[] = "/tmp/mcsim-exports-XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   const int saved = dup(2);
   dup2(fd, 2);
-  CUgraph g = nullptr;
-  const CUresult first = reinterpret_cast<CUresult (*)(CUgraph*, unsigned)>(fn)(&g, 0);
-  const CUresult second = cuGraphCreate(&g, 0);
+  CUgraphNode node = nullptr;
+  CUDA_MEM_ALLOC_NODE_PARAMS params{};
+  const CUresult first = reinterpret_cast<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                                                       CUDA_MEM_ALLOC_NODE_PARAMS*)>(fn)(&node, nullptr, nullptr, 0,
+                                                                                         &params);
+  const CUresult second = cuGraphAddMemAllocNode(&node, nullptr, nullptr, 0, &params);
   fflush(stderr);
   dup2(saved, 2);
   close(saved);
@@ -61,8 +64,8 @@ TEST(DriverExports, UnmodelledFunctionSaysSoOnceAndReturnsNotSupported) {
   unlink(path);
   EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, first);
   EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, second);
-  EXPECT_EQ(nullptr, g) << "nothing written";
-  EXPECT_EQ("mcsim: cuGraphCreate is not modelled; it returns CUDA_ERROR_NOT_SUPPORTED\n", text);
+  EXPECT_EQ(nullptr, node) << "nothing written";
+  EXPECT_EQ("mcsim: cuGraphAddMemAllocNode is not modelled; it returns CUDA_ERROR_NOT_SUPPORTED\n", text);
 }
 
 // Real versions: the 3.2-era variant of a function resolves at its version, the newer at its own.
