@@ -267,6 +267,7 @@ CUgraph_st* cloneLocked(const CUgraph_st* src) {
     c->order = n->order;
     c->ctx = n->ctx;
     c->ops = n->ops;
+    c->owned = n->owned;
     c->kernel = n->kernel;
     c->copy = n->copy;
     c->memset = n->memset;

@@ -52,6 +52,8 @@ struct CUgraphNode_st {
   // Device work, run in order on `ctx`'s device (kernel, memcpy, memset, mem-op nodes).
   CUctx_st* ctx = nullptr;
   std::vector<mcsim::fabric::DeviceOp> ops;
+  // Host bytes the operations read that the node itself keeps (a stream memory write's word).
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> owned;
   // What each node type's GetParams answers.
   KernelNodeParams kernel;
   CUDA_MEMCPY3D copy{};
@@ -108,6 +110,9 @@ struct NodeCall {
   CUDA_MEMCPY3D copy{};
   bool haveMemset = false;
   CUDA_MEMSET_NODE_PARAMS memset{};
+  // The call's host source is a value of its own (a stream memory write's word), gone when it
+  // returns: a captured node keeps a copy.
+  bool copiesSourceNow = false;
 
  private:
   NodeCall* previous_;
@@ -175,7 +180,9 @@ CUresult refuseWhileCapturing(CUstream_st* st, CUresult forbidden);
 CUresult checkUnsafeCall();
 // Event record / wait on a capturing stream (*handled set when the stream captures).
 CUresult captureEventRecord(CUstream_st* st, CUevent_st* ev, bool external, bool* handled);
-CUresult captureStreamWaitEvent(CUstream_st* st, CUevent_st* ev, bool external, bool* handled);
+// `recordedOutside`: the event has a record point made outside capture.
+CUresult captureStreamWaitEvent(const std::shared_ptr<CUstream_st>& st, CUevent_st* ev, bool external,
+                                bool recordedOutside, bool* handled);
 // A host function on a capturing stream becomes a host node (*handled set).
 CUresult captureHostFunction(CUstream_st* st, CUhostFn fn, void* userData, bool* handled);
 // Whether `ev` was last recorded in a capture (then queries and synchronizes are

@@ -30,6 +30,7 @@ struct ExecNode {
   uint64_t sourceOrder = 0;
   CUctx_st* ctx = nullptr;
   std::vector<mcsim::fabric::DeviceOp> ops;
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> owned;  // what the ops' host sources point into
   CUDA_HOST_NODE_PARAMS host{};
   CUevent event = nullptr;
   std::vector<size_t> deps;  // indices of earlier exec nodes
@@ -94,6 +95,7 @@ bool flattenLocked(const CUgraph_st* g, size_t entry, std::vector<ExecNode>* out
     e.sourceOrder = gn->order;
     e.ctx = gn->ctx;
     e.ops = gn->ops;
+    e.owned = gn->owned;
     e.host = gn->host;
     e.event = gn->event;
     e.deps = after;
@@ -349,6 +351,7 @@ CUresult execUpdateEntry(CUgraphExec exec, CUgraph g, CUgraphExecUpdateResultInf
     const CUgraphNode_st* nn = g->nodes[i].get();
     ExecNode& e = (*copy)[exec->bySource.at(exec->topLevel[i])];
     e.ops = nn->ops;
+    e.owned = nn->owned;
     e.host = nn->host;
     e.event = nn->event;
   }

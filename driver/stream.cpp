@@ -425,10 +425,11 @@ CUresult streamWaitEventEntry(CUstream s, CUevent e, unsigned flags, bool perThr
   EventRef ev;
   MCSIM_TRY(checkEvent(e, &ev));
   if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  bool handled = false;
-  MCSIM_TRY(captureStreamWaitEvent(st.get(), ev.get(), (flags & CU_EVENT_WAIT_EXTERNAL) != 0, &handled));
-  if (handled) return CUDA_SUCCESS;
   const fabric::WorkDone recorded = recordedWork(ev.get());
+  bool handled = false;
+  MCSIM_TRY(captureStreamWaitEvent(st, ev.get(), (flags & CU_EVENT_WAIT_EXTERNAL) != 0, recorded != nullptr,
+                                   &handled));
+  if (handled) return CUDA_SUCCESS;
   // Waiting for an event never recorded, or already reached, orders nothing.
   if (!pending(recorded)) return CUDA_SUCCESS;
   fabric::DeviceOp op;

@@ -33,9 +33,10 @@ struct CaptureSession {
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   std::thread::id thread;
   CUstream_st* origin = nullptr;
-  StreamRef originRef;  // keeps the origin alive while it captures
   bool invalidated = false;
-  std::vector<CUstream_st*> streams;  // the origin first, then the others as they joined
+  // The origin first, then the others as they joined; held, so that a stream destroyed with its
+  // context meanwhile is still there to leave the capture when it ends.
+  std::vector<StreamRef> streams;
 };
 
 namespace {
@@ -59,7 +60,7 @@ std::shared_ptr<CaptureSession> findSessionLocked(uint64_t id) {
 
 // Ends `s`: every stream leaves it (caller holding the graph lock).
 void endSessionLocked(const std::shared_ptr<CaptureSession>& s) {
-  for (CUstream_st* st : s->streams) {
+  for (const StreamRef& st : s->streams) {
     st->capture.reset();
     st->captureDeps.clear();
   }
@@ -125,16 +126,27 @@ CUresult captureOperation(CUstream_st* st, fabric::DeviceOp& op, bool* captured)
     if (s.invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     op.engineDevice = st->ctx->device;
     NodeCall* call = activeNodeCall();
+    // A word the call took by value (a stream memory write) must outlive the call: the node
+    // keeps a copy, which its copies and instances share.
+    std::shared_ptr<const std::vector<uint8_t>> owned;
+    if (call != nullptr && call->copiesSourceNow && op.kind == fabric::DeviceOp::Kind::kCopy && !op.srcDevice) {
+      const auto* b = reinterpret_cast<const uint8_t*>(op.src);
+      owned = std::make_shared<const std::vector<uint8_t>>(b, b + op.bytes);
+      op.src = reinterpret_cast<uint64_t>(owned->data());
+      op.srcPinned = false;
+    }
     // The call's later operations join the node its first one made (a 2D copy's rows).
     if (call != nullptr && call->node != nullptr && liveNodeLocked(call->node) && call->node->graph == s.graph &&
         !st->captureDeps.empty() && st->captureDeps.back() == call->node) {
       call->node->ops.push_back(op);
+      if (owned) call->node->owned.push_back(owned);
       *captured = true;
       return CUDA_SUCCESS;
     }
     CUgraphNode_st* n = nullptr;
     MCSIM_TRY(addCapturedNodeLocked(st, call != nullptr ? call->type : typeOfOperation(op), &n));
     n->ops.push_back(op);
+    if (owned) n->owned.push_back(owned);
     describeFromOperation(n, op);
     if (call != nullptr) {
       call->node = n;
@@ -150,7 +162,7 @@ CUresult captureOperation(CUstream_st* st, fabric::DeviceOp& op, bool* captured)
   if (st->kind == CUstream_st::Kind::kLegacy) {
     bool hit = false;
     for (const auto& s : sessions()) {
-      for (CUstream_st* other : s->streams) {
+      for (const StreamRef& other : s->streams) {
         if (other->ctx == st->ctx && other->blocking()) {
           invalidateLocked(*s);
           hit = true;
@@ -190,7 +202,7 @@ CUresult checkUnsafeCall() {
 
 CUresult captureEventRecord(CUstream_st* st, CUevent_st* ev, bool external, bool* handled) {
   *handled = false;
-  if (!capturesActive() && ev->captureId == 0) return CUDA_SUCCESS;
+  if (!capturesActive()) return CUDA_SUCCESS;
   std::lock_guard<OrderedMutex> lock(graphMutex());
   if (!st->capture) {
     ev->captureId = 0;  // recorded outside capture from now on
@@ -211,7 +223,8 @@ CUresult captureEventRecord(CUstream_st* st, CUevent_st* ev, bool external, bool
   return CUDA_SUCCESS;
 }
 
-CUresult captureStreamWaitEvent(CUstream_st* st, CUevent_st* ev, bool external, bool* handled) {
+CUresult captureStreamWaitEvent(const StreamRef& st, CUevent_st* ev, bool external, bool recordedOutside,
+                                bool* handled) {
   *handled = false;
   if (!capturesActive()) return CUDA_SUCCESS;
   std::lock_guard<OrderedMutex> lock(graphMutex());
@@ -220,7 +233,7 @@ CUresult captureStreamWaitEvent(CUstream_st* st, CUevent_st* ev, bool external, 
     // An event wait node: the graph waits for the event's record at the time it runs.
     if (st->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     CUgraphNode_st* n = nullptr;
-    MCSIM_TRY(addCapturedNodeLocked(st, CU_GRAPH_NODE_TYPE_WAIT_EVENT, &n));
+    MCSIM_TRY(addCapturedNodeLocked(st.get(), CU_GRAPH_NODE_TYPE_WAIT_EVENT, &n));
     n->event = ev;
     *handled = true;
     return CUDA_SUCCESS;
@@ -255,7 +268,7 @@ CUresult captureStreamWaitEvent(CUstream_st* st, CUevent_st* ev, bool external, 
     *handled = true;
     if (st->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     // An event of work outside the capture: a dependency across the capture's boundary.
-    if (ev->captureId == 0 && ev->sharedKey == 0 && ev->recorded) {
+    if (recordedOutside) {
       invalidateLocked(*st->capture);
       return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
     }
@@ -296,7 +309,9 @@ void forgetStreamCapture(CUstream_st* st) {
       endSessionLocked(s);
       if (s->ownsGraph) orphan = s->graph;
     } else {
-      s->streams.erase(std::remove(s->streams.begin(), s->streams.end(), st), s->streams.end());
+      s->streams.erase(std::remove_if(s->streams.begin(), s->streams.end(),
+                                      [st](const StreamRef& x) { return x.get() == st; }),
+                       s->streams.end());
       st->capture.reset();
       st->captureDeps.clear();
     }
@@ -392,8 +407,7 @@ CUresult beginCaptureEntry(CUstream s, CUgraph into, const CUgraphNode* deps, co
   session->mode = mode;
   session->thread = std::this_thread::get_id();
   session->origin = st.get();
-  session->originRef = st;
-  session->streams.push_back(st.get());
+  session->streams.push_back(st);
   st->capture = session;
   sessions().push_back(session);
   gActiveCaptures.fetch_add(1);
@@ -416,8 +430,8 @@ CUresult endCaptureEntry(CUstream s, CUgraph* phGraph, bool perThreadDefault) {
     }
     // Every stream that joined must have been joined back: its last nodes precede the origin's.
     bool unjoined = false;
-    for (CUstream_st* other : c->streams) {
-      if (other == st.get()) continue;
+    for (const StreamRef& other : c->streams) {
+      if (other == st) continue;
       for (const CUgraphNode_st* n : other->captureDeps) {
         bool reached = false;
         for (const CUgraphNode_st* o : st->captureDeps) reached = reached || precedesLocked(n, o);

@@ -20,6 +20,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/graph.h"
 #include "driver/enum_field.h"
 #include "driver/memory.h"
 #include "driver/stream.h"
@@ -124,6 +125,8 @@ CUresult enqueueWrite(CUstream s, CUdeviceptr addr, uint64_t value, unsigned wid
 
 CUresult streamWaitValueEntry(CUstream s, CUdeviceptr addr, uint64_t value, unsigned width, unsigned flags, bool v1,
                               bool perThreadDefault) {
+  NodeCall call(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);  // captured: one node for the call
+  call.copiesSourceNow = true;
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   Wait w;
@@ -134,6 +137,8 @@ CUresult streamWaitValueEntry(CUstream s, CUdeviceptr addr, uint64_t value, unsi
 
 CUresult streamWriteValueEntry(CUstream s, CUdeviceptr addr, uint64_t value, unsigned width, unsigned flags, bool v1,
                                bool perThreadDefault) {
+  NodeCall call(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);  // captured: one node for the call
+  call.copiesSourceNow = true;
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   MCSIM_TRY(checkWrite(st, addr, width, flags, v1));
@@ -142,6 +147,8 @@ CUresult streamWriteValueEntry(CUstream s, CUdeviceptr addr, uint64_t value, uns
 
 CUresult streamBatchMemOpEntry(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags, bool v1,
                                bool perThreadDefault) {
+  NodeCall call(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);  // captured: one node for the call
+  call.copiesSourceNow = true;
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   if (flags != 0 || count > kMaxBatch || (count > 0 && ops == nullptr)) return CUDA_ERROR_INVALID_VALUE;

@@ -573,6 +573,29 @@ TEST_F(GraphTest, UpdateCaptureDependenciesSetsWhatTheNextNodeFollows) {
   EXPECT_OK(cuGraphDestroy(g));
 }
 
+TEST_F(GraphTest, CapturedStreamWriteKeepsItsValue) {
+  ASSERT_OK(cuMemsetD32(dev, 0, kWords));
+  ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  // The value is the call's argument: the graph must keep it after the call returned.
+  ASSERT_OK(cuStreamWriteValue32(stream, dev + 8, 0x1234abcd, 0));
+  CUgraph g = nullptr;
+  ASSERT_OK(cuStreamEndCapture(stream, &g));
+  const std::vector<CUgraphNodeType> types = typesOf(g);
+  ASSERT_EQ(types.size(), 1u);
+  EXPECT_EQ(types[0], CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+  CUgraphExec exec = nullptr;
+  ASSERT_OK(cuGraphInstantiate(&exec, g, 0));
+  std::vector<uint32_t> noise(64, 0xdeadbeef);  // reuse the stack the call's value was on
+  ASSERT_OK(cuGraphLaunch(exec, stream));
+  ASSERT_OK(cuStreamSynchronize(stream));
+  ASSERT_OK(cuMemcpyDtoH(host, dev, 16));
+  EXPECT_EQ(words()[2], 0x1234abcdu);
+  EXPECT_EQ(words()[1], 0u);
+  EXPECT_EQ(noise[0], 0xdeadbeefu);
+  EXPECT_OK(cuGraphExecDestroy(exec));
+  EXPECT_OK(cuGraphDestroy(g));
+}
+
 TEST_F(GraphTest, InstantiateRefusesUnknownFlagsAndBadHandles) {
   CUgraph g = nullptr;
   ASSERT_OK(cuGraphCreate(&g, 0));
