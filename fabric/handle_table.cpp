@@ -1,6 +1,8 @@
 // One process's handle values (handle_table.h).
 #include "fabric/handle_table.h"
 
+#include <set>
+
 namespace mcsim::fabric {
 
 namespace {
@@ -58,6 +60,12 @@ std::vector<uint64_t> HandleTable::takeAll() {
   for (uint64_t value : model::sortedKeys(values_)) objects.push_back(values_.at(value).object);
   values_.clear();
   return objects;
+}
+
+std::vector<uint64_t> HandleTable::objects() const {
+  std::set<uint64_t> objects;
+  for (const auto& [value, h] : values_) objects.insert(h.object);
+  return {objects.begin(), objects.end()};
 }
 
 void HandleTable::addToDigest(model::Digest& d) const {

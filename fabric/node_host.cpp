@@ -489,7 +489,7 @@ class ProcessNode final : public AttachedNode {
     return *ps == model::Engine::kGaveUp ? Status::kHang : Status::kOk;
   }
 
-  size_t abandonWaits(int pid) override {
+  size_t abandonWaits(int pid, const std::string& who) override {
     abandoned_->store(true);
     size_t stopped = 0;
     if (n_.engine.started()) {
@@ -497,7 +497,11 @@ class ProcessNode final : public AttachedNode {
       stopped = n_.model->stopKernels(abandoned_);
     }
     std::lock_guard<OrderedMutex> lock(n_.mu);
-    n_.waiter.abandon(pid);
+    std::vector<uint64_t> teams;
+    for (uint64_t object : handles_.objects()) {
+      if (isMulticastId(object)) teams.push_back(object);
+    }
+    n_.waiter.abandon(pid, who, teams);
     return stopped;
   }
 

@@ -41,7 +41,9 @@ class AttachedNode : public Node {
   // The process (`pid`) died: the calls it was waiting in, for teams, fault holds or device work,
   // return at once (kHang, or Engine::kGaveUp for device work), without a report, so that it can
   // be detached; its kernels that wait at a signal word stop and end. Returns how many did.
-  virtual size_t abandonWaits(int pid) = 0;
+  // `who` names the process ("4242 (rank 3)"): a later hang or deadlock report on a multicast
+  // object it held a handle on names it as having left.
+  virtual size_t abandonWaits(int pid, const std::string& who) = 0;
 };
 
 class NodeHost {

@@ -49,7 +49,7 @@ void Processes::detach(const std::shared_ptr<AttachedProcess>& p) {
     if (--livePids_[p->pid] == 0) livePids_.erase(p->pid);
     threadCache_.reset();
   }
-  const size_t stoppedKernels = p->node->abandonWaits(p->pid);
+  const size_t stoppedKernels = p->node->abandonWaits(p->pid, p->who());
   channels_.closeAll(*p);
   const NodeStats held = p->node->held();
   p->node.reset();

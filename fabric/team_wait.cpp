@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -86,9 +87,13 @@ Status TeamWaiter::wait(OrderedLock& lock, const std::string& call, uint64_t obj
   return result;
 }
 
-void TeamWaiter::abandon(int pid) {
+void TeamWaiter::abandon(int pid, const std::string& who, const std::vector<uint64_t>& held) {
   for (auto& [ticket, w] : waiters_) {
     if (w.caller.pid == pid) w.givenUp = true;
+  }
+  if (!held.empty()) {
+    if (departures_.size() == kMaxDepartures) departures_.pop_front();
+    departures_.push_back({who, held});
   }
   cv_.notify_all();
 }
@@ -129,7 +134,14 @@ void TeamWaiter::giveUpAll(const char* verdict, const std::function<std::string(
   std::string report = std::string("mcsim: ") + verdict + "\n";
   std::set<uint64_t> objects;
   for (uint64_t t : stuck) objects.insert(waiters_.at(t).object);
-  for (uint64_t o : objects) report += "  " + describe(o) + "\n";
+  for (uint64_t o : objects) {
+    report += "  " + describe(o) + "\n";
+    for (const Departure& d : departures_) {
+      if (std::binary_search(d.held.begin(), d.held.end(), o)) {
+        report += "    left the node holding a handle on it: process " + d.who + "\n";
+      }
+    }
+  }
   for (uint64_t t : stuck) {
     const Waiter& w = waiters_.at(t);
     report += "  waiting: ";

@@ -18,11 +18,13 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "model/ordered_mutex.h"
 #include "model/status.h"
@@ -91,7 +93,10 @@ class TeamWaiter {
   const HangPolicy& policy() const { return policy_; }
 
   // Gives up, without a report, the waits of calls made for process `pid`. Under the lock.
-  void abandon(int pid);
+  // `who` names the process and `held` the objects it held a handle on as it left: a report
+  // written later on one of them says so (a rank killed before it added its device is why the
+  // others wait).
+  void abandon(int pid, const std::string& who = {}, const std::vector<uint64_t>& held = {});
   // The last report written (empty if none). Under the lock.
   const std::string& lastReport() const { return lastReport_; }
 
@@ -122,6 +127,14 @@ class TeamWaiter {
   std::string lastReport_;
   OrderedCondition cv_;
   std::map<uint64_t, Waiter> waiters_;  // by ticket, in arrival order
+  // Processes that left holding handles on objects, oldest first; the last kMaxDepartures kept
+  // (a node serves processes for as long as it runs).
+  struct Departure {
+    std::string who;
+    std::vector<uint64_t> held;  // sorted
+  };
+  static constexpr size_t kMaxDepartures = 64;
+  std::deque<Departure> departures_;
   uint64_t nextTicket_ = 0;
   uint64_t progress_ = 0;
 };

@@ -362,6 +362,13 @@ TEST_F(SharedNode, RankKilledBeforeAddDeviceFailsTheOthersAndTheNodeServesOn) {
     const std::string bind = b.noted(r, "bind");
     EXPECT_EQ(0u, bind.rfind("CUDA_ERROR_SYSTEM_NOT_READY", 0)) << "rank " << r << ": " << bind;
     EXPECT_TRUE(contains(b.output(r), "deadlock")) << b.output(r);
+    // The report names the rank that left holding a handle on the team it never completed.
+    const std::string out = b.output(r);
+    const size_t left = out.find("left the node holding a handle on it: process ");
+    ASSERT_NE(std::string::npos, left) << out;
+    EXPECT_EQ(out.find(" (rank " + std::to_string(kRanks - 1) + ")\n", left),
+              out.find('\n', left) - std::string(" (rank " + std::to_string(kRanks - 1) + ")").size())
+        << out;
   }
   // Every survivor had its answer well within the grace period.
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - killedAt).count(), 5.0);
