@@ -188,6 +188,9 @@ CUresult captureHostFunction(CUstream_st* st, CUhostFn fn, void* userData, bool*
 // Whether `ev` was last recorded in a capture (then queries and synchronizes are
 // CUDA_ERROR_CAPTURED_EVENT); a record outside capture clears it.
 bool eventRecordedInCapture(const CUevent_st* ev);
+// cuEventQuery of such an event: true, and the capture is invalidated (the real driver, 580.159.04:
+// the query returns CUDA_ERROR_CAPTURED_EVENT and the capture's status turns INVALIDATED).
+bool queryInvalidatesCapture(const CUevent_st* ev);
 // A stream goes away: it leaves its capture, which is invalidated (ended, if it began there).
 void forgetStreamCapture(CUstream_st* st);
 

@@ -246,7 +246,9 @@ CUresult instantiateEntry(CUgraphExec* phExec, CUgraph g, unsigned long long fla
   }
   for (const auto& n : g->nodes) exec->topLevel.push_back(n.get());
   exec->nodes = std::move(nodes);
-  exec->flags = flags;
+  // The upload is an action at instantiation, not a property of the executable graph:
+  // cuGraphExecGetFlags on the real driver (580.159.04, H200) does not report it.
+  exec->flags = flags & ~static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
   CUgraphExec_st* raw = exec.release();
   execs().insert(raw);
   *phExec = raw;

@@ -553,7 +553,7 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   EventRef ev;
   MCSIM_TRY(checkEvent(hEvent, &ev));
-  if (eventRecordedInCapture(ev.get())) return CUDA_ERROR_CAPTURED_EVENT;
+  if (queryInvalidatesCapture(ev.get())) return CUDA_ERROR_CAPTURED_EVENT;
   return pollWork(recordedWork(ev.get()), ev->ctx);
 }
 

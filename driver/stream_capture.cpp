@@ -240,7 +240,9 @@ CUresult captureStreamWaitEvent(const StreamRef& st, CUevent_st* ev, bool extern
   }
   if (from) {
     *handled = true;
-    if (from->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    // A stream outside any capture cannot fork from an invalidated one: the real driver (580.159.04)
+    // answers INVALID_VALUE and the stream stays outside.
+    if (from->invalidated) return st->capture ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_ERROR_INVALID_VALUE;
     if (!st->capture) {
       // A fork: the stream joins the capture, its next operations after the event's nodes. The
       // legacy stream can take no part in a capture.
@@ -294,6 +296,15 @@ bool eventRecordedInCapture(const CUevent_st* ev) {
   if (!capturesActive()) return false;
   std::lock_guard<OrderedMutex> lock(graphMutex());
   return ev->captureId != 0 && findSessionLocked(ev->captureId) != nullptr;
+}
+
+bool queryInvalidatesCapture(const CUevent_st* ev) {
+  if (!capturesActive() || ev->captureId == 0) return false;
+  std::lock_guard<OrderedMutex> lock(graphMutex());
+  std::shared_ptr<CaptureSession> s = findSessionLocked(ev->captureId);
+  if (s == nullptr) return false;
+  invalidateLocked(*s);
+  return true;
 }
 
 void forgetStreamCapture(CUstream_st* st) {
@@ -425,9 +436,10 @@ CUresult endCaptureEntry(CUstream s, CUgraph* phGraph, bool perThreadDefault) {
     if (!st->capture) return CUDA_ERROR_ILLEGAL_STATE;
     std::shared_ptr<CaptureSession> c = st->capture;
     if (c->origin != st.get()) return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
-    if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && c->thread != std::this_thread::get_id()) {
-      return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-    }
+    // From another thread (outside relaxed mode) the capture still ends, its graph discarded: on the
+    // real driver (580.159.04) the stream is no longer capturing afterwards, and ending it again
+    // from the thread that began it is ILLEGAL_STATE.
+    const bool wrongThread = c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && c->thread != std::this_thread::get_id();
     // Every stream that joined must have been joined back: its last nodes precede the origin's.
     bool unjoined = false;
     for (const StreamRef& other : c->streams) {
@@ -438,7 +450,8 @@ CUresult endCaptureEntry(CUstream s, CUgraph* phGraph, bool perThreadDefault) {
         if (!reached) unjoined = true;
       }
     }
-    if (c->invalidated) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (wrongThread) r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    else if (c->invalidated) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     else if (unjoined) r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
     endSessionLocked(c);
     if (r == CUDA_SUCCESS) {

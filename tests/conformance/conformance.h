@@ -92,4 +92,14 @@ class DriverTest : public ::testing::Test {
     if (deviceCount < (n)) GTEST_SKIP() << "needs " << (n) << " devices";    \
   } while (0)
 
+// Tests that assert an H100's own figures (name, memory, SM count): mcsim's default node is 8x
+// H100 and every real run so far had H100s; on another GPU (the H200 machines) they say so and skip.
+#define REQUIRE_H100()                                                                         \
+  do {                                                                                         \
+    char h100Name[256] = {};                                                                   \
+    ASSERT_EQ(CUDA_SUCCESS, cuDeviceGetName(h100Name, sizeof h100Name, 0));                    \
+    if (std::string(h100Name) != "NVIDIA H100 80GB HBM3")                                      \
+      GTEST_SKIP() << "asserts an H100 80GB HBM3's figures; device 0 is " << h100Name;          \
+  } while (0)
+
 }  // namespace conformance

@@ -35,6 +35,7 @@ TEST_F(Device, EveryAttributeBelowMaxSucceedsOnEveryDevice) {
 // attr.GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, attr.CAN_MAP_HOST_MEMORY, attr.INTEGRATED,
 // attr.ASYNC_ENGINE_COUNT, attr.GLOBAL_MEMORY_BUS_WIDTH, attr.MEMORY_POOLS_SUPPORTED
 TEST_F(Device, H100IntrinsicAttributes) {
+  REQUIRE_H100();
   EXPECT_EQ(9, attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
   EXPECT_EQ(0, attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
   EXPECT_EQ(132, attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
@@ -74,6 +75,7 @@ TEST_F(Device, AttributeArgumentChecks) {
 
 // probe: dev.0.name, dev.0.totalmem, dev.0.uuid
 TEST_F(Device, IdentityOfEveryDevice) {
+  REQUIRE_H100();
   for (int d = 0; d < deviceCount; ++d) {
     char name[256];
     std::memset(name, 0, sizeof name);

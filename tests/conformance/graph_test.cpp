@@ -419,8 +419,6 @@ TEST_F(GraphTest, CaptureForksAndJoinsThroughEvents) {
   ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
   ASSERT_OK(cuMemsetD32Async(dev, 1, kWords, stream));
   ASSERT_OK(cuEventRecord(fork, stream));
-  // An event recorded in a capture cannot be queried.
-  EXPECT_CU(CUDA_ERROR_CAPTURED_EVENT, cuEventQuery(fork));
   ASSERT_OK(cuStreamWaitEvent(side, fork, 0));
   CUstreamCaptureStatus status{};
   ASSERT_OK(cuStreamIsCapturing(side, &status));
@@ -458,6 +456,33 @@ TEST_F(GraphTest, CaptureForksAndJoinsThroughEvents) {
   cuMemFree(third);
   cuEventDestroy(fork);
   cuEventDestroy(join);
+  cuStreamDestroy(side);
+}
+
+// An event recorded in a capture cannot be queried, and the query invalidates the capture: a stream
+// outside it can no longer fork from it, and the capture ends invalidated (the real driver,
+// 580.159.04 on an H200; docs/real-driver/capture-probe-h200-2026-11-28.txt).
+TEST_F(GraphTest, QueryOfACapturedEventInvalidatesTheCapture) {
+  CUstream side = nullptr;
+  ASSERT_OK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+  CUevent fork = nullptr;
+  ASSERT_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+  ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  ASSERT_OK(cuMemsetD32Async(dev, 1, kWords, stream));
+  ASSERT_OK(cuEventRecord(fork, stream));
+  EXPECT_CU(CUDA_ERROR_CAPTURED_EVENT, cuEventQuery(fork));
+  CUstreamCaptureStatus status{};
+  ASSERT_OK(cuStreamIsCapturing(stream, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuStreamWaitEvent(side, fork, 0));
+  ASSERT_OK(cuStreamIsCapturing(side, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE) << "the side stream did not join";
+  CUgraph g = nullptr;
+  EXPECT_CU(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(stream, &g));
+  EXPECT_EQ(g, nullptr);
+  ASSERT_OK(cuStreamIsCapturing(stream, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  cuEventDestroy(fork);
   cuStreamDestroy(side);
 }
 
@@ -536,8 +561,13 @@ TEST_F(GraphTest, EndCaptureFromAnotherThreadNeedsRelaxedMode) {
     other = cuStreamEndCapture(stream, &g);
   }).join();
   EXPECT_CU(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, other);
-  ASSERT_OK(cuStreamEndCapture(stream, &g));
-  EXPECT_OK(cuGraphDestroy(g));
+  EXPECT_EQ(g, nullptr);
+  // The refused end still ended the capture (its graph discarded): the stream no longer
+  // captures, and ending it again is ILLEGAL_STATE (the real driver, 580.159.04).
+  CUstreamCaptureStatus status{};
+  ASSERT_OK(cuStreamIsCapturing(stream, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_STATE, cuStreamEndCapture(stream, &g));
   ASSERT_OK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED));
   std::thread([&] {
     cuCtxSetCurrent(ctx);
@@ -609,7 +639,8 @@ TEST_F(GraphTest, InstantiateRefusesUnknownFlagsAndBadHandles) {
   EXPECT_EQ(params.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
   cuuint64_t flags = 0;
   ASSERT_OK(cuGraphExecGetFlags(exec, &flags));
-  EXPECT_EQ(flags, cuuint64_t{CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD});
+  // The upload happened at instantiation; it is no flag of the graph (as the real driver says).
+  EXPECT_EQ(flags, cuuint64_t{0});
   ASSERT_OK(cuGraphUpload(exec, stream));
   ASSERT_OK(cuGraphLaunch(exec, stream));  // an empty graph runs nothing
   ASSERT_OK(cuStreamSynchronize(stream));

@@ -30,6 +30,7 @@ void expectHealthyAfterRefusal() {
 
 // probe: mem.getinfo, dev.0.totalmem
 TEST_F(Memory, GetInfo) {
+  REQUIRE_H100();
   size_t free = 0, total = 0;
   EXPECT_CU(CUDA_SUCCESS, cuMemGetInfo(&free, &total));
   EXPECT_EQ(size_t{85017493504ull}, total);
