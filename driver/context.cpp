@@ -1,12 +1,14 @@
 // Contexts: primary contexts, created contexts, the per-thread context stack, peer access.
 #include "driver/context.h"
 
+#include <map>
 #include <mutex>
 #include <vector>
 
 #include "driver/driver.h"
 #include "driver/graph.h"
 #include "driver/export_tables.h"
+#include "driver/leaks.h"
 #include "driver/stream.h"
 
 namespace mcsim::driver {
@@ -127,6 +129,19 @@ CUresult currentContext(CUctx_st** ctx) {
   return CUDA_SUCCESS;
 }
 
+void addContextsLeft(LeakReport& r) {
+  std::map<unsigned long long, int> byId;  // created contexts still alive: id -> device
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    for (const CUctx_st* c : contexts().registry) {
+      if (!c->primary && c->alive) byId[c->id] = c->device;
+    }
+  }
+  for (const auto& [id, device] : byId) {
+    r.add(LeakReport::Kind::kContext, 0, "id " + std::to_string(id) + " on device " + std::to_string(device));
+  }
+}
+
 }  // namespace mcsim::driver
 
 using namespace mcsim::driver;
@@ -172,7 +187,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
       p.ctx.stickyError = CUDA_SUCCESS;
     }
   }
-  if (released != nullptr) releaseContextResources(released);
+  if (released != nullptr) releaseContextResources(released, "released");
   return CUDA_SUCCESS;
 }
 
@@ -192,7 +207,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     p.ctx.stickyError = CUDA_SUCCESS;
     ctx = &p.ctx;
   }
-  releaseContextResources(ctx);
+  releaseContextResources(ctx, "reset");
   return CUDA_SUCCESS;
 }
 
@@ -264,7 +279,7 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     ctx->alive = false;
   }
   if (!tlsStack.empty() && tlsStack.back() == ctx) tlsStack.pop_back();
-  releaseContextResources(ctx);
+  releaseContextResources(ctx, "destroyed");
   return CUDA_SUCCESS;
 }
 

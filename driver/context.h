@@ -61,7 +61,8 @@ class ScopedContext {
   ScopedContext& operator=(const ScopedContext&) = delete;
 };
 
-// Frees what a context owns when it goes away (memory.cpp implements it).
-void releaseContextResources(CUctx_st* ctx);
+// Frees what a context owns when it goes away (memory.cpp implements it). `how` says how it went
+// ("destroyed", "reset", "released"), for the leak report (leaks.h).
+void releaseContextResources(CUctx_st* ctx, const char* how);
 
 }  // namespace mcsim::driver

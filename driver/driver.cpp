@@ -1,4 +1,5 @@
 // Driver state, cuInit, cuDriverGetVersion, and the Status -> CUresult mapping.
+#include "driver/leaks.h"
 #include "driver/driver.h"
 #include "model/timeline.h"
 
@@ -225,6 +226,7 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
     s.initResult = bringUpNode();
     if (s.initResult == CUDA_SUCCESS) {
       s.nodeUp.store(true, std::memory_order_release);
+      armLeakReport();  // what the program leaves behind is reported at exit
       // A child forked from here on is cut off from the node: every call, cuInit too, answers
       // NOT_INITIALIZED, as the real driver's do. Only the forking thread lives on in the child,
       // so the handler touches nothing but two atomics.

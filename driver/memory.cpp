@@ -6,16 +6,21 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/graph.h"
+#include "driver/leaks.h"
 #include "driver/stream.h"
+#include "settings/byte_size.h"
 
 namespace mcsim::driver {
 
@@ -66,6 +71,19 @@ void addMemoryTablesToDigest(model::Digest& d) {
   for (const auto& [va, owner] : tables().linearOwner) d.add(va).add(owner->id);
 }
 
+void addHostMemoryLeft(LeakReport& r) {
+  // In the order they were made, not by address (ids count down from 2^64 - 1).
+  std::map<uint64_t, HostAllocation, std::greater<uint64_t>> byId;
+  {
+    std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+    for (const auto& [base, h] : tables().host) byId[h.id] = h;
+  }
+  for (const auto& [id, h] : byId) {
+    r.add(h.registered ? LeakReport::Kind::kRegistered : LeakReport::Kind::kPinned, h.size,
+          settings::formatByteSize(h.size) + " at " + hexAddress(h.base));
+  }
+}
+
 uint64_t hostAllocationCount() {
   std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   return tables().host.size();
@@ -77,22 +95,40 @@ uint64_t hostAllocationCount() {
 // destroyed is either collected there or given back by the call that made it (an allocation
 // recorded after the collection used to stay for ever: 26 in 2,000 rounds of cuCtxDestroy racing
 // cuMemAlloc).
-void releaseContextResources(CUctx_st* ctx) {
-  releaseContextStreams(ctx);  // its work finishes before its memory goes
-  std::vector<uint64_t> linear, host;
+void releaseContextResources(CUctx_st* ctx, const char* how) {
+  const std::string went = std::string("still there when context ") + std::to_string(ctx->id) + " was " + how;
+  releaseContextStreams(ctx, went);  // its work finishes before its memory goes
+  std::vector<uint64_t> linear;
+  std::vector<HostAllocation> host;
   {
     std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
     for (const auto& [va, owner] : tables().linearOwner) {
       if (owner == ctx) linear.push_back(va);
     }
     for (const auto& [base, h] : tables().host) {
-      if (h.ctx == ctx) host.push_back(base);
+      if (h.ctx == ctx) host.push_back(h);
     }
     for (uint64_t va : linear) tables().linearOwner.erase(va);
-    for (uint64_t base : host) {
+    for (const HostAllocation& h : host) {
       // Registered memory is the program's own: it is only forgotten.
-      if (!tables().host[base].registered) munmap(reinterpret_cast<void*>(base), tables().host[base].size);
-      tables().host.erase(base);
+      if (!h.registered) munmap(reinterpret_cast<void*>(h.base), h.size);
+      tables().host.erase(h.base);
+    }
+  }
+  if (leakReportArmed()) {
+    for (uint64_t va : linear) {
+      fabric::PointerInfo info;
+      (void)state().node->pointerInfo(va, ctx->device, &info);
+      noteLeftInContext(LeakReport::Kind::kLinear, info.requestedSize,
+                        settings::formatByteSize(info.requestedSize) + " on device " + std::to_string(ctx->device) +
+                            " at " + hexAddress(va),
+                        went);
+    }
+    // In the order they were made (ids count down).
+    std::sort(host.begin(), host.end(), [](const HostAllocation& a, const HostAllocation& b) { return a.id > b.id; });
+    for (const HostAllocation& h : host) {
+      noteLeftInContext(h.registered ? LeakReport::Kind::kRegistered : LeakReport::Kind::kPinned, h.size,
+                        settings::formatByteSize(h.size) + " at " + hexAddress(h.base), went);
     }
   }
   for (uint64_t va : linear) state().node->freeLinear(va);

@@ -2,6 +2,7 @@
 // argument (those that do are in stream_entries.inc, compiled twice like the memory operations).
 #include "driver/stream.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -13,6 +14,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/graph.h"
+#include "driver/leaks.h"
 #include "model/engine.h"
 
 namespace mcsim::driver {
@@ -324,21 +326,39 @@ CUresult synchronizeContext(CUctx_st* ctx) {
   return r;
 }
 
-void releaseContextStreams(CUctx_st* ctx) {
+void releaseContextStreams(CUctx_st* ctx, const std::string& how) {
   // Work that can never finish was reported; the context goes anyway.
   (void)synchronizeContext(ctx);
   StreamTables& t = tables();
-  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-  for (auto it = t.created.begin(); it != t.created.end();) {
-    it = it->second->ctx == ctx ? t.created.erase(it) : std::next(it);
+  std::vector<unsigned long long> streams, events;  // the program's own, by id
+  {
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+    for (auto it = t.created.begin(); it != t.created.end();) {
+      if (it->second->ctx != ctx) {
+        ++it;
+        continue;
+      }
+      streams.push_back(it->second->id);
+      it = t.created.erase(it);
+    }
+    for (auto it = t.perThread.begin(); it != t.perThread.end();) {
+      it = it->second->ctx == ctx ? t.perThread.erase(it) : std::next(it);
+    }
+    t.legacy.erase(ctx);
+    for (auto it = t.events.begin(); it != t.events.end();) {
+      if (it->second->ctx != ctx) {
+        ++it;
+        continue;
+      }
+      events.push_back(it->second->id);
+      it = t.events.erase(it);
+    }
   }
-  for (auto it = t.perThread.begin(); it != t.perThread.end();) {
-    it = it->second->ctx == ctx ? t.perThread.erase(it) : std::next(it);
-  }
-  t.legacy.erase(ctx);
-  for (auto it = t.events.begin(); it != t.events.end();) {
-    it = it->second->ctx == ctx ? t.events.erase(it) : std::next(it);
-  }
+  if (!leakReportArmed()) return;
+  std::sort(streams.begin(), streams.end());  // the tables are keyed by heap address
+  std::sort(events.begin(), events.end());
+  for (unsigned long long id : streams) noteLeftInContext(LeakReport::Kind::kStream, 0, "id " + std::to_string(id), how);
+  for (unsigned long long id : events) noteLeftInContext(LeakReport::Kind::kEvent, 0, "id " + std::to_string(id), how);
 }
 
 CUresult checkEvent(CUevent e, EventRef* out) {
@@ -446,6 +466,22 @@ CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool p
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   if (st->ctx != ev->ctx) return CUDA_ERROR_INVALID_HANDLE;
   return recordEvent(ev.get(), st.get(), (flags & CU_EVENT_RECORD_EXTERNAL) != 0);
+}
+
+void addStreamsAndEventsLeft(LeakReport& r) {
+  // By id, in the order they were made (the tables are keyed by heap address).
+  std::map<unsigned long long, unsigned long long> streams, events;  // id -> context id
+  {
+    std::lock_guard<OrderedMutex> lock(tables().mu);
+    for (const auto& [p, s] : tables().created) streams[s->id] = s->ctx->id;
+    for (const auto& [p, e] : tables().events) events[e->id] = e->ctx->id;
+  }
+  for (const auto& [id, ctx] : streams) {
+    r.add(LeakReport::Kind::kStream, 0, "id " + std::to_string(id) + " in context " + std::to_string(ctx));
+  }
+  for (const auto& [id, ctx] : events) {
+    r.add(LeakReport::Kind::kEvent, 0, "id " + std::to_string(id) + " in context " + std::to_string(ctx));
+  }
 }
 
 }  // namespace mcsim::driver

@@ -105,8 +105,9 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx);
 CUresult synchronizeStream(CUstream_st* st);
 // Waits for all work of `ctx`'s streams, those already destroyed included.
 CUresult synchronizeContext(CUctx_st* ctx);
-// A context went away: its work is waited for, and its streams and events are forgotten.
-void releaseContextStreams(CUctx_st* ctx);
+// A context went away: its work is waited for, and its streams and events are forgotten (those the
+// program made are noted for the leak report, `how` as leaks.h's noteLeftInContext takes it).
+void releaseContextStreams(CUctx_st* ctx, const std::string& how);
 CUresult checkEvent(CUevent e, EventRef* out);
 // cuIpcOpenEventHandle: a new event of `ctx` for the node's shared event `key` (this process
 // holds it already), as an event made with CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING.

@@ -1,6 +1,7 @@
 // One process's handle values (handle_table.h).
 #include "fabric/handle_table.h"
 
+#include <algorithm>
 #include <set>
 
 namespace mcsim::fabric {
@@ -77,6 +78,14 @@ void HandleTable::addToDigest(model::Digest& d) const {
   }
   d.add(firstValues_.size());
   for (const auto& [id, value] : firstValues_) d.add(id).add(value);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> HandleTable::values() const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  out.reserve(values_.size());
+  for (const auto& [value, entry] : values_) out.emplace_back(value, entry.object);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace mcsim::fabric

@@ -44,6 +44,8 @@ class HandleTable {
   // Detaching: the object of every value, in value order (each value holds one reference on its
   // object, however many the value has); the table is empty afterwards.
   std::vector<uint64_t> takeAll();
+  // Every value with the object it names, in value order (the table is unchanged).
+  std::vector<std::pair<uint64_t, uint64_t>> values() const;
   // The objects the values name, each once, in object order (the table is unchanged).
   std::vector<uint64_t> objects() const;
 

@@ -65,6 +65,23 @@ struct NodeStats {
   int freeMulticastSlots = 0;   // per switch
 };
 
+// One thing a process holds on the node, as the leak report at exit lists it (driver/leaks.cpp).
+struct Holding {
+  enum class Kind : uint8_t {
+    kAllocationHandle,  // a handle value of physical memory (cuMemCreate, an import, a retain)
+    kMulticastHandle,   // a handle value of a multicast object
+    kReservation,       // a range of cuMemAddressReserve
+    kMapping,           // a range cuMemMap mapped in one of those
+    kLinear,            // cuMemAlloc memory
+    kPooled,            // cuMemAllocAsync memory not yet freed
+    kIpcOpen,           // another process's memory opened by cuIpcOpenMemHandle
+  };
+  Kind kind = Kind::kAllocationHandle;
+  uint64_t key = 0;   // the handle value, or the range's address
+  uint64_t size = 0;  // bytes (of the object a handle names; of the range)
+  int device = -1;    // the memory's device; -1: a multicast object, host memory, or several
+};
+
 // The completion of device work the node accepted.
 using WorkDone = model::CompletionPtr;
 

@@ -160,6 +160,7 @@ MCSIM_WIRE_FIELDS(PointerInfo, s.mapped, s.linear, s.pooled, s.location, s.alloc
 MCSIM_WIRE_FIELDS(NodeStats, s.allocations, s.handles, s.reservations, s.mappings, s.exportedFds, s.residentBytes,
                   s.multicastObjects, s.freeMulticastSlots)
 MCSIM_WIRE_FIELDS(MulticastProps, s.numDevices, s.size, s.handleTypes)
+MCSIM_WIRE_FIELDS(Holding, s.kind, s.key, s.size, s.device)
 MCSIM_WIRE_FIELDS(Admission, s.number, s.finishedBefore, s.simRuns)
 MCSIM_WIRE_FIELDS(KernelStep, s.kind, s.dst, s.src, s.src2, s.mc, s.bytes, s.count, s.dtype, s.op, s.value)
 // A device operation but its host pointers' meaning (the transport replaces them).

@@ -649,6 +649,24 @@ class ProcessNode final : public AttachedNode {
 
   model::EngineStats engineStats() override { return n_.engine.stats(); }
 
+  std::vector<Holding> holdings() override {
+    auto lock = n_.enter();
+    std::vector<Holding> out;
+    for (const auto& [value, object] : handles_.values()) {
+      if (isMulticastId(object)) {
+        const MulticastObject* mc = n_.multicast.live(object);
+        out.push_back(Holding{Holding::Kind::kMulticastHandle, value, mc != nullptr ? mc->props.size : 0, -1});
+      } else {
+        const Allocation* a = n_.objects.find(object);
+        const bool onDevice = a != nullptr && a->props.location.kind == LocationKind::kDevice;
+        out.push_back(Holding{Holding::Kind::kAllocationHandle, value, a != nullptr ? a->props.size : 0,
+                              onDevice ? a->props.location.id : -1});
+      }
+    }
+    space_.addHoldings(&out);
+    return out;
+  }
+
   NodeStats held() override {
     std::lock_guard<OrderedMutex> lock(n_.mu);
     NodeStats s;

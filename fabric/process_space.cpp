@@ -182,6 +182,31 @@ void ProcessSpace::addToDigest(model::Digest& d) const {
   for (const auto& [va, imported] : imported_) d.add(va).add(imported.id).add(imported.opens);
 }
 
+void ProcessSpace::addHoldings(std::vector<Holding>* out) const {
+  // The device an allocation lives on (-1: host memory, or a multicast object's several).
+  const auto deviceOf = [this](model::AllocId id) {
+    const Allocation* a = objects_.find(id);
+    return a != nullptr && a->props.location.kind == LocationKind::kDevice ? a->props.location.id : -1;
+  };
+  space_.forEachReservation([&](const model::Reservation& r) {
+    if (!r.internal) out->push_back(Holding{Holding::Kind::kReservation, r.va, r.size, -1});
+  });
+  space_.forEachMapping([&](const model::Mapping& m) {
+    const model::Reservation* r = space_.reservationContaining(m.va);
+    if (r != nullptr && !r->internal) out->push_back(Holding{Holding::Kind::kMapping, m.va, m.size, deviceOf(m.alloc)});
+  });
+  for (const auto& [va, id] : internal_) {
+    const Allocation* a = objects_.find(id);
+    if (a == nullptr) continue;
+    const Holding::Kind kind = a->kind == AllocKind::kPooled ? Holding::Kind::kPooled : Holding::Kind::kLinear;
+    out->push_back(Holding{kind, va, a->requested != 0 ? a->requested : a->props.size, deviceOf(id)});
+  }
+  for (const auto& [va, imp] : imported_) {
+    const Allocation* a = objects_.find(imp.id);
+    out->push_back(Holding{Holding::Kind::kIpcOpen, va, a != nullptr ? a->requested : 0, deviceOf(imp.id)});
+  }
+}
+
 void ProcessSpace::releaseAll() {
   std::vector<AllocId> mapped;
   space_.forEachMapping([&](const model::Mapping& m) { mapped.push_back(m.alloc); });

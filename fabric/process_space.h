@@ -64,6 +64,11 @@ class ProcessSpace {
   // One open less; the mapping goes with the last. kInvalidValue for an address no open returned.
   Status closeImported(uint64_t va);
 
+  // What the process holds in its space, for the leak report (Node::holdings): its own
+  // reservations and the mappings in them, its cuMemAlloc and pool memory, and the IPC memory it
+  // opened, each kind in address order.
+  void addHoldings(std::vector<Holding>* out) const;
+
   // Detaching: gives back the references every mapping holds.
   void releaseAll();
 

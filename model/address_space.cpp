@@ -164,6 +164,10 @@ void AddressSpace::forEachMapping(const std::function<void(const Mapping&)>& fn)
   for (const auto& [va, m] : mappings_) fn(m);
 }
 
+void AddressSpace::forEachReservation(const std::function<void(const Reservation&)>& fn) const {
+  for (const auto& [va, r] : reservations_) fn(r);
+}
+
 void AddressSpace::addToDigest(Digest& d) const {
   d.add(reservations_.size());
   for (const auto& [va, r] : reservations_) d.add(r.va).add(r.size).add(r.internal ? 1 : 0);

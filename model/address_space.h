@@ -77,6 +77,7 @@ class AddressSpace {
   size_t reservationCount() const { return reservations_.size(); }
   size_t mappingCount() const { return mappings_.size(); }
   void forEachMapping(const std::function<void(const Mapping&)>& fn) const;
+  void forEachReservation(const std::function<void(const Reservation&)>& fn) const;
   void addToDigest(Digest& d) const;
 
   // The lock of the mappings, for a reader that does not hold the owner's lock: a kernel of the

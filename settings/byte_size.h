@@ -1,9 +1,11 @@
 // Sizes as people write them, one grammar for every place mcsim reads one (fault-plan arguments,
-// `mcsim bench --sizes`): a number, whole or with a fraction, and an optional binary unit.
+// `mcsim bench --sizes`): a number, whole or with a fraction, and an optional binary unit; and
+// sizes as mcsim prints them for people (`mcsim topo`, the leak report at exit).
 // Header-only, so that programs which link nothing of mcsim's (the all-reduce benchmark) share it.
 #pragma once
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -42,6 +44,25 @@ inline bool parseByteSize(const std::string& s, uint64_t* bytes) {
   if (!(x < 1.8e19) || x != static_cast<double>(static_cast<uint64_t>(x))) return false;
   *bytes = static_cast<uint64_t>(x);
   return true;
+}
+
+// Sizes for people: "2 MiB", "79.6 GiB", "512 bytes": binary units; whole numbers print without
+// decimals, others with one.
+inline std::string formatByteSize(uint64_t bytes) {
+  static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  uint64_t scale = 1;
+  while (unit + 1 < 6 && bytes >= scale * 1024) {
+    scale *= 1024;
+    ++unit;
+  }
+  char text[48];
+  if (bytes % scale == 0) {
+    std::snprintf(text, sizeof text, "%llu %s", static_cast<unsigned long long>(bytes / scale), kUnits[unit]);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f %s", static_cast<double>(bytes) / static_cast<double>(scale), kUnits[unit]);
+  }
+  return text;
 }
 
 }  // namespace mcsim::settings

@@ -397,6 +397,18 @@ void secondRuntime() {
   dlclose(lib);
 }
 
+// Leaves device memory, pinned memory and a stream behind, for the leak report at exit (run only
+// when named: runtime.leak_report.*). On a real GPU it just ends.
+void leavesBehind() {
+  RT_OK(cudaSetDevice(1));
+  void* d = nullptr;
+  void* h = nullptr;
+  cudaStream_t s;
+  RT_OK(cudaMalloc(&d, 1 << 20));
+  RT_OK(cudaMallocHost(&h, 4096));
+  RT_OK(cudaStreamCreate(&s));
+}
+
 const rtcheck::Case kCases[] = {
     {"devices", devices},
     {"set_device_threads", setDeviceAcrossThreads},
@@ -414,6 +426,7 @@ const rtcheck::Case kCases[] = {
     {"second_runtime", secondRuntime},
     {"stream_capture_queries", streamCaptureQueries},
     {"device_reset", deviceReset},
+    {"leaves_behind", leavesBehind, true},
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "byte_units.h"
+#include "settings/byte_size.h"
 
 namespace mcsim::tools {
 
@@ -47,13 +47,13 @@ void gpus(const Preset& p, std::string& out) {
   const int64_t major = attribute(p, "COMPUTE_CAPABILITY_MAJOR");
   const int64_t minor = attribute(p, "COMPUTE_CAPABILITY_MINOR");
   out += fmt::format("GPUs          {} x {} ({})\n", p.gpuCount, p.gpu.name, p.gpu.model);
-  out += fmt::format("  memory      {} each ({} bytes), {} in all\n", formatBytes(p.gpu.memoryBytes),
-                     p.gpu.memoryBytes, formatBytes(p.gpu.memoryBytes * static_cast<uint64_t>(p.gpuCount)));
+  out += fmt::format("  memory      {} each ({} bytes), {} in all\n", settings::formatByteSize(p.gpu.memoryBytes),
+                     p.gpu.memoryBytes, settings::formatByteSize(p.gpu.memoryBytes * static_cast<uint64_t>(p.gpuCount)));
   if (sms >= 0 && major >= 0 && minor >= 0) {
     out += fmt::format("  compute     {} SMs, compute capability {}.{}\n", sms, major, minor);
   }
-  out += fmt::format("  VMM pages   {} minimum, {} recommended\n", formatBytes(p.gpu.vmmGranularityMinimum),
-                     formatBytes(p.gpu.vmmGranularityRecommended));
+  out += fmt::format("  VMM pages   {} minimum, {} recommended\n", settings::formatByteSize(p.gpu.vmmGranularityMinimum),
+                     settings::formatByteSize(p.gpu.vmmGranularityRecommended));
 }
 
 void nvlink(const Preset& p, std::string& out) {
@@ -86,13 +86,13 @@ void multicast(const Preset& p, std::string& out) {
   const auto& m = p.multicast;
   out += fmt::format("Multicast     supported: teams of up to {} GPUs, {} slots per switch\n", m.maxTeamSize,
                      p.nvswitch.multicastSlots);
-  out += fmt::format("  granularity {} minimum, {} recommended\n", formatBytes(m.granularityMinimum),
-                     formatBytes(m.granularityRecommended));
+  out += fmt::format("  granularity {} minimum, {} recommended\n", settings::formatByteSize(m.granularityMinimum),
+                     settings::formatByteSize(m.granularityRecommended));
 }
 
 void host(const Preset& p, std::string& out) {
   out += fmt::format("Host NUMA     {} node{}, {} each\n", p.hostNumaNodes, p.hostNumaNodes == 1 ? "" : "s",
-                     formatBytes(p.hostMemoryBytesPerNumaNode));
+                     settings::formatByteSize(p.hostMemoryBytesPerNumaNode));
   // A few nodes per line keeps a rack's 36 nodes readable.
   constexpr int kPerLine = 4;
   std::string line;
