@@ -118,13 +118,22 @@ bool usableContext(CUcontext ctx) {
 ScopedContext::ScopedContext(CUctx_st* ctx) { tlsStack.push_back(ctx); }
 ScopedContext::~ScopedContext() { tlsStack.pop_back(); }
 
+// The answer of a call that needs the calling thread's current context when it has none.
+static CUresult noCurrentContext() {
+  return MCSIM_REFUSE(CUDA_ERROR_INVALID_CONTEXT, "no context is current on this thread (cuCtxSetCurrent, "
+                      "cuCtxPushCurrent; the CUDA runtime makes one current at its first call)");
+}
+
 CUresult currentContext(CUctx_st** ctx) {
-  if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (tlsStack.empty()) return noCurrentContext();
   CUctx_st* top = tlsStack.back();
   std::lock_guard<std::mutex> lock(contexts().mu);
-  if (!usableLocked(top)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (!usableLocked(top)) return MCSIM_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED, "the current context was destroyed");
   const CUresult sticky = top->stickyError.load();
-  if (sticky != CUDA_SUCCESS) return sticky;
+  if (sticky != CUDA_SUCCESS) {
+    return MCSIM_REFUSE(sticky, "the context holds a sticky error from an earlier kernel fault; it must be "
+                        "destroyed (cuDevicePrimaryCtxReset)");
+  }
   *ctx = top;
   return CUDA_SUCCESS;
 }
@@ -313,7 +322,7 @@ CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
 
 CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   MCSIM_REQUIRE_INIT();
-  if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (tlsStack.empty()) return noCurrentContext();
   if (pctx != nullptr) *pctx = tlsStack.back();
   tlsStack.pop_back();
   return CUDA_SUCCESS;
@@ -323,7 +332,7 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   MCSIM_REQUIRE_INIT();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // The device of the current context is known even when the context is no longer usable.
-  if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (tlsStack.empty()) return noCurrentContext();
   *device = tlsStack.back()->device;
   return CUDA_SUCCESS;
 }
@@ -342,7 +351,7 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   // Not through cuCtxGetDevice: a second entry would count as a second call in fault plans.
   if (ctx == nullptr) {
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    if (tlsStack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (tlsStack.empty()) return noCurrentContext();
     *device = tlsStack.back()->device;
     return CUDA_SUCCESS;
   }

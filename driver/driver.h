@@ -66,6 +66,16 @@ CUuuid deviceUuid(int device);
 inline bool initialized() { return state().initialized.load(std::memory_order_acquire); }
 inline fabric::Node& node() { return *state().node; }
 inline bool validDevice(CUdevice d) { return d >= 0 && d < state().deviceCount; }
+// The answers of every call before cuInit and after the node is gone, with the reason the call log
+// gives (MCSIM_DEBUG).
+inline CUresult refuseUninitialized() {
+  return MCSIM_REFUSE(CUDA_ERROR_NOT_INITIALIZED, state().forkedChild.load(std::memory_order_acquire)
+                                                      ? "this process was forked after cuInit; the driver is cut off in it"
+                                                      : "cuInit was not called, or failed");
+}
+inline CUresult refuseNodeLost() {
+  return MCSIM_REFUSE(CUDA_ERROR_DEVICE_UNAVAILABLE, "the shared node this process was attached to is gone");
+}
 inline bool isDeviceAddress(uint64_t p) {
   return initialized() && p >= node().vaBase() && p < node().vaLimit();
 }
@@ -118,8 +128,8 @@ void noteCall(const char* symbol);
 //   MCSIM_REQUIRE_INIT_ARGS({"size", prop, &CUmulticastObjectProp::size});  // a struct field
 #define MCSIM_REQUIRE_INIT_DEV_ARGS(device, ...)                                \
   do {                                                                          \
-    if (!::mcsim::driver::initialized()) return CUDA_ERROR_NOT_INITIALIZED;    \
-    if (::mcsim::driver::node().lost()) return CUDA_ERROR_DEVICE_UNAVAILABLE;  \
+    if (!::mcsim::driver::initialized()) return ::mcsim::driver::refuseUninitialized(); \
+    if (::mcsim::driver::node().lost()) return ::mcsim::driver::refuseNodeLost();     \
     if (::mcsim::driver::timelineActive()) ::mcsim::driver::noteCall(__func__); \
     MCSIM_CONSULT_FAULTS_(device, true, __VA_ARGS__)                            \
   } while (0)

@@ -316,7 +316,9 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   if (dptr == 0) return CUDA_SUCCESS;
   {
     std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
-    if (tables().linearOwner.erase(dptr) == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (tables().linearOwner.erase(dptr) == 0) {
+      return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "not an address cuMemAlloc returned, or freed already");
+    }
   }
   return toResult(state().node->freeLinear(dptr));
 }

@@ -20,8 +20,12 @@ constexpr unsigned long long kShareableTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DES
 // The checks every bind shares: flags must be zero; offsets and size multiples of the minimum
 // multicast granularity; a bind of nothing binds nothing, and is refused.
 CUresult checkBind(uint64_t mcOffset, uint64_t memOffsetOrPtr, uint64_t size, unsigned long long flags) {
-  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  if (size == 0 || !aligned(mcOffset) || !aligned(memOffsetOrPtr) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0) return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "flags must be 0");
+  if (size == 0) return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "size is 0");
+  if (!aligned(mcOffset) || !aligned(memOffsetOrPtr) || !aligned(size)) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "offsets, address and size must be multiples of the minimum multicast "
+                        "granularity (", std::to_string(minimumGranularity()), " bytes)");
+  }
   return CUDA_SUCCESS;
 }
 
@@ -36,9 +40,9 @@ CUresult CUDAAPI cuMulticastGetGranularity(size_t* granularity, const CUmulticas
                           {"handleTypes", prop, &CUmulticastObjectProp::handleTypes}, {"option", option});
   if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (option != CU_MULTICAST_GRANULARITY_MINIMUM && option != CU_MULTICAST_GRANULARITY_RECOMMENDED) {
-    return CUDA_ERROR_INVALID_VALUE;
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "option is neither MINIMUM nor RECOMMENDED");
   }
-  if (!multicastSupported()) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!multicastSupported()) return MCSIM_REFUSE(CUDA_ERROR_NOT_SUPPORTED, "the node's preset has no multicast (NVSwitch)");
   // prop->size may be 0: clients ask before they know their size (ThunderKittens does).
   const auto& m = state().node->preset().multicast;
   *granularity = option == CU_MULTICAST_GRANULARITY_RECOMMENDED ? m.granularityRecommended : m.granularityMinimum;
@@ -51,20 +55,28 @@ CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const
                           {"handleTypes", prop, &CUmulticastObjectProp::handleTypes},
                           {"flags", prop, &CUmulticastObjectProp::flags});
   if (mcHandle == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!multicastSupported()) return CUDA_ERROR_NOT_SUPPORTED;
-  if (prop->flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  if ((prop->handleTypes & ~kShareableTypes) != 0) return CUDA_ERROR_INVALID_VALUE;
-  if (prop->numDevices == 0 || prop->numDevices > static_cast<unsigned>(state().node->preset().multicast.maxTeamSize)) {
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!multicastSupported()) return MCSIM_REFUSE(CUDA_ERROR_NOT_SUPPORTED, "the node's preset has no multicast (NVSwitch)");
+  if (prop->flags != 0) return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "prop->flags must be 0");
+  if ((prop->handleTypes & ~kShareableTypes) != 0) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "prop->handleTypes may hold only POSIX_FILE_DESCRIPTOR and FABRIC");
   }
-  if (prop->size == 0 || !aligned(prop->size)) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->numDevices == 0 || prop->numDevices > static_cast<unsigned>(state().node->preset().multicast.maxTeamSize)) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "prop->numDevices must be 1 to ",
+                        std::to_string(state().node->preset().multicast.maxTeamSize), " (the preset's largest team)");
+  }
+  if (prop->size == 0 || !aligned(prop->size)) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "prop->size must be a nonzero multiple of the minimum multicast "
+                        "granularity (", std::to_string(minimumGranularity()), " bytes)");
+  }
   // Larger than a device's memory: no team could ever bind it (2^64 - 2 MiB was accepted). The
   // answer cuMemCreate gets on a real H100 for a size beyond the device's memory (conformance
   // vmm_test); cuMulticast* is never run on a real GPU to check it.
-  if (prop->size > state().node->preset().gpu.memoryBytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (prop->size > state().node->preset().gpu.memoryBytes) {
+    return MCSIM_REFUSE(CUDA_ERROR_OUT_OF_MEMORY, "prop->size is larger than a device's memory");
+  }
   // FABRIC handles need an IMEX channel, as for memory (NOT_PERMITTED without one).
   if ((prop->handleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0 && !state().node->imexChannelPresent()) {
-    return CUDA_ERROR_NOT_PERMITTED;
+    return MCSIM_REFUSE(CUDA_ERROR_NOT_PERMITTED, "FABRIC handles need an IMEX channel, and the node has none (an imex fault rule)");
   }
   fabric::MulticastProps p;
   p.numDevices = prop->numDevices;
@@ -117,7 +129,10 @@ CUresult CUDAAPI cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, C
 CUresult CUDAAPI cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size) {
   MCSIM_REQUIRE_INIT_DEV_ARGS(dev, {"mcOffset", mcOffset}, {"size", size});
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
-  if (size == 0 || !aligned(mcOffset) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
+  if (size == 0 || !aligned(mcOffset) || !aligned(size)) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "size must be nonzero and offset and size multiples of the minimum "
+                        "multicast granularity (", std::to_string(minimumGranularity()), " bytes)");
+  }
   return toResult(state().node->multicastUnbind(mcHandle, dev, mcOffset, size));
 }
 

@@ -17,11 +17,16 @@ constexpr unsigned kWindowsHandleTypes = CU_MEM_HANDLE_TYPE_WIN32 | CU_MEM_HANDL
 // defined ones are ignored.
 CUresult readProps(const CUmemAllocationProp* prop, fabric::AllocationProps* out) {
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "prop->type must be CU_MEM_ALLOCATION_TYPE_PINNED");
+  }
   const auto& preset = state().node->preset();
   switch (prop->location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
-      if (!validDevice(prop->location.id)) return CUDA_ERROR_INVALID_DEVICE;
+      if (!validDevice(prop->location.id)) {
+        return MCSIM_REFUSE(CUDA_ERROR_INVALID_DEVICE, "prop->location.id ", std::to_string(prop->location.id),
+                            " is not a device");
+      }
       out->location = {fabric::LocationKind::kDevice, prop->location.id};
       break;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
@@ -86,7 +91,10 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   if (handle == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   fabric::AllocationProps p;
   MCSIM_TRY(readProps(prop, &p));
-  if (size == 0 || !aligned(size, minimumGranularity())) return CUDA_ERROR_INVALID_VALUE;
+  if (size == 0 || !aligned(size, minimumGranularity())) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "size ", std::to_string(size), " is not a nonzero multiple of the "
+                        "allocation granularity (", std::to_string(minimumGranularity()), " bytes; cuMemGetAllocationGranularity)");
+  }
   if ((p.handleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0) {
     const int dev = p.location.kind == fabric::LocationKind::kDevice ? p.location.id : 0;
     if (state().attributes[static_cast<size_t>(dev)][CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED] == 0) {
@@ -94,7 +102,10 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     }
     // FABRIC handles go through an IMEX channel; without one the driver refuses (field reports:
     // nvbandwidth 39, mscclpp 467).
-    if (!state().node->imexChannelPresent()) return CUDA_ERROR_NOT_PERMITTED;
+    if (!state().node->imexChannelPresent()) {
+      return MCSIM_REFUSE(CUDA_ERROR_NOT_PERMITTED, "FABRIC handles need an IMEX channel, and the node has none (an imex "
+                          "fault rule)");
+    }
   }
   p.size = size;
   uint64_t h = 0;
@@ -133,8 +144,12 @@ CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                           unsigned long long flags) {
   MCSIM_REQUIRE_INIT_ARGS({"ptr", ptr}, {"size", size}, {"offset", offset}, {"flags", flags});
-  if (flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (ptr == 0 || handle == 0 || !aligned(ptr, minimumGranularity())) return CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0) return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "flags must be 0");
+  if (size == 0) return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "size is 0");
+  if (ptr == 0 || handle == 0) return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, ptr == 0 ? "ptr is 0" : "handle is 0");
+  if (!aligned(ptr, minimumGranularity())) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "ptr is not a multiple of the allocation granularity (", std::to_string(minimumGranularity()), " bytes)");
+  }
   return toResult(state().node->map(ptr, size, offset, handle));
 }
 
@@ -149,7 +164,8 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
   MCSIM_REQUIRE_INIT_ARGS({"ptr", ptr}, {"size", size}, {"count", count});
   const uint64_t gran = minimumGranularity();
   if (desc == nullptr || count == 0 || size == 0 || !aligned(ptr, gran) || !aligned(size, gran)) {
-    return CUDA_ERROR_INVALID_VALUE;
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "desc must be non-NULL, count and size nonzero, and ptr and size "
+                        "multiples of the allocation granularity (", std::to_string(gran), " bytes)");
   }
   // Check every descriptor before applying any, so that a refused call changes nothing.
   for (size_t i = 0; i < count; ++i) {
@@ -157,7 +173,8 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
       case CU_MEM_LOCATION_TYPE_DEVICE: break;
       case CU_MEM_LOCATION_TYPE_HOST:
       case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return CUDA_ERROR_NOT_SUPPORTED;
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        return MCSIM_REFUSE(CUDA_ERROR_NOT_SUPPORTED, "desc[", std::to_string(i), "]: the real driver refuses cuMemSetAccess for a host location (H100, docs/real-driver.md)");
       default: return CUDA_ERROR_INVALID_VALUE;
     }
     if (!validDevice(desc[i].location.id)) return CUDA_ERROR_INVALID_VALUE;
@@ -240,7 +257,7 @@ CUresult CUDAAPI cuMemExportToShareableHandle(void* shareableHandle, CUmemGeneri
       std::memcpy(static_cast<CUmemFabricHandle*>(shareableHandle)->data, bytes, 64);
       return CUDA_SUCCESS;
     }
-    default: return CUDA_ERROR_INVALID_VALUE;  // the allocation was not made exportable so
+    default: return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "handleType must be POSIX_FILE_DESCRIPTOR or FABRIC");
   }
 }
 

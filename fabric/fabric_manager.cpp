@@ -43,9 +43,12 @@ FabricManager::FabricManager(const Preset& preset, const std::string& initialSta
 Status FabricManager::gate() const {
   switch (state_) {
     case FabricManagerState::kReady: return Status::kOk;
-    case FabricManagerState::kInitialising: return Status::kSystemNotReady;
+    case FabricManagerState::kInitialising:
+      return MCSIM_REFUSE(Status::kSystemNotReady, "the fabric manager is still initialising");
     case FabricManagerState::kNotStarted:
-    case FabricManagerState::kDegraded: return Status::kIllegalState;
+      return MCSIM_REFUSE(Status::kIllegalState, "the fabric manager is not running");
+    case FabricManagerState::kDegraded:
+      return MCSIM_REFUSE(Status::kIllegalState, "the fabric manager is degraded");
   }
   return Status::kIllegalState;
 }
@@ -79,31 +82,50 @@ Status FabricManager::addDevice(MulticastObject& mc, int device) {
   // max_team_size bounds how many devices a team holds (checked at create), not which ones: a
   // preset whose teams are smaller than the node must still let its high-numbered devices join
   // (multicast.AddDevice.AnyDeviceJoinsWhenTeamsAreSmallerThanTheNode).
-  if (device < 0 || device >= preset_.gpuCount) return Status::kInvalidDevice;
+  if (device < 0 || device >= preset_.gpuCount) {
+    return MCSIM_REFUSE(Status::kInvalidDevice, "device ", std::to_string(device), " is not one of the node's ",
+                        std::to_string(preset_.gpuCount), " GPUs");
+  }
   // A device joins once, into a team that still has room; the reference names no code for
   // either, and CUDA_ERROR_INVALID_VALUE is the one it lists for a bad argument.
-  if (mc.hasMember(device) || mc.complete()) return Status::kInvalidValue;
+  if (mc.hasMember(device)) return MCSIM_REFUSE(Status::kInvalidValue, "device ", std::to_string(device), " was already added");
+  if (mc.complete()) {
+    return MCSIM_REFUSE(Status::kInvalidValue, "the team is complete: all ", std::to_string(mc.props.numDevices),
+                        " devices (numDevices) were added");
+  }
   mc.members.push_back(device);
   return Status::kOk;
 }
 
 Status FabricManager::bind(MulticastObject& mc, int device, uint64_t mcOffset, const BindSource& src,
                            uint64_t size) {
-  if (!mc.hasMember(device)) return Status::kInvalidDevice;
-  if (mc.shared && src.handleTypes == 0) return Status::kInvalidValue;
+  if (!mc.hasMember(device)) {
+    return MCSIM_REFUSE(Status::kInvalidDevice, "device ", std::to_string(device),
+                        " was not added to the multicast object (cuMulticastAddDevice)");
+  }
+  if (mc.shared && src.handleTypes == 0) {
+    return MCSIM_REFUSE(Status::kInvalidValue, "an imported multicast object binds only memory created with a "
+                        "shareable handle type (CUmemAllocationProp::requestedHandleTypes)");
+  }
   // One binding per device and multicast range.
   for (const auto& [key, b] : mc.bindings) {
     if (b.device == device && mcOffset < b.mcOffset + b.size && b.mcOffset < mcOffset + size) {
-      return Status::kInvalidValue;
+      return MCSIM_REFUSE(Status::kInvalidValue, "device ", std::to_string(device), " already has memory bound at ",
+                          "multicast offsets [", std::to_string(b.mcOffset), ", ", std::to_string(b.mcOffset + b.size),
+                          "), which overlap this bind");
     }
   }
   // Switch resources: the object's multicast group takes a slot on every switch at its first
   // binding (running out is CUDA_ERROR_OUT_OF_MEMORY: nccl issue 2077).
   if (!mc.holdsGroup && (groups_ >= preset_.nvswitch.multicastSlots || (slotVeto_ && slotVeto_()))) {
-    return Status::kOutOfMemory;
+    return MCSIM_REFUSE(Status::kOutOfMemory, "every switch's multicast slots are taken (",
+                        std::to_string(preset_.nvswitch.multicastSlots), " groups)");
   }
   uint64_t& bound = boundPerDevice_[static_cast<size_t>(device)];
-  if (size > preset_.gpu.memoryBytes - std::min(bound, preset_.gpu.memoryBytes)) return Status::kOutOfMemory;
+  if (size > preset_.gpu.memoryBytes - std::min(bound, preset_.gpu.memoryBytes)) {
+    return MCSIM_REFUSE(Status::kOutOfMemory, "device ", std::to_string(device), " has ", std::to_string(bound),
+                        " bytes bound to multicast objects already; this bind would pass its memory size");
+  }
   if (!mc.holdsGroup) {
     mc.holdsGroup = true;
     ++groups_;
@@ -116,7 +138,9 @@ Status FabricManager::bind(MulticastObject& mc, int device, uint64_t mcOffset, c
 
 Status FabricManager::unbind(MulticastObject& mc, int device, uint64_t mcOffset, uint64_t size,
                              MulticastBinding* removed) {
-  if (!mc.hasMember(device)) return Status::kInvalidDevice;
+  if (!mc.hasMember(device)) {
+    return MCSIM_REFUSE(Status::kInvalidDevice, "device ", std::to_string(device), " is not in the multicast object's team");
+  }
   auto it = mc.bindings.find({device, mcOffset});
   if (it == mc.bindings.end() || it->second.size != size) {
     // Undefined in the reference; refused here rather than guessed at.

@@ -26,13 +26,16 @@ void MulticastService::setState(FabricManagerState s) {
 }
 
 Status MulticastService::gate() const {
-  if (health_.switchDown) return Status::kIllegalState;
+  if (health_.switchDown) return MCSIM_REFUSE(Status::kIllegalState, "an NVSwitch is down (fault plan)");
   return fabric_.gate();
 }
 
 Status MulticastService::bindSourceOf(model::AllocId id, uint64_t offset, uint64_t size, BindSource* src) const {
   const Allocation& a = objects_.at(id);
-  if (offset > a.props.size || size > a.props.size - offset) return Status::kInvalidValue;
+  if (offset > a.props.size || size > a.props.size - offset) {
+    return MCSIM_REFUSE(Status::kInvalidValue, "memory offset ", std::to_string(offset), " + size ", std::to_string(size),
+                        " passes the end of the physical memory (", std::to_string(a.props.size), " bytes)");
+  }
   *src = BindSource{id, a.props.location, a.props.size, a.props.handleTypes, offset};
   return Status::kOk;
 }
@@ -43,15 +46,24 @@ Status MulticastService::bindSourceOf(model::AllocId id, uint64_t offset, uint64
 Status MulticastService::bindDevice(int requested, const BindSource& src, int* device) const {
   const Location& loc = src.location;
   if (requested < 0) {
-    if (loc.kind != LocationKind::kDevice) return Status::kInvalidDevice;
+    if (loc.kind != LocationKind::kDevice) {
+      return MCSIM_REFUSE(Status::kInvalidDevice, "host memory binds only through the _v2 calls, which name the device");
+    }
     *device = loc.id;
     return Status::kOk;
   }
   if (loc.kind == LocationKind::kDevice) {
-    if (loc.id != requested) return Status::kInvalidDevice;
+    if (loc.id != requested) {
+      return MCSIM_REFUSE(Status::kInvalidDevice, "the memory is on device ", std::to_string(loc.id), ", not on device ",
+                          std::to_string(requested));
+    }
   } else {
     const int numa = loc.kind == LocationKind::kHost ? 0 : loc.id;
-    if (numa != preset_.gpuNumaNode[static_cast<size_t>(requested)]) return Status::kInvalidValue;
+    if (numa != preset_.gpuNumaNode[static_cast<size_t>(requested)]) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the host memory is on NUMA node ", std::to_string(numa), ", device ",
+                          std::to_string(requested), "'s is ",
+                          std::to_string(preset_.gpuNumaNode[static_cast<size_t>(requested)]));
+    }
   }
   *device = requested;
   return Status::kOk;
@@ -61,12 +73,19 @@ Status MulticastService::bind(OrderedLock& lock, const char* call, const ObjectL
                               uint64_t mcOffset, uint64_t size, const SourceLookup& source, uint64_t owner) {
   auto check = [&](MulticastObject** mc, BindSource* src) {
     *mc = object();
-    if (*mc == nullptr) return Status::kInvalidValue;
+    if (*mc == nullptr) return MCSIM_REFUSE(Status::kInvalidValue, "mcHandle is not a live multicast object of this process");
     Status s = source(src);
     if (s != Status::kOk) return s;
-    if (mcOffset > (*mc)->props.size || size > (*mc)->props.size - mcOffset) return Status::kInvalidValue;
+    if (mcOffset > (*mc)->props.size || size > (*mc)->props.size - mcOffset) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "multicast offset ", std::to_string(mcOffset), " + size ",
+                          std::to_string(size), " passes the end of the multicast object (",
+                          std::to_string((*mc)->props.size), " bytes)");
+    }
     // Externally shareable and imported multicast objects bind only shareable memory.
-    if ((*mc)->props.handleTypes != 0 && src->handleTypes == 0) return Status::kInvalidValue;
+    if ((*mc)->props.handleTypes != 0 && src->handleTypes == 0) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the multicast object has shareable handle types, and the memory "
+                          "was created with none (CUmemAllocationProp::requestedHandleTypes = 0)");
+    }
     return Status::kOk;
   };
   MulticastObject* mc = nullptr;
@@ -78,7 +97,7 @@ Status MulticastService::bind(OrderedLock& lock, const char* call, const ObjectL
   if (s != Status::kOk) return s;
   s = check(&mc, &src);
   if (s != Status::kOk) return s;
-  if (mc->id != id) return Status::kInvalidValue;
+  if (mc->id != id) return MCSIM_REFUSE(Status::kInvalidValue, "the multicast object was released while the bind waited");
   // The fabric manager sets the team up when it is first used.
   s = gate();
   if (s != Status::kOk) return s;
@@ -98,7 +117,11 @@ Status MulticastService::bind(OrderedLock& lock, const char* call, const ObjectL
 }
 
 Status MulticastService::unbind(MulticastObject& mc, int device, uint64_t mcOffset, uint64_t size) {
-  if (mcOffset > mc.props.size || size > mc.props.size - mcOffset) return Status::kInvalidValue;
+  if (mcOffset > mc.props.size || size > mc.props.size - mcOffset) {
+    return MCSIM_REFUSE(Status::kInvalidValue, "multicast offset ", std::to_string(mcOffset), " + size ",
+                        std::to_string(size), " passes the end of the multicast object (", std::to_string(mc.props.size),
+                        " bytes)");
+  }
   MulticastBinding removed;
   Status s = fabric_.unbind(mc, device, mcOffset, size, &removed);
   if (s != Status::kOk) return s;
@@ -116,15 +139,21 @@ Status MulticastService::map(OrderedLock& lock, ProcessSpace& space, uint64_t va
   MulticastObject* mc = fabric_.find(id);
   // An object from before a fabric manager restart is refused here as by every other multicast
   // call (live); the map used to go through and map an object the manager forgot.
-  if (mc->stale) return Status::kInvalidValue;
-  if (offset != 0) return Status::kNotSupported;
-  if (size == 0 || size > mc->props.size || size % gran != 0 || va % gran != 0) return Status::kInvalidValue;
+  if (mc->stale) return MCSIM_REFUSE(Status::kInvalidValue, "the multicast object is from before a fabric manager restart");
+  if (offset != 0) return MCSIM_REFUSE(Status::kNotSupported, "a multicast object maps only at offset 0");
+  if (size == 0 || size > mc->props.size || size % gran != 0 || va % gran != 0) {
+    return MCSIM_REFUSE(Status::kInvalidValue, "address and size must be multiples of the multicast granularity (",
+                        std::to_string(gran), " bytes), and the size at most the object's (",
+                        std::to_string(mc->props.size), " bytes)");
+  }
   const model::Reservation* r = space.space().reservationContaining(va);
-  if (r == nullptr || r->internal) return Status::kInvalidValue;
+  if (r == nullptr || r->internal) {
+    return MCSIM_REFUSE(Status::kInvalidValue, "the address is not in a range reserved with cuMemAddressReserve");
+  }
   Status s = waitForTeam(lock, id, "cuMemMap", -1);
   if (s != Status::kOk) return s;
   mc = fabric_.find(id);
-  if (mc == nullptr || mc->stale) return Status::kInvalidValue;
+  if (mc == nullptr || mc->stale) return MCSIM_REFUSE(Status::kInvalidValue, "the multicast object was released while the map waited");
   s = gate();
   if (s != Status::kOk) return s;
   s = space.space().map(va, size, id, 0);

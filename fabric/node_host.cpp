@@ -243,8 +243,11 @@ class ProcessNode final : public AttachedNode {
   Status exportPosixFd(uint64_t handle, int* fd) override {
     auto lock = n_.enter();
     const HandleEntry* h = handles_.find(handle);
-    if (h == nullptr) return Status::kInvalidValue;
-    if ((n_.objects.handleTypes(h->object) & kHandlePosixFd) == 0) return Status::kInvalidValue;
+    if (h == nullptr) return MCSIM_REFUSE(Status::kInvalidValue, "handle is not a live handle of this process");
+    if ((n_.objects.handleTypes(h->object) & kHandlePosixFd) == 0) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the object was not created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR "
+                          "in its handle types");
+    }
     return n_.exports.exportPosix(h->object, fd);
   }
 
@@ -544,7 +547,7 @@ class ProcessNode final : public AttachedNode {
   Status multicastAddDevice(uint64_t handle, int device) override {
     auto lock = n_.enter();
     MulticastObject* mc = multicastOf(handle);
-    if (mc == nullptr) return Status::kInvalidValue;
+    if (mc == nullptr) return MCSIM_REFUSE(Status::kInvalidValue, "mcHandle is not a live multicast object of this process");
     return n_.multicast.addDevice(*mc, device);
   }
 
@@ -555,7 +558,10 @@ class ProcessNode final : public AttachedNode {
     // thread may release it meanwhile.
     auto source = [&](BindSource* src) {
       const HandleEntry* h = handles_.find(memHandle);
-      if (h == nullptr || isMulticastId(h->object)) return Status::kInvalidValue;
+      if (h == nullptr) return MCSIM_REFUSE(Status::kInvalidValue, "memHandle is not a live handle of this process");
+      if (isMulticastId(h->object)) {
+        return MCSIM_REFUSE(Status::kInvalidValue, "memHandle is a multicast object, not physical memory");
+      }
       return n_.multicast.bindSourceOf(h->object, memOffset, size, src);
     };
     return n_.multicast.bind(lock, "cuMulticastBindMem", [&] { return multicastOf(mcHandle); }, device, mcOffset,
@@ -569,8 +575,13 @@ class ProcessNode final : public AttachedNode {
       // The range must lie in one mapping of memory from cuMemCreate or a pool; cuMemAlloc
       // memory is refused (the reference names cuMemCreate and cudaMallocAsync only).
       const model::Mapping* m = space_.space().mappingContaining(va);
-      if (m == nullptr || isMulticastId(m->alloc) || size > m->va + m->size - va) return Status::kInvalidValue;
-      if (n_.objects.at(m->alloc).kind == AllocKind::kLinear) return Status::kInvalidValue;
+      if (m == nullptr || isMulticastId(m->alloc) || size > m->va + m->size - va) {
+        return MCSIM_REFUSE(Status::kInvalidValue, "the range is not inside one mapping of physical memory");
+      }
+      if (n_.objects.at(m->alloc).kind == AllocKind::kLinear) {
+        return MCSIM_REFUSE(Status::kInvalidValue, "cuMemAlloc memory cannot be bound; bind memory from cuMemCreate "
+                            "or a memory pool");
+      }
       return n_.multicast.bindSourceOf(m->alloc, m->allocOffset + (va - m->va), size, src);
     };
     return n_.multicast.bind(lock, "cuMulticastBindAddr", [&] { return multicastOf(mcHandle); }, device, mcOffset,
@@ -580,7 +591,7 @@ class ProcessNode final : public AttachedNode {
   Status multicastUnbind(uint64_t mcHandle, int device, uint64_t mcOffset, uint64_t size) override {
     auto lock = n_.enter();
     MulticastObject* mc = multicastOf(mcHandle);
-    if (mc == nullptr) return Status::kInvalidValue;
+    if (mc == nullptr) return MCSIM_REFUSE(Status::kInvalidValue, "mcHandle is not a live multicast object of this process");
     return n_.multicast.unbind(*mc, device, mcOffset, size);
   }
 

@@ -1,5 +1,8 @@
 #include "model/status.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace mcsim {
 
 const char* statusName(Status s) {
@@ -26,5 +29,30 @@ const char* statusName(Status s) {
   }
   return "unknown status";
 }
+
+bool gExplainFailures = false;
+
+namespace {
+// A plain buffer, not a std::string: the driver is called on threads whose thread-local objects
+// were already destroyed (the CUDA runtime's exit handlers, NCCL's proxy threads as they end), and
+// a trivially destructible thread-local stays usable for the thread's whole life.
+constexpr size_t kReasonCapacity = 480;
+thread_local char tReason[kReasonCapacity];
+thread_local size_t tReasonLength = 0;
+}  // namespace
+
+void explainFailure(std::string why) {
+  if (tReasonLength != 0 || why.empty()) return;
+  tReasonLength = std::min(why.size(), kReasonCapacity);
+  std::memcpy(tReason, why.data(), tReasonLength);
+}
+
+std::string takeFailureReason() {
+  std::string out(tReason, tReasonLength);
+  tReasonLength = 0;
+  return out;
+}
+
+void clearFailureReason() { tReasonLength = 0; }
 
 }  // namespace mcsim

@@ -2,6 +2,9 @@
 // (driver/status_map.cpp); nothing under driver/ knows about CUresult.
 #pragma once
 
+#include <string>
+#include <utility>
+
 namespace mcsim {
 
 enum class Status {
@@ -28,4 +31,34 @@ enum class Status {
 
 const char* statusName(Status s);
 
+// Why the calling thread's current driver call failed, for the call log (MCSIM_DEBUG;
+// docs/user-guide.md, "Why a call failed"). A check that refuses a call says why with
+// MCSIM_REFUSE(result, text...); the log prints the reason beside the call's result. The first
+// reason of a call stands (the innermost check, which refused first, says most), until the log
+// clears it as the next call begins. Reasons are built only while the log is on.
+extern bool gExplainFailures;  // set once, before the program's first call (traces/lib/call_log.cpp)
+void explainFailure(std::string why);
+std::string takeFailureReason();
+void clearFailureReason();
+
+template <typename R, typename Why>
+R refuse(R result, Why&& why) {
+  if (gExplainFailures) explainFailure(why());
+  return result;
+}
+
+}  // namespace mcsim
+
+// `return MCSIM_REFUSE(Status::kInvalidValue, "size ", std::to_string(size), " is not a multiple of ...");`
+// The text's pieces are concatenated only when the log is on.
+#define MCSIM_REFUSE(result, ...) ::mcsim::refuse((result), [&] { return ::mcsim::concatReason(__VA_ARGS__); })
+
+namespace mcsim {
+inline std::string concatReason() { return {}; }
+template <typename First, typename... Rest>
+std::string concatReason(First&& first, Rest&&... rest) {
+  std::string out(std::forward<First>(first));
+  out += concatReason(std::forward<Rest>(rest)...);
+  return out;
+}
 }  // namespace mcsim

@@ -282,22 +282,27 @@ def main():
                 'MCSIM_TRACE_DECLARE(%(sym)s, %(pfn)s)\n'
                 'extern "C" CUresult CUDAAPI %(sym)s(%(decl)s) {\n'
                 '  MCSIM_TRACE_PRELUDE(%(idx)d)\n'
-                '  if (__builtin_expect(!::mcsim::trace::gRecording, 1)) {\n'
+                '  if (__builtin_expect(!(::mcsim::trace::gRecording | ::mcsim::trace::gLogging), 1)) {\n'
                 '    const CUresult r_ = %(fwd)s;\n    %(fix)s\n    return r_;\n  }\n'
                 '  const uint64_t slots_[] = {%(slots)s0};\n'
+                '  ::mcsim::trace::CallLog log_(%(idx)d, slots_);\n'
+                '  if (!::mcsim::trace::gRecording) {\n'
+                '    const CUresult r_ = %(fwd)s;\n    %(fix)s\n    return log_.finish(r_);\n  }\n'
                 '  ::mcsim::trace::CallScope scope_(%(idx)d, slots_);\n'
                 '  const CUresult r_ = %(fwd)s;\n  %(fix)s\n'
-                '  return scope_.finish(r_);\n'
+                '  return log_.finish(scope_.finish(r_));\n'
                 '}\n' % dict(sym=sym, pfn=pfn, decl=decl, idx=idx, fwd=fwd, fix=fix, slots=slots + ', '))
             continue
         wrappers.append(
             'MCSIM_TRACE_DECLARE(%(sym)s, %(pfn)s)\n'
             'extern "C" CUresult CUDAAPI %(sym)s(%(decl)s) {\n'
             '  MCSIM_TRACE_PRELUDE(%(idx)d)\n'
-            '  %(guard)sif (__builtin_expect(!::mcsim::trace::gRecording, 1)) return MCSIM_TRACE_FORWARD(%(sym)s, %(pfn)s, %(idx)d)(%(fwd)s);\n'
+            '  %(guard)sif (__builtin_expect(!(::mcsim::trace::gRecording | ::mcsim::trace::gLogging), 1)) return MCSIM_TRACE_FORWARD(%(sym)s, %(pfn)s, %(idx)d)(%(fwd)s);\n'
             '  const uint64_t slots_[] = {%(slots)s0};\n'
+            '  ::mcsim::trace::CallLog log_(%(idx)d, slots_);\n'
+            '  if (!::mcsim::trace::gRecording) return log_.finish(MCSIM_TRACE_FORWARD(%(sym)s, %(pfn)s, %(idx)d)(%(fwd)s));\n'
             '  ::mcsim::trace::CallScope scope_(%(idx)d, slots_);\n'
-            '  return scope_.finish(MCSIM_TRACE_FORWARD(%(sym)s, %(pfn)s, %(idx)d)(%(fwd)s));\n'
+            '  return log_.finish(scope_.finish(MCSIM_TRACE_FORWARD(%(sym)s, %(pfn)s, %(idx)d)(%(fwd)s)));\n'
             '}\n' % dict(sym=sym, pfn=pfn, decl=decl or 'void', idx=idx, guard=guard, fwd=fwd_args,
                          slots=(slots + ', ') if slots else ''))
     for base in overrides:

@@ -198,6 +198,7 @@ const std::set<std::string> kCodeIdentifiers = {
     "MCSIM_FAULT_ARGUMENTS",
     "MCSIM_FAULT_POINT_ARGS",
     "MCSIM_REDOP_ADD",
+    "MCSIM_REFUSE",
     "MCSIM_REQUIRE_INIT",
     "MCSIM_REQUIRE_INIT_ARGS",
     "MCSIM_REQUIRE_INIT_DEV_ARGS",

@@ -1,4 +1,5 @@
 #include "traces/lib/recorder.h"
+#include "traces/lib/call_log.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -124,6 +125,7 @@ void startRecorder(const Target& t, const settings::Settings& settings) {
   r.options.symbolOf = &wrappedSymbol;
   r.options.describeFunction = t.describeFunction;
 
+  startCallLog(settings);
   if (settings.record.empty()) return;
   std::string p = settings.record;
   // %p: one trace per process when several processes record.

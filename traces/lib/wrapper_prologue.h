@@ -11,6 +11,7 @@
 #include "driver/abi_names.h"
 #include "mcsim/cuda_multicast_v2.h"
 #include "traces/lib/call_desc.h"
+#include "traces/lib/call_log.h"
 #include "traces/lib/recorder.h"
 
 // cudaTypedefs.h declares the pre-3.2 variants' types only for NVIDIA's own build.
