@@ -194,6 +194,7 @@ bool consultFaults(const char* symbol, int device, const fabric::FaultArgument* 
   }
   if (device == kCurrentDevice) {
     CUctx_st* ctx = nullptr;
+    const QuietChecks quiet;
     device = currentContext(&ctx) == CUDA_SUCCESS ? ctx->device : -1;
   }
   const fabric::Node::FaultOutcome o = node().onEntry(symbol, device, processRank(), args, argCount, fabricMoment);

@@ -404,8 +404,13 @@ CUresult launchNoting(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, C
   }
   NodeCall call(CU_GRAPH_NODE_TYPE_KERNEL);
   CUctx_st* ctx = nullptr;
-  if (f != nullptr && currentContext(&ctx) == CUDA_SUCCESS &&
-      kernelParamSizes(f, ctx, &call.kernelSizes) == CUDA_SUCCESS) {
+  bool described = false;
+  {
+    const QuietChecks quiet;  // the launch itself says why it fails
+    described = f != nullptr && currentContext(&ctx) == CUDA_SUCCESS &&
+                kernelParamSizes(f, ctx, &call.kernelSizes) == CUDA_SUCCESS;
+  }
+  if (described) {
     call.haveKernel = true;
     call.kernel.func = f;
     call.kernel.gridDimX = grid.x;

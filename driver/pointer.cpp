@@ -28,7 +28,10 @@ struct PointerFacts {
 
 CUresult gather(CUdeviceptr ptr, PointerFacts* f) {
   CUctx_st* ctx = nullptr;
-  if (currentContext(&ctx) == CUDA_SUCCESS) f->ctx = ctx;
+  {
+    const QuietChecks quiet;  // a pointer is described with or without a current context
+    if (currentContext(&ctx) == CUDA_SUCCESS) f->ctx = ctx;
+  }
   const int dev = f->ctx != nullptr ? f->ctx->device : -1;
   if (isDeviceAddress(ptr)) {
     MCSIM_TRY(toResult(state().node->pointerInfo(ptr, dev, &f->info)));

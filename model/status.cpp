@@ -39,7 +39,12 @@ namespace {
 constexpr size_t kReasonCapacity = 480;
 thread_local char tReason[kReasonCapacity];
 thread_local size_t tReasonLength = 0;
+thread_local int tQuietDepth = 0;
 }  // namespace
+
+QuietChecks::QuietChecks() { ++tQuietDepth; }
+QuietChecks::~QuietChecks() { --tQuietDepth; }
+bool QuietChecks::active() { return tQuietDepth != 0; }
 
 void explainFailure(std::string why) {
   if (tReasonLength != 0 || why.empty()) return;

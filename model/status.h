@@ -41,9 +41,21 @@ void explainFailure(std::string why);
 std::string takeFailureReason();
 void clearFailureReason();
 
+// A check made only to look (is there a current context?), whose failure the call goes on
+// without, leaves no reason behind for the call's real refusal to be mistaken for: it is made
+// inside a QuietChecks.
+class QuietChecks {
+ public:
+  QuietChecks();
+  ~QuietChecks();
+  QuietChecks(const QuietChecks&) = delete;
+  QuietChecks& operator=(const QuietChecks&) = delete;
+  static bool active();
+};
+
 template <typename R, typename Why>
 R refuse(R result, Why&& why) {
-  if (gExplainFailures) explainFailure(why());
+  if (gExplainFailures && !QuietChecks::active()) explainFailure(why());
   return result;
 }
 

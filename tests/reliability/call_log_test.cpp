@@ -159,6 +159,26 @@ TEST_F(CallLog, AFailingCallFromAnExitHandlerIsLogged) {
       "current on this thread.*\n$");
 }
 
+// A check made only to look leaves no reason behind: with a fault plan in force every call asks
+// for the current context to filter by device, and a thread without one must still hear the
+// call's own rule, not "no context is current".
+TEST_F(CallLog, ALookingCheckLeavesNoReasonBehind) {
+  setLog("WARN", nullptr);
+  setenv("MCSIM_FAULTS", "cuMemAlloc device=7 : nth=1 -> return CUDA_ERROR_OUT_OF_MEMORY", 1);
+  EXPECT_EXIT(
+      {
+        if (cuInit(0) != CUDA_SUCCESS) std::abort();
+        CUmulticastObjectProp mp = cutest::mcProp(2, 4096);
+        CUmemGenericAllocationHandle mc = 0;
+        if (cuMulticastCreate(&mc, &mp) != CUDA_ERROR_INVALID_VALUE) std::abort();
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "^mcsim\\[[0-9]+\\] WARN cuMulticastCreate\\(.*\\) = CUDA_ERROR_INVALID_VALUE: prop->size must be a nonzero "
+      "multiple");
+  unsetenv("MCSIM_FAULTS");
+}
+
 // Unset, the log says nothing, failing calls included.
 TEST_F(CallLog, UnsetSaysNothing) {
   unsetenv("MCSIM_DEBUG");
