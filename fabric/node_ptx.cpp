@@ -30,6 +30,7 @@
 #include <shared_mutex>
 #include <utility>
 
+#include "fabric/fabric_manager.h"
 #include "fabric/node_model.h"
 #include "model/engine.h"
 #include "ptx/address_space_memory.h"
@@ -56,7 +57,9 @@ class LaunchMemory : public ptx::GlobalMemory {
 
   LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned)
       : launch_(launch), abandoned_(abandoned),
-        inner_(*launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); }) {}
+        inner_(
+            *launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); },
+            [this](model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) { return members(id, offset, out); }) {}
 
   ptx::MemoryError resolve(uint64_t va, ptx::AccessKind kind, int device, ptx::MemoryWindow* out) override {
     // One access at a time under the mappings lock: a map or unmap of another thread waits for
@@ -76,8 +79,20 @@ class LaunchMemory : public ptx::GlobalMemory {
     (kind == ptx::AccessKind::kRead ? t.read : t.written) += bytes;
   }
 
+  ptx::MemoryError resolveMulticast(uint64_t va, ptx::AccessKind kind, int device, ptx::MulticastWindow* out) override {
+    std::shared_lock<std::shared_mutex> reading(*launch_.spaceLock);
+    if (abandoned_ != nullptr && abandoned_->load()) return ptx::MemoryError::kUnmapped;
+    return inner_.resolveMulticast(va, kind, device, out);
+  }
+
+  void accessedMulticast(const ptx::MulticastWindow& window, ptx::MultimemKind kind, uint64_t bytes) override {
+    multimem_[{window.object, kind}] += bytes;
+  }
+
   // Per allocation, in id order, since the last call.
   std::map<model::AllocId, Traffic> takeTraffic() { return std::exchange(traffic_, {}); }
+  // Multimem bytes per (multicast object, kind), in that order, since the last call.
+  std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t> takeMultimemTraffic() { return std::exchange(multimem_, {}); }
 
  private:
   uint8_t* backing(model::AllocId id, uint64_t* size) {
@@ -89,12 +104,37 @@ class LaunchMemory : public ptx::GlobalMemory {
     return it->second.data;
   }
 
+  // The members' bound memory behind offset `offset` of multicast object `id`, from the launch's
+  // snapshot of it (PtxLaunch::multicast), in ascending device ordinal.
+  ptx::MemoryError members(model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) const {
+    if (!isMulticastId(id)) return ptx::MemoryError::kNotMulticast;
+    auto it = launch_.multicast.find(id);
+    if (it == launch_.multicast.end()) return ptx::MemoryError::kUnmapped;  // mapped after the launch
+    const PtxLaunch::Multicast& mc = it->second;
+    if (mc.devices.size() < mc.numDevices) return ptx::MemoryError::kUnbound;
+    out->members.clear();
+    out->devices.clear();
+    out->size = UINT64_MAX;
+    for (int d : mc.devices) {
+      auto b = mc.bindings.upper_bound({d, offset});
+      if (b == mc.bindings.begin()) return ptx::MemoryError::kUnbound;
+      --b;
+      const PtxLaunch::Bound& bound = b->second;
+      if (b->first.first != d || offset < bound.mcOffset || offset - bound.mcOffset >= bound.size) return ptx::MemoryError::kUnbound;
+      out->members.push_back(bound.data + (offset - bound.mcOffset));
+      out->devices.push_back(d);
+      out->size = std::min(out->size, bound.size - (offset - bound.mcOffset));
+    }
+    return ptx::MemoryError::kNone;
+  }
+
   const PtxLaunch& launch_;
   const std::atomic<bool>* abandoned_;
   ptx::AddressSpaceMemory inner_;
   model::AllocId lastAlloc_ = 0;
   std::map<const uint8_t*, model::AllocId> windows_;  // resolved window -> its allocation
   std::map<model::AllocId, Traffic> traffic_;
+  std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t> multimem_;
 };
 
 model::WorkFault::Kind faultKind(ptx::Fault f) {
@@ -186,6 +226,62 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     }
   };
 
+  // Multimem traffic: each multicast object's bytes as a behavioural model's multimem step
+  // streams them (multicastOut for st and red: replicated by the switches, every member's port
+  // down and memory, red a read-modify-write; multicastIn for ld_reduce: every member's memory
+  // and port up, the switches' reduction engines, this GPU's port down), chunk by chunk in the
+  // same window of loads in flight, from where the previous slice's left off.
+  std::map<model::AllocId, ResolvedStep> mcSteps;
+  std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t> mcCursor;
+  const auto streamMultimem = [&](const std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t>& traffic, uint64_t* end) {
+    for (const auto& [key, bytes] : traffic) {
+      auto [it, fresh] = mcSteps.try_emplace(key.first);
+      ResolvedStep& st = it->second;
+      if (fresh) {
+        const PtxLaunch::Multicast& mc = launch.multicast.at(key.first);
+        for (int d : mc.devices) {
+          MemorySpan span;
+          for (const auto& [k, b] : mc.bindings) {
+            if (k.first == d) span.push_back(MemoryRun{b.ref, b.data, b.size});
+          }
+          st.memberGpus.push_back(d);
+          st.members.push_back(std::move(span));
+        }
+        // The bytes every member has bound, one after another: the range the traffic cycles over.
+        st.bytes = UINT64_MAX;
+        for (const MemorySpan& m : st.members) {
+          uint64_t n = 0;
+          for (const MemoryRun& r : m) n += r.len;
+          st.bytes = std::min(st.bytes, n);
+        }
+      }
+      if (st.bytes == 0 || st.bytes == UINT64_MAX) continue;
+      const bool load = key.second == ptx::MultimemKind::kLoadReduce;
+      uint64_t& off = mcCursor[key];
+      for (uint64_t left = bytes; left > 0;) {
+        if (outstanding.size() >= window) {
+          engine.waitUntil(outstanding.front());
+          outstanding.pop_front();
+        }
+        const uint64_t n = std::min({chunk, left, st.bytes - off});
+        const uint64_t now = Engine::simNowPs();
+        horizon_.ps = now;
+        const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, n) : now;
+        uint64_t released = now, done = now;
+        if (load) {
+          done = multicastIn(w.engineGpu, st, off, n, now);
+          released = done;
+        } else {
+          done = multicastOut(w.engineGpu, st, off, n, now, key.second == ptx::MultimemKind::kReduce, &released);
+        }
+        outstanding.push_back(std::max(released, smDone));
+        *end = std::max({*end, done, smDone});
+        off = (off + n) % st.bytes;
+        left -= n;
+      }
+    }
+  };
+
   uint64_t timed = 0;                       // warp instructions timed so far
   uint64_t issued = Engine::simNowPs();      // when those have issued
   uint64_t end = issued;                     // when everything so far is done
@@ -199,6 +295,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     timed = r.warpInstructions;
     end = std::max(end, issued);
     stream(memory.takeTraffic(), &end);
+    streamMultimem(memory.takeMultimemTraffic(), &end);
     if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
     if (state == ptx::RunState::kWaiting) {
       // Every warp spins: the kernel waits, from when its slice is done, until memory changes;
