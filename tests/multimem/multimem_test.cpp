@@ -14,6 +14,7 @@
 #include "mcsim/api.h"
 #include "mcsim/kernel_model.h"
 #include "mcsim/kernels.h"
+#include "model/reduction.h"
 #include "tests/common/cu_expect.h"
 #include "tests/common/vmm_props.h"
 
@@ -428,6 +429,62 @@ TEST_F(Team, ABarrierAGpuNeverJoinsIsReportedNotHung) {
   EXPECT_OK(cuMemAlloc(&p, 4096));
   EXPECT_OK(cuMemFree(p));
   ASSERT_OK(cuDevicePrimaryCtxRelease(0));
+}
+
+// The library's all-reduce kernels on f32, f16x2 and bf16x2 data: every member ends with the
+// members' values combined in ascending device ordinal with model/reduction.h's arithmetic (the
+// behavioural models' definition), bit for bit. Run twice by ctest: with the models, and with
+// MCSIM_LIBRARY_KERNELS=ptx (the kernels' PTX through the executor), so both give these bits.
+TEST_F(Team, LibraryAllReducesGiveTheModelsBits) {
+  const uint64_t count = 3000;  // 32-bit elements; not a multiple of the shares' alignment
+  uint32_t epoch = 1;
+  for (const uint32_t dtype : {uint32_t{MCSIM_DTYPE_F32}, uint32_t{MCSIM_DTYPE_F16X2}, uint32_t{MCSIM_DTYPE_BF16X2}}) {
+    for (const char* kernel : {MCSIM_KERNEL_ALLREDUCE_ONESHOT, MCSIM_KERNEL_ALLREDUCE_TWOSHOT, MCSIM_KERNEL_ALLREDUCE_NVLS}) {
+      const bool oneshot = std::string(kernel) == MCSIM_KERNEL_ALLREDUCE_ONESHOT;
+      std::vector<std::vector<uint32_t>> in(static_cast<size_t>(n), std::vector<uint32_t>(count));
+      for (int d = 0; d < n; ++d) {
+        for (uint64_t i = 0; i < count; ++i) {
+          // Finite values of mixed magnitude and sign: sums that round.
+          const uint32_t k = static_cast<uint32_t>((i * 2654435761u) ^ (static_cast<uint32_t>(d) * 40503u));
+          uint32_t w = 0;
+          if (dtype == MCSIM_DTYPE_F32) {
+            const float f = static_cast<float>(static_cast<int32_t>(k % 20001) - 10000) * (1.0f + static_cast<float>(d) / 3.0f);
+            std::memcpy(&w, &f, 4);
+          } else {
+            // Two halves with exponents kept away from infinity.
+            const uint32_t mask = dtype == MCSIM_DTYPE_F16X2 ? 0xbbffu : 0xc3ffu;
+            w = (k & mask) | (((k >> 16) & mask) << 16);
+          }
+          in[static_cast<size_t>(d)][i] = w;
+        }
+        put(d, in[static_cast<size_t>(d)].data(), count * 4);
+      }
+      std::vector<uint32_t> want = in[0];
+      for (int d = 1; d < n; ++d) {
+        ASSERT_TRUE(mcsim::model::reduceInto(dtype, MCSIM_REDOP_ADD, reinterpret_cast<uint8_t*>(want.data()),
+                                             reinterpret_cast<const uint8_t*>(in[static_cast<size_t>(d)].data()), count));
+      }
+      // The library's barriers count blocks from a signal word at zero.
+      for (int d = 0; d < n; ++d) {
+        ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+        ASSERT_OK(cuMemsetD32(signalLocal[d], 0, 1));
+      }
+      uint32_t dt = dtype, world = static_cast<uint32_t>(n);
+      uint64_t c = count;
+      for (int d = 0; d < n; ++d) {
+        CUdeviceptr mc = mcView[d], out = local[d] + kMiB, sigMc = signalMc[d], sig = signalLocal[d];
+        uint32_t rank = static_cast<uint32_t>(d);
+        void* oneArgs[] = {&mc, &out, &c, &dt, &sigMc, &sig, &world, &epoch};
+        void* twoArgs[] = {&mc, &c, &dt, &sigMc, &sig, &rank, &world, &epoch};
+        ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+        ASSERT_OK(cuLaunchKernel(fn(d, kernel), 2, 1, 1, 256, 1, 1, 0, streams[d], oneshot ? oneArgs : twoArgs, nullptr));
+      }
+      syncAll();
+      for (int d = 0; d < n; ++d) {
+        EXPECT_EQ(want, get<uint32_t>(d, count, oneshot ? kMiB : 0)) << kernel << " dtype " << dtype << " member " << d;
+      }
+    }
+  }
 }
 
 // ---- A program's own multimem kernels, from PTX (docs/ptx.md, "multimem")
