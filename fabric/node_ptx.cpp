@@ -75,8 +75,20 @@ class LaunchMemory : public ptx::GlobalMemory {
   void accessed(const ptx::MemoryWindow& window, ptx::AccessKind kind, uint64_t bytes) override {
     auto it = windows_.find(window.host);
     if (it == windows_.end()) return;
-    Traffic& t = traffic_[it->second];
+    Traffic& t = turn_[it->second];
     (kind == ptx::AccessKind::kRead ? t.read : t.written) += bytes;
+  }
+
+  // A turn that only polled a word: on a GPU such re-reads hit in the cache while the warp waits,
+  // so they are not streamed through memory (what a polling turn wrote, an atomic that changed
+  // nothing, still is).
+  void turnEnded(bool polling) override {
+    for (const auto& [alloc, t] : turn_) {
+      Traffic& all = traffic_[alloc];
+      if (!polling) all.read += t.read;
+      all.written += t.written;
+    }
+    turn_.clear();
   }
 
   ptx::MemoryError resolveMulticast(uint64_t va, ptx::AccessKind kind, int device, ptx::MulticastWindow* out) override {
@@ -86,13 +98,19 @@ class LaunchMemory : public ptx::GlobalMemory {
   }
 
   void accessedMulticast(const ptx::MulticastWindow& window, ptx::MultimemKind kind, uint64_t bytes) override {
-    multimem_[{window.object, kind}] += bytes;
+    auto [it, fresh] = multimem_.try_emplace({window.object, kind});
+    it->second.start = fresh ? window.offset : std::min(it->second.start, window.offset);
+    it->second.bytes += bytes;
   }
 
   // Per allocation, in id order, since the last call.
   std::map<model::AllocId, Traffic> takeTraffic() { return std::exchange(traffic_, {}); }
-  // Multimem bytes per (multicast object, kind), in that order, since the last call.
-  std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t> takeMultimemTraffic() { return std::exchange(multimem_, {}); }
+  // Multimem bytes per (multicast object, kind), in that order, since the last call, and the
+  // lowest offset in the object they were accessed from.
+  struct MultimemTraffic {
+    uint64_t bytes = 0, start = 0;
+  };
+  std::map<std::pair<model::AllocId, ptx::MultimemKind>, MultimemTraffic> takeMultimemTraffic() { return std::exchange(multimem_, {}); }
 
  private:
   uint8_t* backing(model::AllocId id, uint64_t* size) {
@@ -134,7 +152,8 @@ class LaunchMemory : public ptx::GlobalMemory {
   model::AllocId lastAlloc_ = 0;
   std::map<const uint8_t*, model::AllocId> windows_;  // resolved window -> its allocation
   std::map<model::AllocId, Traffic> traffic_;
-  std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t> multimem_;
+  std::map<model::AllocId, Traffic> turn_;  // the running warp turn's, until turnEnded
+  std::map<std::pair<model::AllocId, ptx::MultimemKind>, MultimemTraffic> multimem_;
 };
 
 model::WorkFault::Kind faultKind(ptx::Fault f) {
@@ -232,52 +251,103 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // and port up, the switches' reduction engines, this GPU's port down), chunk by chunk in the
   // same window of loads in flight, from where the previous slice's left off.
   std::map<model::AllocId, ResolvedStep> mcSteps;
-  std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t> mcCursor;
-  const auto streamMultimem = [&](const std::map<std::pair<model::AllocId, ptx::MultimemKind>, uint64_t>& traffic, uint64_t* end) {
-    for (const auto& [key, bytes] : traffic) {
-      auto [it, fresh] = mcSteps.try_emplace(key.first);
-      ResolvedStep& st = it->second;
-      if (fresh) {
-        const PtxLaunch::Multicast& mc = launch.multicast.at(key.first);
-        for (int d : mc.devices) {
-          MemorySpan span;
-          for (const auto& [k, b] : mc.bindings) {
-            if (k.first == d) span.push_back(MemoryRun{b.ref, b.data, b.size});
-          }
-          st.memberGpus.push_back(d);
-          st.members.push_back(std::move(span));
+  const auto stepOf = [&](model::AllocId id) -> const ResolvedStep& {
+    auto [it, fresh] = mcSteps.try_emplace(id);
+    ResolvedStep& st = it->second;
+    if (fresh) {
+      const PtxLaunch::Multicast& mc = launch.multicast.at(id);
+      for (int d : mc.devices) {
+        MemorySpan span;
+        for (const auto& [k, b] : mc.bindings) {
+          if (k.first == d) span.push_back(MemoryRun{b.ref, b.data, b.size});
         }
-        // The bytes every member has bound, one after another: the range the traffic cycles over.
-        st.bytes = UINT64_MAX;
-        for (const MemorySpan& m : st.members) {
-          uint64_t n = 0;
-          for (const MemoryRun& r : m) n += r.len;
-          st.bytes = std::min(st.bytes, n);
-        }
+        st.memberGpus.push_back(d);
+        st.members.push_back(std::move(span));
       }
-      if (st.bytes == 0 || st.bytes == UINT64_MAX) continue;
-      const bool load = key.second == ptx::MultimemKind::kLoadReduce;
-      uint64_t& off = mcCursor[key];
-      for (uint64_t left = bytes; left > 0;) {
+      // The bytes every member has bound, one after another: the range the traffic cycles over.
+      st.bytes = st.members.empty() ? 0 : UINT64_MAX;
+      for (const MemorySpan& m : st.members) {
+        uint64_t n = 0;
+        for (const MemoryRun& r : m) n += r.len;
+        st.bytes = std::min(st.bytes, n);
+      }
+    }
+    return st;
+  };
+  // A slice's multimem streams take turns chunk by chunk. Its ld_reduce and st on one object are
+  // paired, chunk for chunk, as one load-reduce-store: the store leaves when the reduced data is
+  // back and the chunk holds its place in the window until the store has left the switches, as
+  // the behavioural model's multimemLoadReduceStore step (the data dependence of an all-reduce's
+  // loop, which stores what it has just reduced); the rest of either streams on its own.
+  enum class Mode { kLoad, kStore, kReduce, kLoadStore };
+  struct McStream {
+    model::AllocId object;
+    Mode mode;
+    uint64_t bytes;
+    uint64_t at;  // where in the object: from the lowest offset the slice accessed on
+  };
+  const auto streamMultimem = [&](const std::map<std::pair<model::AllocId, ptx::MultimemKind>, LaunchMemory::MultimemTraffic>& traffic,
+                                   uint64_t* end) {
+    std::vector<McStream> streams;
+    for (const auto& [key, t] : traffic) {
+      const uint64_t bytes = t.bytes;
+      const auto other = [&](ptx::MultimemKind k) {
+        auto it = traffic.find({key.first, k});
+        return it == traffic.end() ? uint64_t{0} : it->second.bytes;
+      };
+      switch (key.second) {
+        case ptx::MultimemKind::kLoadReduce: {
+          const uint64_t paired = std::min(bytes, other(ptx::MultimemKind::kStore));
+          if (paired > 0) streams.push_back({key.first, Mode::kLoadStore, paired, t.start});
+          if (bytes > paired) streams.push_back({key.first, Mode::kLoad, bytes - paired, t.start});
+          break;
+        }
+        case ptx::MultimemKind::kStore: {
+          const uint64_t paired = std::min(bytes, other(ptx::MultimemKind::kLoadReduce));
+          if (bytes > paired) streams.push_back({key.first, Mode::kStore, bytes - paired, t.start});
+          break;
+        }
+        case ptx::MultimemKind::kReduce: streams.push_back({key.first, Mode::kReduce, bytes, t.start}); break;
+      }
+    }
+    for (bool more = true; more;) {
+      more = false;
+      for (McStream& m : streams) {
+        if (m.bytes == 0) continue;
+        const ResolvedStep& st = stepOf(m.object);
+        if (st.bytes == 0) {
+          m.bytes = 0;
+          continue;
+        }
         if (outstanding.size() >= window) {
           engine.waitUntil(outstanding.front());
           outstanding.pop_front();
         }
-        const uint64_t n = std::min({chunk, left, st.bytes - off});
+        uint64_t& off = m.at;
+        off %= st.bytes;
+        const uint64_t n = std::min({chunk, m.bytes, st.bytes - off});
         const uint64_t now = Engine::simNowPs();
         horizon_.ps = now;
-        const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, n) : now;
+        const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, m.mode == Mode::kLoadStore ? 2 * n : n) : now;
         uint64_t released = now, done = now;
-        if (load) {
-          done = multicastIn(w.engineGpu, st, off, n, now);
-          released = done;
-        } else {
-          done = multicastOut(w.engineGpu, st, off, n, now, key.second == ptx::MultimemKind::kReduce, &released);
+        switch (m.mode) {
+          case Mode::kLoad:
+            done = multicastIn(w.engineGpu, st, off, n, now);
+            released = done;
+            break;
+          case Mode::kStore:
+          case Mode::kReduce:
+            done = multicastOut(w.engineGpu, st, off, n, now, m.mode == Mode::kReduce, &released);
+            break;
+          case Mode::kLoadStore:
+            done = multicastOut(w.engineGpu, st, off, n, multicastIn(w.engineGpu, st, off, n, now), false, &released);
+            break;
         }
         outstanding.push_back(std::max(released, smDone));
         *end = std::max({*end, done, smDone});
         off = (off + n) % st.bytes;
-        left -= n;
+        m.bytes -= n;
+        more = more || m.bytes > 0;
       }
     }
   };
@@ -291,8 +361,12 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     const ptx::LaunchResult& r = ptx::Executor::result(*run);
     if (ptx::Executor::wroteGlobal(*run)) memoryChanged();
     const uint64_t epoch = memoryEpoch_;
-    issued = std::max(issued, Engine::simNowPs()) + issuePs(r.warpInstructions - timed);
-    timed = r.warpInstructions;
+    // Instructions of warps that spun a whole turn and were parked are polling: on a GPU those
+    // warps poll the word while the others work, and see a change within a poll, so they cost the
+    // kernel no issue time (LaunchResult::pollingInstructions).
+    const uint64_t work = r.warpInstructions - r.pollingInstructions;
+    issued = std::max(issued, Engine::simNowPs()) + issuePs(work - timed);
+    timed = work;
     end = std::max(end, issued);
     stream(memory.takeTraffic(), &end);
     streamMultimem(memory.takeMultimemTraffic(), &end);

@@ -54,6 +54,7 @@ MemoryError AddressSpaceMemory::resolveMulticast(uint64_t va, AccessKind kind, i
   out->va = va;
   out->size = std::min(out->size, m->size - in);
   out->object = m->alloc;
+  out->offset = m->allocOffset + in;
   return MemoryError::kNone;
 }
 

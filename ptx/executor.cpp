@@ -442,7 +442,15 @@ class Executor::Run {
     return false;
   }
 
+  // A warp's turn, then what it moved told to the memory, with whether the turn was polling.
   void runWarp(Warp& w) {
+    polled_ = false;
+    runTurn(w);
+    flushTraffic();
+    ex_.memory_.turnEnded(polled_);
+  }
+
+  void runTurn(Warp& w) {
     const Instruction* code = fn_.code.data();
     spin_.changed = false;
     spin_.overflow = false;
@@ -469,7 +477,11 @@ class Executor::Run {
     watching_ = false;
     // A whole turn that changed nothing and, at its end, only re-read a few words: the warp
     // spins on them, and will until memory changes (wake).
-    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words.words > 0) park(w);
+    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words.words > 0) {
+      park(w);
+      result_.pollingInstructions += n;
+      polled_ = true;
+    }
   }
 
   void park(Warp& w) {
@@ -894,9 +906,14 @@ class Executor::Run {
     flushTraffic();
     win_ = MemoryWindow{};
     MulticastWindow mc;
-    uint64_t mcBytes = 0;
+    uint64_t mcBytes = 0, mcFirst = 0;  // bytes accessed through `mc`, from the lowest address
     const auto flush = [&] {
-      if (mcBytes != 0 && !mc.members.empty()) ex_.memory_.accessedMulticast(mc, mk, mcBytes);
+      if (mcBytes != 0 && !mc.members.empty()) {
+        MulticastWindow at = mc;
+        at.offset += mcFirst - mc.va;
+        at.va = mcFirst;
+        ex_.memory_.accessedMulticast(at, mk, mcBytes);
+      }
       mcBytes = 0;
     };
     uint8_t value[16], acc[16];
@@ -934,6 +951,7 @@ class Executor::Run {
         return;
       }
       const uint64_t off = a - mc.va;
+      mcFirst = mcBytes == 0 ? a : std::min(mcFirst, a);
       mcBytes += bytes;
       if (load) {
         result_.globalBytesRead += bytes * mc.members.size();
@@ -1202,6 +1220,7 @@ class Executor::Run {
   std::vector<Watched> watched_;  // the entered block's, per warp
   SpinWatch spin_;
   bool watching_ = false;     // the running warp's reads are noted (watch)
+  bool polled_ = false;       // the running warp's turn ended with it parked (runWarp)
   Space locSpace_ = Space::kGlobal;  // the space locate() resolved last
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()

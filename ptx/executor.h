@@ -77,6 +77,9 @@ struct LaunchResult {
   std::string message;
   uint64_t warpInstructions = 0;
   uint64_t threadInstructions = 0;
+  // Of warpInstructions, those of turns after which the warp was parked as spinning (a whole
+  // quantum that changed nothing and re-read a few words): polling, not work.
+  uint64_t pollingInstructions = 0;
   // Bytes of global memory (GlobalMemory) the kernel's lanes read, and wrote or updated atomically.
   uint64_t globalBytesRead = 0;
   uint64_t globalBytesWritten = 0;

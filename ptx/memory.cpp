@@ -59,6 +59,7 @@ MemoryError FlatMemory::resolveMulticast(uint64_t va, AccessKind kind, int devic
   out->va = it->first;
   out->size = it->second.size;
   out->object = it->first;
+  out->offset = 0;
   out->members.clear();
   out->devices.clear();
   for (size_t i = 0; i < it->second.members.size(); ++i) {

@@ -49,7 +49,8 @@ struct MulticastWindow {
   uint64_t size = 0;
   std::vector<uint8_t*> members;
   std::vector<int> devices;
-  uint64_t object = 0;  // which multicast object, for the implementation (accessedMulticast)
+  uint64_t object = 0;  // which multicast object, for the implementation (accessedMulticast) ...
+  uint64_t offset = 0;  // ... and where `va` is in it
 };
 
 // What a multimem access did, for a memory that times it: read and reduced every member's value
@@ -70,6 +71,10 @@ class GlobalMemory {
     (void)kind;
     (void)bytes;
   }
+  // A warp's turn has ended, every access of it told (accessed). `polling`: the turn only re-read
+  // a few words, changed nothing, and the warp was parked as spinning on them
+  // (LaunchResult::pollingInstructions); a memory that times traffic may leave its reads out.
+  virtual void turnEnded(bool polling) { (void)polling; }
   // The members behind the multicast address `va`, for a multimem access of `kind` by `device`,
   // resolved now (as resolve). A memory without multicast mappings answers kNotMulticast.
   virtual MemoryError resolveMulticast(uint64_t va, AccessKind kind, int device, MulticastWindow* out) {
@@ -80,7 +85,7 @@ class GlobalMemory {
     return MemoryError::kNotMulticast;
   }
   // After multimem accesses through a window `resolveMulticast` gave: `bytes` of the multicast
-  // range (per member, summed over lanes) were accessed this way.
+  // range (per member, summed over lanes) were accessed this way, the lowest at window.va.
   virtual void accessedMulticast(const MulticastWindow& window, MultimemKind kind, uint64_t bytes) {
     (void)window;
     (void)kind;
