@@ -12,7 +12,8 @@
 // a word nothing will write leaves the simulation with nothing to do, and the engine reports the
 // hang with what each waiting kernel waits on (describeWaitingKernels).
 //
-// Data: global accesses are resolved as they happen, each under the launching process's
+// Data: global accesses (multimem ones to every member's memory of the multicast objects the
+// launch holds, PtxLaunch::multicast) are resolved as they happen, each under the launching process's
 // mappings lock (shared), through its address space (mappings and rights, as copies and the
 // behavioural models resolve them: ptx/address_space_memory.h) to the backing bytes of the
 // allocations the launch holds. So another thread's map or unmap waits at most for one access.
@@ -22,7 +23,10 @@
 // bytes it read and wrote in each allocation) streams in chunks through that memory's path as a
 // behavioural model's copy step streams them (this GPU's HBM and L2, or a peer's over NVLink and
 // the switches), with the loads the resident threads keep in flight, and bounded by the SMs' own
-// bytes per second. The kernel ends when its last slice's instructions and traffic are done.
+// bytes per second; its multimem traffic as the behavioural models' multimem steps stream theirs
+// (the switches replicate st and red, their reduction engines combine ld_reduce). Warp turns that
+// only polled a word cost nothing. The kernel ends when its last slice's instructions and traffic
+// are done.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -249,7 +253,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // streams them (multicastOut for st and red: replicated by the switches, every member's port
   // down and memory, red a read-modify-write; multicastIn for ld_reduce: every member's memory
   // and port up, the switches' reduction engines, this GPU's port down), chunk by chunk in the
-  // same window of loads in flight, from where the previous slice's left off.
+  // same window of loads in flight, from the lowest offset the slice accessed in the object.
   std::map<model::AllocId, ResolvedStep> mcSteps;
   const auto stepOf = [&](model::AllocId id) -> const ResolvedStep& {
     auto [it, fresh] = mcSteps.try_emplace(id);
