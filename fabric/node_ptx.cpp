@@ -376,9 +376,10 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     streamMultimem(memory.takeMultimemTraffic(), &end);
     if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
     if (state == ptx::RunState::kWaiting) {
-      // Every warp spins: the kernel waits, from when its slice is done, until memory changes;
-      // it cannot resume earlier than the write that releases it.
-      engine.waitUntil(end);
+      // Every warp spins: the kernel waits, from when its slice's instructions have issued, until
+      // memory changes; it cannot resume earlier than the write that releases it. (Its traffic
+      // still in flight goes on meanwhile, as a running kernel's does, and bounds its end.)
+      engine.waitUntil(issued);
       uint64_t id = 0;
       {
         std::lock_guard<OrderedMutex> lock(waitingMu_);
