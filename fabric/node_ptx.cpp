@@ -204,7 +204,11 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   };
   // Memory: each allocation's bytes through its path, chunk by chunk, as a copy step's.
   const uint64_t threads = blocks * launch.config.block.x * launch.config.block.y * launch.config.block.z;
-  const uint64_t inflight = std::min(std::max<uint64_t>(threads, 1), sm.maxResidentThreads) * sm.bytesInFlightPerThread;
+  // Each thread keeps what its code loads before using any of it in flight (its unroll, as the
+  // behavioural models state theirs), at least the GPU's default (one 16-byte access).
+  const ptx::Function* fn = launch.module->find(launch.kernel);
+  const uint64_t perThread = std::max<uint64_t>(sm.bytesInFlightPerThread, fn != nullptr ? ptx::loadBytesInFlight(*fn) : 0);
+  const uint64_t inflight = std::min(std::max<uint64_t>(threads, 1), sm.maxResidentThreads) * perThread;
   const size_t window = static_cast<size_t>(std::max<uint64_t>(1, inflight / sm.chunkBytes));
   const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
   model::BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);

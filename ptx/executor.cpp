@@ -118,6 +118,48 @@ const char* faultName(Fault f) {
   return "?";
 }
 
+uint32_t loadBytesInFlight(const Function& fn) {
+  std::vector<bool> pending(fn.regTypes.size(), false);
+  std::vector<uint32_t> loaded;  // the registers marked pending
+  uint32_t bytes = 0, best = 0;
+  const auto reset = [&] {
+    for (uint32_t r : loaded) pending[r] = false;
+    loaded.clear();
+    bytes = 0;
+  };
+  for (size_t pc = 0; pc < fn.code.size(); ++pc) {
+    const Instruction& in = fn.code[pc];
+    if (in.op == Op::kBar || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap ||
+        (in.op == Op::kBra && in.ops[0].target <= pc)) {
+      reset();
+      continue;
+    }
+    const bool load = (in.op == Op::kLd && (in.space == Space::kGlobal || in.space == Space::kGeneric)) ||
+                      (in.op == Op::kMultimem && in.multimem == MultimemOp::kLdReduce);
+    const bool store = in.op == Op::kSt || in.op == Op::kRed || (in.op == Op::kMultimem && !load);
+    const unsigned firstSource = store ? 0 : in.op == Op::kSetp || in.op == Op::kShfl ? 2 : 1;
+    bool uses = in.guard != kNoReg && pending[in.guard];
+    for (unsigned i = firstSource; i < in.nops && !uses; ++i) {
+      const Operand& o = in.ops[i];
+      if ((o.kind == Operand::Kind::kReg || o.kind == Operand::Kind::kAddr) && o.reg != kNoReg) uses = pending[o.reg];
+      for (unsigned e = 0; o.kind == Operand::Kind::kVec && e < o.vecCount && !uses; ++e)
+        uses = !o.vec[e].isImm && !o.vec[e].sink && pending[o.vec[e].reg];
+    }
+    if (uses) reset();
+    if (!load) continue;
+    bytes += typeBytes(in.type) * in.vec;
+    best = std::max(best, bytes);
+    const Operand& d = in.ops[0];
+    for (unsigned e = 0; e < (d.kind == Operand::Kind::kVec ? d.vecCount : 1u); ++e) {
+      const uint32_t r = d.kind == Operand::Kind::kVec ? (d.vec[e].sink ? kNoReg : d.vec[e].reg) : d.reg;
+      if (r == kNoReg || pending[r]) continue;
+      pending[r] = true;
+      loaded.push_back(r);
+    }
+  }
+  return best;
+}
+
 std::vector<uint8_t> packParams(const Function& fn, const void* const* args) {
   std::vector<uint8_t> out(fn.paramBytes, 0);
   for (size_t i = 0; i < fn.params.size(); ++i) std::memcpy(out.data() + fn.params[i].offset, args[i], fn.params[i].size);

@@ -22,6 +22,7 @@ std::string mmKernel(const std::string& body, unsigned stride) {
   .reg .f32 %f<16>;
   .reg .f64 %fd<4>;
   .reg .b16 %h<16>;
+  .reg .pred %p<4>;
   ld.param.u64 %rd3, [pmc];
   ld.param.u64 %rd4, [pout];
   mov.u32 %r0, %tid.x;
@@ -325,6 +326,38 @@ TEST(PtxMultimem, FormsTheIsaDoesNotAllowAreRefusedAtLoad) {
     EXPECT_NE(p.error().find(want), std::string::npos) << line << ": " << p.error();
     EXPECT_NE(p.error().find("test.ptx:"), std::string::npos) << p.error();
   }
+}
+
+// ---- what a thread's code keeps in flight (the node times a kernel with it)
+
+TEST(PtxMultimem, LoadBytesInFlightFollowTheUnroll) {
+  // NCCL's NVLS loop: four guarded .v4 ld_reduce (forward branches around each), then the stores.
+  Program nvls(mmKernel(R"(
+  setp.eq.u32 %p1, %r0, 99;
+  multimem.ld_reduce.add.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+  @%p1 bra SKIP1;
+  multimem.ld_reduce.add.v4.f32 {%f5, %f6, %f7, %f8}, [%rd1+16];
+SKIP1:
+  @%p1 bra SKIP2;
+  multimem.ld_reduce.add.v4.f32 {%f9, %f10, %f11, %f12}, [%rd1+32];
+SKIP2:
+  ld.global.v4.f32 {%f13, %f14, %f15, _}, [%rd2];
+  multimem.st.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};
+  ld.global.f32 %f1, [%rd2+64];
+)", 16));
+  ASSERT_TRUE(nvls.ok()) << nvls.error();
+  EXPECT_EQ(loadBytesInFlight(*nvls.module().find("k")), 64u);
+  // A load whose value is used at once, in a loop: one access at a time.
+  Program loop(mmKernel(R"(
+LOOP:
+  ld.global.f32 %f1, [%rd2];
+  add.f32 %f2, %f1, %f1;
+  ld.global.f32 %f3, [%rd2+4];
+  st.global.f32 [%rd2], %f3;
+  bra.uni LOOP;
+)", 4));
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  EXPECT_EQ(loadBytesInFlight(*loop.module().find("k")), 4u);
 }
 
 }  // namespace
