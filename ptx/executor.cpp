@@ -532,7 +532,8 @@ class Executor::Run {
     // What the warp compares the word with: the setp that reads the loaded register, just after
     // the load (an atomic compare-and-swap says it itself).
     const Instruction& ld = fn_.code[p.pc];
-    if (!p.hasExpected && ld.op == Op::kLd && ld.ops[0].kind == Operand::Kind::kReg) {
+    const bool loads = ld.op == Op::kLd || (ld.op == Op::kMultimem && ld.multimem == MultimemOp::kLdReduce);
+    if (!p.hasExpected && loads && ld.ops[0].kind == Operand::Kind::kReg) {
       for (uint32_t pc = p.pc + 1; pc < fn_.code.size() && pc <= p.pc + 8; ++pc) {
         const Instruction& in = fn_.code[pc];
         if (in.op != Op::kSetp || in.nops < 4) continue;
@@ -1004,6 +1005,13 @@ class Executor::Run {
         } else {
           std::memcpy(acc, mc.members[0] + off, bytes);
           for (size_t i = 1; i < mc.members.size(); ++i) multimemCombine(in, acc, mc.members[i] + off, bytes);
+        }
+        if (watching_) {
+          // A spin on ld_reduce watches every member's word; the report shows the reduced value.
+          locSpace_ = Space::kGlobal;
+          for (uint8_t* p : mc.members) watch(w, l, a, p + off, bytes);
+          spin_.last.value = 0;
+          std::memcpy(&spin_.last.value, acc, std::min(bytes, 8u));
         }
         for (unsigned e = 0; e < n; ++e) {
           uint64_t x = 0;

@@ -328,6 +328,24 @@ TEST(PtxMultimem, FormsTheIsaDoesNotAllowAreRefusedAtLoad) {
   }
 }
 
+TEST(PtxMultimem, ASpinOnLdReduceIsParkedAndReported) {
+  // Waits until the members' sum reaches 10; they hold 1 + 2 + 3 and nothing else runs: the warp
+  // is parked and the launch ends with the report of what it waits on, not after its limit.
+  Program p(mmKernel(R"(
+SPIN:
+  multimem.ld_reduce.relaxed.sys.global.add.u32 %r1, [%rd3];
+  setp.lt.u32 %p1, %r1, 10;
+  @%p1 bra SPIN;
+)", 4));
+  ASSERT_TRUE(p.ok()) << p.error();
+  Team t(p, std::vector<std::vector<uint32_t>>{{1}, {2}, {3}});
+  const LaunchResult r = p.launch("k", {}, {1, 1, 1}, {t.mc, p.buffer(4)}, 0, 1000000000);
+  EXPECT_EQ(r.fault, Fault::kTimeout);
+  EXPECT_NE(r.message.find("it holds 0x6, the warp compares it with 0xa"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("multimem.ld_reduce.relaxed.sys.global.add.u32"), std::string::npos) << r.message;
+  EXPECT_LT(r.warpInstructions, 100000u);
+}
+
 // ---- what a thread's code keeps in flight (the node times a kernel with it)
 
 TEST(PtxMultimem, LoadBytesInFlightFollowTheUnroll) {
