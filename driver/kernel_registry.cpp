@@ -4,6 +4,9 @@
 
 #include <map>
 #include <mutex>
+#include <set>
+
+#include "driver/driver.h"
 
 namespace mcsim {
 
@@ -12,6 +15,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::map<std::string, KernelModel> models;
+  std::set<std::string> library;  // names whose model is still the library's own
 };
 
 Registry& registry() {
@@ -19,6 +23,7 @@ Registry& registry() {
     auto* made = new Registry();  // leaked: launches may come from static destructors
     driver::registerLibraryKernels([made](const std::string& name, KernelModel m) {
       made->models[name] = std::move(m);
+      made->library.insert(name);
     });
     return made;
   }();
@@ -34,6 +39,7 @@ void registerKernelModel(const std::string& name, KernelModel model) {
   // Destroyed after the lock is let go: a C model's release function may call back in.
   KernelModel replaced;
   std::lock_guard<std::mutex> lock(r.mu);
+  r.library.erase(name);
   KernelModel& slot = r.models[name];
   replaced = std::move(slot);
   slot = std::move(model);
@@ -46,10 +52,13 @@ bool hasKernelModel(const std::string& name) {
 }
 
 bool findKernelModel(const std::string& name, KernelModel* out) {
+  // MCSIM_LIBRARY_KERNELS=ptx: the library's kernels run their PTX, as a program's own do.
+  static const bool libraryFromPtx = driverSettings().libraryKernels == "ptx";
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.models.find(name);
   if (it == r.models.end()) return false;
+  if (libraryFromPtx && r.library.count(name) != 0) return false;
   *out = it->second;
   return true;
 }

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -726,9 +727,13 @@ class ProcessNode final : public AttachedNode {
     launch->spaceLock = space_.space().mappingsLock();
     bool backed = true;
     space_.space().forEachMapping([&](const model::Mapping& m) {
-      if (!backed || isMulticastId(m.alloc) || launch->backing.count(m.alloc) != 0) return;
+      if (!backed || launch->backing.count(m.alloc) != 0 || launch->multicast.count(m.alloc) != 0) return;
       const size_t d = static_cast<size_t>(op.engineDevice);
       if (d >= m.access.size() || m.access[d] == Access::kNone) return;
+      if (isMulticastId(m.alloc)) {
+        backed = snapshotMulticast(m.alloc, launch.get(), work);
+        return;
+      }
       const Allocation& a = n_.objects.at(m.alloc);
       std::vector<uint8_t*> data;
       if (!n_.objects.back({model::Segment{m.alloc, 0, a.props.size}}, &data)) {
@@ -747,6 +752,33 @@ class ProcessNode final : public AttachedNode {
     if (!backed) return Status::kOutOfMemory;
     work->ptx = std::move(launch);
     return Status::kOk;
+  }
+
+  // A multicast object a PTX launch maps, as it is now: its members and the memory each has bound
+  // (backed now, as planPtxLaunch backs plain allocations), for the launch's multimem accesses.
+  bool snapshotMulticast(uint64_t id, PtxLaunch* launch, DeviceWork* work) {
+    const MulticastObject* o = n_.fabric.find(id);
+    if (o == nullptr) return true;  // released: its mapping reads as unmapped
+    PtxLaunch::Multicast& mc = launch->multicast[id];
+    mc.numDevices = static_cast<uint32_t>(o->props.numDevices);
+    mc.devices = o->members;
+    std::sort(mc.devices.begin(), mc.devices.end());
+    for (const auto& [key, b] : o->bindings) {
+      std::vector<uint8_t*> data;
+      if (!n_.objects.back({model::Segment{b.alloc, b.allocOffset, b.size}}, &data)) return false;
+      const Allocation& a = n_.objects.at(b.alloc);
+      PtxLaunch::Bound bound;
+      bound.mcOffset = b.mcOffset;
+      bound.size = b.size;
+      bound.data = data[0];
+      bound.ref.device = a.props.location.kind == LocationKind::kDevice;
+      bound.ref.gpu = bound.ref.device ? a.props.location.id : -1;
+      bound.ref.alloc = b.alloc;
+      bound.ref.offset = b.allocOffset;
+      mc.bindings[key] = bound;
+      work->keepAlive.push_back(a.region);
+    }
+    return true;
   }
 
   // Modules registered for the executor (loadPtx), and those whose text is still coming.

@@ -95,6 +95,19 @@ struct PtxLaunch {
     MemoryRef ref;  // where it lives, for timing
   };
   std::map<model::AllocId, Backing> backing;
+  // The multicast objects it maps, as they were when the launch was accepted (binding must be
+  // complete before use: docs/multimem.md): each member's bound memory, for multimem accesses.
+  struct Bound {
+    uint64_t mcOffset = 0, size = 0;
+    uint8_t* data = nullptr;  // the bound bytes, from mcOffset on
+    MemoryRef ref;            // where they live, for timing (ref.offset: the allocation offset)
+  };
+  struct Multicast {
+    uint32_t numDevices = 0;        // the object's team size
+    std::vector<int> devices;       // members added so far, ascending
+    std::map<std::pair<int, uint64_t>, Bound> bindings;  // by (device, mcOffset)
+  };
+  std::map<model::AllocId, Multicast> multicast;
 };
 
 struct DeviceWork {

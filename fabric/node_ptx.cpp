@@ -12,7 +12,8 @@
 // a word nothing will write leaves the simulation with nothing to do, and the engine reports the
 // hang with what each waiting kernel waits on (describeWaitingKernels).
 //
-// Data: global accesses are resolved as they happen, each under the launching process's
+// Data: global accesses (multimem ones to every member's memory of the multicast objects the
+// launch holds, PtxLaunch::multicast) are resolved as they happen, each under the launching process's
 // mappings lock (shared), through its address space (mappings and rights, as copies and the
 // behavioural models resolve them: ptx/address_space_memory.h) to the backing bytes of the
 // allocations the launch holds. So another thread's map or unmap waits at most for one access.
@@ -22,7 +23,10 @@
 // bytes it read and wrote in each allocation) streams in chunks through that memory's path as a
 // behavioural model's copy step streams them (this GPU's HBM and L2, or a peer's over NVLink and
 // the switches), with the loads the resident threads keep in flight, and bounded by the SMs' own
-// bytes per second. The kernel ends when its last slice's instructions and traffic are done.
+// bytes per second; its multimem traffic as the behavioural models' multimem steps stream theirs
+// (the switches replicate st and red, their reduction engines combine ld_reduce). Warp turns that
+// only polled a word cost nothing. The kernel ends when its last slice's instructions and traffic
+// are done.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -30,6 +34,7 @@
 #include <shared_mutex>
 #include <utility>
 
+#include "fabric/fabric_manager.h"
 #include "fabric/node_model.h"
 #include "model/engine.h"
 #include "ptx/address_space_memory.h"
@@ -56,7 +61,9 @@ class LaunchMemory : public ptx::GlobalMemory {
 
   LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned)
       : launch_(launch), abandoned_(abandoned),
-        inner_(*launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); }) {}
+        inner_(
+            *launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); },
+            [this](model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) { return members(id, offset, out); }) {}
 
   ptx::MemoryError resolve(uint64_t va, ptx::AccessKind kind, int device, ptx::MemoryWindow* out) override {
     // One access at a time under the mappings lock: a map or unmap of another thread waits for
@@ -72,12 +79,42 @@ class LaunchMemory : public ptx::GlobalMemory {
   void accessed(const ptx::MemoryWindow& window, ptx::AccessKind kind, uint64_t bytes) override {
     auto it = windows_.find(window.host);
     if (it == windows_.end()) return;
-    Traffic& t = traffic_[it->second];
+    Traffic& t = turn_[it->second];
     (kind == ptx::AccessKind::kRead ? t.read : t.written) += bytes;
+  }
+
+  // A turn that only polled a word: on a GPU such re-reads hit in the cache while the warp waits,
+  // so they are not streamed through memory (what a polling turn wrote, an atomic that changed
+  // nothing, still is).
+  void turnEnded(bool polling) override {
+    for (const auto& [alloc, t] : turn_) {
+      Traffic& all = traffic_[alloc];
+      if (!polling) all.read += t.read;
+      all.written += t.written;
+    }
+    turn_.clear();
+  }
+
+  ptx::MemoryError resolveMulticast(uint64_t va, ptx::AccessKind kind, int device, ptx::MulticastWindow* out) override {
+    std::shared_lock<std::shared_mutex> reading(*launch_.spaceLock);
+    if (abandoned_ != nullptr && abandoned_->load()) return ptx::MemoryError::kUnmapped;
+    return inner_.resolveMulticast(va, kind, device, out);
+  }
+
+  void accessedMulticast(const ptx::MulticastWindow& window, ptx::MultimemKind kind, uint64_t bytes) override {
+    auto [it, fresh] = multimem_.try_emplace({window.object, kind});
+    it->second.start = fresh ? window.offset : std::min(it->second.start, window.offset);
+    it->second.bytes += bytes;
   }
 
   // Per allocation, in id order, since the last call.
   std::map<model::AllocId, Traffic> takeTraffic() { return std::exchange(traffic_, {}); }
+  // Multimem bytes per (multicast object, kind), in that order, since the last call, and the
+  // lowest offset in the object they were accessed from.
+  struct MultimemTraffic {
+    uint64_t bytes = 0, start = 0;
+  };
+  std::map<std::pair<model::AllocId, ptx::MultimemKind>, MultimemTraffic> takeMultimemTraffic() { return std::exchange(multimem_, {}); }
 
  private:
   uint8_t* backing(model::AllocId id, uint64_t* size) {
@@ -89,12 +126,38 @@ class LaunchMemory : public ptx::GlobalMemory {
     return it->second.data;
   }
 
+  // The members' bound memory behind offset `offset` of multicast object `id`, from the launch's
+  // snapshot of it (PtxLaunch::multicast), in ascending device ordinal.
+  ptx::MemoryError members(model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) const {
+    if (!isMulticastId(id)) return ptx::MemoryError::kNotMulticast;
+    auto it = launch_.multicast.find(id);
+    if (it == launch_.multicast.end()) return ptx::MemoryError::kUnmapped;  // mapped after the launch
+    const PtxLaunch::Multicast& mc = it->second;
+    if (mc.devices.size() < mc.numDevices) return ptx::MemoryError::kUnbound;
+    out->members.clear();
+    out->devices.clear();
+    out->size = UINT64_MAX;
+    for (int d : mc.devices) {
+      auto b = mc.bindings.upper_bound({d, offset});
+      if (b == mc.bindings.begin()) return ptx::MemoryError::kUnbound;
+      --b;
+      const PtxLaunch::Bound& bound = b->second;
+      if (b->first.first != d || offset < bound.mcOffset || offset - bound.mcOffset >= bound.size) return ptx::MemoryError::kUnbound;
+      out->members.push_back(bound.data + (offset - bound.mcOffset));
+      out->devices.push_back(d);
+      out->size = std::min(out->size, bound.size - (offset - bound.mcOffset));
+    }
+    return ptx::MemoryError::kNone;
+  }
+
   const PtxLaunch& launch_;
   const std::atomic<bool>* abandoned_;
   ptx::AddressSpaceMemory inner_;
   model::AllocId lastAlloc_ = 0;
   std::map<const uint8_t*, model::AllocId> windows_;  // resolved window -> its allocation
   std::map<model::AllocId, Traffic> traffic_;
+  std::map<model::AllocId, Traffic> turn_;  // the running warp turn's, until turnEnded
+  std::map<std::pair<model::AllocId, ptx::MultimemKind>, MultimemTraffic> multimem_;
 };
 
 model::WorkFault::Kind faultKind(ptx::Fault f) {
@@ -141,7 +204,11 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   };
   // Memory: each allocation's bytes through its path, chunk by chunk, as a copy step's.
   const uint64_t threads = blocks * launch.config.block.x * launch.config.block.y * launch.config.block.z;
-  const uint64_t inflight = std::min(std::max<uint64_t>(threads, 1), sm.maxResidentThreads) * sm.bytesInFlightPerThread;
+  // Each thread keeps what its code loads before using any of it in flight (its unroll, as the
+  // behavioural models state theirs), at least the GPU's default (one 16-byte access).
+  const ptx::Function* fn = launch.module->find(launch.kernel);
+  const uint64_t perThread = std::max<uint64_t>(sm.bytesInFlightPerThread, fn != nullptr ? ptx::loadBytesInFlight(*fn) : 0);
+  const uint64_t inflight = std::min(std::max<uint64_t>(threads, 1), sm.maxResidentThreads) * perThread;
   const size_t window = static_cast<size_t>(std::max<uint64_t>(1, inflight / sm.chunkBytes));
   const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
   model::BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
@@ -186,6 +253,113 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     }
   };
 
+  // Multimem traffic: each multicast object's bytes as a behavioural model's multimem step
+  // streams them (multicastOut for st and red: replicated by the switches, every member's port
+  // down and memory, red a read-modify-write; multicastIn for ld_reduce: every member's memory
+  // and port up, the switches' reduction engines, this GPU's port down), chunk by chunk in the
+  // same window of loads in flight, from the lowest offset the slice accessed in the object.
+  std::map<model::AllocId, ResolvedStep> mcSteps;
+  const auto stepOf = [&](model::AllocId id) -> const ResolvedStep& {
+    auto [it, fresh] = mcSteps.try_emplace(id);
+    ResolvedStep& st = it->second;
+    if (fresh) {
+      const PtxLaunch::Multicast& mc = launch.multicast.at(id);
+      for (int d : mc.devices) {
+        MemorySpan span;
+        for (const auto& [k, b] : mc.bindings) {
+          if (k.first == d) span.push_back(MemoryRun{b.ref, b.data, b.size});
+        }
+        st.memberGpus.push_back(d);
+        st.members.push_back(std::move(span));
+      }
+      // The bytes every member has bound, one after another: the range the traffic cycles over.
+      st.bytes = st.members.empty() ? 0 : UINT64_MAX;
+      for (const MemorySpan& m : st.members) {
+        uint64_t n = 0;
+        for (const MemoryRun& r : m) n += r.len;
+        st.bytes = std::min(st.bytes, n);
+      }
+    }
+    return st;
+  };
+  // A slice's multimem streams take turns chunk by chunk. Its ld_reduce and st on one object are
+  // paired, chunk for chunk, as one load-reduce-store: the store leaves when the reduced data is
+  // back and the chunk holds its place in the window until the store has left the switches, as
+  // the behavioural model's multimemLoadReduceStore step (the data dependence of an all-reduce's
+  // loop, which stores what it has just reduced); the rest of either streams on its own.
+  enum class Mode { kLoad, kStore, kReduce, kLoadStore };
+  struct McStream {
+    model::AllocId object;
+    Mode mode;
+    uint64_t bytes;
+    uint64_t at;  // where in the object: from the lowest offset the slice accessed on
+  };
+  const auto streamMultimem = [&](const std::map<std::pair<model::AllocId, ptx::MultimemKind>, LaunchMemory::MultimemTraffic>& traffic,
+                                   uint64_t* end) {
+    std::vector<McStream> streams;
+    for (const auto& [key, t] : traffic) {
+      const uint64_t bytes = t.bytes;
+      const auto other = [&](ptx::MultimemKind k) {
+        auto it = traffic.find({key.first, k});
+        return it == traffic.end() ? uint64_t{0} : it->second.bytes;
+      };
+      switch (key.second) {
+        case ptx::MultimemKind::kLoadReduce: {
+          const uint64_t paired = std::min(bytes, other(ptx::MultimemKind::kStore));
+          if (paired > 0) streams.push_back({key.first, Mode::kLoadStore, paired, t.start});
+          if (bytes > paired) streams.push_back({key.first, Mode::kLoad, bytes - paired, t.start});
+          break;
+        }
+        case ptx::MultimemKind::kStore: {
+          const uint64_t paired = std::min(bytes, other(ptx::MultimemKind::kLoadReduce));
+          if (bytes > paired) streams.push_back({key.first, Mode::kStore, bytes - paired, t.start});
+          break;
+        }
+        case ptx::MultimemKind::kReduce: streams.push_back({key.first, Mode::kReduce, bytes, t.start}); break;
+      }
+    }
+    for (bool more = true; more;) {
+      more = false;
+      for (McStream& m : streams) {
+        if (m.bytes == 0) continue;
+        const ResolvedStep& st = stepOf(m.object);
+        if (st.bytes == 0) {
+          m.bytes = 0;
+          continue;
+        }
+        if (outstanding.size() >= window) {
+          engine.waitUntil(outstanding.front());
+          outstanding.pop_front();
+        }
+        uint64_t& off = m.at;
+        off %= st.bytes;
+        const uint64_t n = std::min({chunk, m.bytes, st.bytes - off});
+        const uint64_t now = Engine::simNowPs();
+        horizon_.ps = now;
+        const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, m.mode == Mode::kLoadStore ? 2 * n : n) : now;
+        uint64_t released = now, done = now;
+        switch (m.mode) {
+          case Mode::kLoad:
+            done = multicastIn(w.engineGpu, st, off, n, now);
+            released = done;
+            break;
+          case Mode::kStore:
+          case Mode::kReduce:
+            done = multicastOut(w.engineGpu, st, off, n, now, m.mode == Mode::kReduce, &released);
+            break;
+          case Mode::kLoadStore:
+            done = multicastOut(w.engineGpu, st, off, n, multicastIn(w.engineGpu, st, off, n, now), false, &released);
+            break;
+        }
+        outstanding.push_back(std::max(released, smDone));
+        *end = std::max({*end, done, smDone});
+        off = (off + n) % st.bytes;
+        m.bytes -= n;
+        more = more || m.bytes > 0;
+      }
+    }
+  };
+
   uint64_t timed = 0;                       // warp instructions timed so far
   uint64_t issued = Engine::simNowPs();      // when those have issued
   uint64_t end = issued;                     // when everything so far is done
@@ -195,15 +369,21 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     const ptx::LaunchResult& r = ptx::Executor::result(*run);
     if (ptx::Executor::wroteGlobal(*run)) memoryChanged();
     const uint64_t epoch = memoryEpoch_;
-    issued = std::max(issued, Engine::simNowPs()) + issuePs(r.warpInstructions - timed);
-    timed = r.warpInstructions;
+    // Instructions of warps that spun a whole turn and were parked are polling: on a GPU those
+    // warps poll the word while the others work, and see a change within a poll, so they cost the
+    // kernel no issue time (LaunchResult::pollingInstructions).
+    const uint64_t work = r.warpInstructions - r.pollingInstructions;
+    issued = std::max(issued, Engine::simNowPs()) + issuePs(work - timed);
+    timed = work;
     end = std::max(end, issued);
     stream(memory.takeTraffic(), &end);
+    streamMultimem(memory.takeMultimemTraffic(), &end);
     if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
     if (state == ptx::RunState::kWaiting) {
-      // Every warp spins: the kernel waits, from when its slice is done, until memory changes;
-      // it cannot resume earlier than the write that releases it.
-      engine.waitUntil(end);
+      // Every warp spins: the kernel waits, from when its slice's instructions have issued, until
+      // memory changes; it cannot resume earlier than the write that releases it. (Its traffic
+      // still in flight goes on meanwhile, as a running kernel's does, and bounds its end.)
+      engine.waitUntil(issued);
       uint64_t id = 0;
       {
         std::lock_guard<OrderedMutex> lock(waitingMu_);

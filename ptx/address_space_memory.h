@@ -22,15 +22,27 @@ class AddressSpaceMemory : public GlobalMemory {
   // (timing-only memory), which the executor then treats as unmapped.
   using Backing = std::function<uint8_t*(model::AllocId alloc, uint64_t* size)>;
 
-  AddressSpaceMemory(const model::AddressSpace& space, Backing backing) : space_(space), backing_(std::move(backing)) {}
+  // The members' memory behind offset `offset` of allocation `alloc` when it is a multicast object:
+  // `out->members` (ascending device ordinal) point at that offset, `out->size` is how many bytes
+  // from there every member has bound contiguously; kNotMulticast for any other allocation,
+  // kUnbound where some member has no memory bound.
+  using Multicast = std::function<MemoryError(model::AllocId alloc, uint64_t offset, MulticastWindow* out)>;
+
+  AddressSpaceMemory(const model::AddressSpace& space, Backing backing, Multicast multicast = nullptr)
+      : space_(space), backing_(std::move(backing)), multicast_(std::move(multicast)) {}
 
   // The window is the mapping containing `va`, cut to its allocation's bytes. Reads need the
   // device's read right, writes and atomics read-write (kNoAccess otherwise).
+  // A plain access to a multicast mapping is kMulticast.
   MemoryError resolve(uint64_t va, AccessKind kind, int device, MemoryWindow* out) override;
+  // The window starts at `va` and ends where the mapping or some member's binding does.
+  MemoryError resolveMulticast(uint64_t va, AccessKind kind, int device, MulticastWindow* out) override;
 
  private:
+  const model::Mapping* mapped(uint64_t va, AccessKind kind, int device, MemoryError* e) const;
   const model::AddressSpace& space_;
   Backing backing_;
+  Multicast multicast_;
 };
 
 }  // namespace mcsim::ptx

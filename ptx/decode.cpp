@@ -25,6 +25,7 @@ const std::map<std::string, Op>& opcodes() {
       {"shfl", Op::kShfl},   {"vote", Op::kVote},     {"activemask", Op::kActivemask},
       {"membar", Op::kMembar}, {"fence", Op::kMembar},
       {"bra", Op::kBra},     {"ret", Op::kRet},       {"exit", Op::kExit},   {"trap", Op::kTrap},
+      {"multimem", Op::kMultimem},
   };
   return m;
 }
@@ -96,6 +97,92 @@ bool fail(std::string* error, const std::string& msg) {
   return false;
 }
 
+// multimem.ld_reduce / .st / .red (PTX ISA 9.7.9.14, "Data Movement and Conversion Instructions:
+// multimem.ld_reduce, multimem.st, multimem.red"): the semantics, scope, state space, operator,
+// accumulation precision, vector width and type, checked against the ISA's syntax and its tables
+// of valid (.vec, type) and (.op, type) pairs, so that a form the hardware refuses is refused at
+// load. The fp8 types (.e5m2, .e4m3 and their packed forms, sm_100a and newer) and .acc::f16 (which
+// only they take) are not implemented.
+bool decodeMultimem(const std::vector<std::string>& mods, Instruction* in, std::string* error) {
+  if (mods.empty() || (mods[0] != ".ld_reduce" && mods[0] != ".st" && mods[0] != ".red"))
+    return fail(error, "'" + in->text + "' must be multimem.ld_reduce, multimem.st or multimem.red");
+  const MultimemOp kind = mods[0] == ".ld_reduce" ? MultimemOp::kLdReduce : mods[0] == ".st" ? MultimemOp::kSt : MultimemOp::kRed;
+  in->multimem = kind;
+  std::vector<Type> ts;
+  bool haveOp = false, haveSem = false;
+  for (size_t i = 1; i < mods.size(); ++i) {
+    const std::string& m = mods[i];
+    auto bad = [&] { return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'"); };
+    if (auto t = types().find(m); t != types().end()) {
+      ts.push_back(t->second);
+    } else if (m == ".weak" || m == ".relaxed" || m == ".acquire" || m == ".release") {
+      // .ldsem = {.relaxed, .acquire} (and .weak), .stsem = {.relaxed, .release} (and .weak),
+      // .redsem = {.relaxed, .release}.
+      const bool ok = m == ".relaxed" || (m == ".weak" && kind != MultimemOp::kRed) ||
+                      (m == ".acquire" && kind == MultimemOp::kLdReduce) || (m == ".release" && kind != MultimemOp::kLdReduce);
+      if (!ok || haveSem) return bad();
+      haveSem = true;
+    } else if (m == ".cta" || m == ".cluster" || m == ".gpu" || m == ".sys") {
+    } else if (m == ".global") {
+      in->space = Space::kGlobal;
+    } else if (kind != MultimemOp::kSt && atomOps().count(m) != 0 && !haveOp) {
+      in->atomOp = atomOps().at(m);
+      if (in->atomOp != AtomOp::kAdd && in->atomOp != AtomOp::kMin && in->atomOp != AtomOp::kMax &&
+          in->atomOp != AtomOp::kAnd && in->atomOp != AtomOp::kOr && in->atomOp != AtomOp::kXor)
+        return bad();
+      haveOp = true;
+    } else if (kind == MultimemOp::kLdReduce && m == ".acc::f32") {
+      in->accF32 = true;
+    } else if (m == ".v2" || m == ".v4" || m == ".v8") {
+      in->vec = static_cast<uint8_t>(m[2] - '0');
+    } else if (m == ".acc::f16" || m == ".e5m2" || m == ".e5m2x2" || m == ".e5m2x4" || m == ".e4m3" || m == ".e4m3x2" ||
+               m == ".e4m3x4") {
+      return fail(error, "'" + in->text + "': the fp8 forms of multimem (" + m + ") are not implemented");
+    } else {
+      return bad();
+    }
+  }
+  if (ts.size() != 1) return fail(error, "'" + in->text + "' needs one type");
+  const Type t = ts[0];
+  in->type = t;
+  if (kind != MultimemOp::kSt && !haveOp) return fail(error, "'" + in->text + "' needs an operator (.add, .min ...)");
+  const bool half = t == Type::kF16 || t == Type::kBF16, packed = t == Type::kF16x2 || t == Type::kBF16x2;
+  const bool fp = isFloat(t);
+  const unsigned v = in->vec;
+  if (fp) {
+    // The ISA's table of .vec and base type: 32, 64 or 128 bits in all, .f64 without .vec.
+    const bool ok = v == 1   ? (packed || t == Type::kF32 || t == Type::kF64)
+                    : v == 8 ? half
+                             : (half || packed || t == Type::kF32);
+    if (!ok) return fail(error, "'" + in->text + "': " + (v == 1 ? std::string("no .vec") : ".v" + std::to_string(v)) +
+                                    " is not allowed with ." + typeName(t));
+  } else {
+    if (v != 1) return fail(error, "'" + in->text + "': integer multimem takes no .vec");
+    if (t != Type::kB32 && t != Type::kB64 && t != Type::kU32 && t != Type::kU64 && t != Type::kS32 && t != Type::kS64)
+      return fail(error, "'" + in->text + "': ." + typeName(t) + " is not a multimem type");
+  }
+  if (in->accF32 && !half && !packed)
+    return fail(error, "'" + in->text + "': .acc::f32 is for .f16, .f16x2, .bf16 and .bf16x2");
+  if (kind != MultimemOp::kSt) {
+    // The ISA's table of .op and base type (multimem.red's float form takes .add only).
+    bool ok = false;
+    switch (in->atomOp) {
+      case AtomOp::kAdd: ok = fp || t == Type::kU32 || t == Type::kU64 || t == Type::kS32; break;
+      case AtomOp::kAnd: case AtomOp::kOr: case AtomOp::kXor: ok = t == Type::kB32 || t == Type::kB64; break;
+      case AtomOp::kMin: case AtomOp::kMax:
+        ok = t == Type::kU32 || t == Type::kS32 || t == Type::kU64 || t == Type::kS64 ||
+             ((half || packed) && kind == MultimemOp::kLdReduce);
+        break;
+      default: break;
+    }
+    static const char* const names[] = {"add", "min", "max", "exch", "cas", "and", "or", "xor", "inc", "dec"};
+    if (!ok)
+      return fail(error, "'" + in->text + "': ." + names[static_cast<unsigned>(in->atomOp)] + " is not defined on ." +
+                             typeName(t) + " for multimem");
+  }
+  return true;
+}
+
 }  // namespace
 
 bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mods, Instruction* in, std::string* error) {
@@ -104,7 +191,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     // PTX instructions the executor does not implement yet (docs/ptx.md): named as such, so that
     // a user sees a missing feature rather than a typo.
     static const std::set<std::string> later = {
-        "call", "multimem", "cp", "mbarrier", "redux", "match", "ldmatrix", "stmatrix", "mma", "wmma", "wgmma",
+        "call", "cp", "mbarrier", "redux", "match", "ldmatrix", "stmatrix", "mma", "wmma", "wgmma",
         "tex", "tld4", "suld", "sust", "sured", "prefetch", "prefetchu", "nanosleep", "addc", "subc", "madc",
         "mad24", "mul24", "sad", "dp4a", "dp2a", "set", "tanh", "fns", "isspacep",
         "cvt.pack", "elect", "griddepcontrol", "applypriority", "discard", "createpolicy", "getctarank",
@@ -116,6 +203,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   in->op = it->second;
   in->text = opcode;
   for (const std::string& m : mods) in->text += m;
+  if (in->op == Op::kMultimem) return decodeMultimem(mods, in, error);
   const Op op = in->op;
   std::vector<Type> ts;
   bool haveMulMode = false;
@@ -233,7 +321,7 @@ bool checkOperands(const Instruction& in, std::string* error) {
     case Op::kBfind: case Op::kMov: case Op::kCvt: case Op::kCvta: case Op::kSqrt: case Op::kRcp: case Op::kRsqrt:
     case Op::kEx2: case Op::kLg2: case Op::kSin: case Op::kCos: case Op::kTestp: case Op::kLd: case Op::kSt:
       lo = hi = 2; break;
-    case Op::kRed: lo = hi = 2; break;
+    case Op::kRed: case Op::kMultimem: lo = hi = 2; break;
     case Op::kAtom: lo = 3; hi = 4; break;
     case Op::kMad: case Op::kFma: case Op::kSelp: case Op::kSlct: case Op::kBfe: case Op::kPrmt: case Op::kShf: lo = hi = 4; break;
     case Op::kLop3: lo = hi = 5; break;
@@ -246,22 +334,24 @@ bool checkOperands(const Instruction& in, std::string* error) {
   if (in.nops < lo || in.nops > hi)
     return fail(error, "'" + in.text + "' takes " + std::to_string(lo) + (hi != lo ? "-" + std::to_string(hi) : "") +
                            " operands, not " + std::to_string(in.nops));
-  const bool isStore = in.op == Op::kSt || in.op == Op::kRed;
+  const bool mmLoad = in.op == Op::kMultimem && in.multimem == MultimemOp::kLdReduce;
+  const bool isStore = in.op == Op::kSt || in.op == Op::kRed || (in.op == Op::kMultimem && !mmLoad);
   for (unsigned i = 0; i < in.nops; ++i) {
     const Operand& o = in.ops[i];
-    const bool wantsAddr = ((in.op == Op::kLd || in.op == Op::kAtom) && i == 1) || (isStore && i == 0);
+    const bool wantsAddr = ((in.op == Op::kLd || in.op == Op::kAtom || mmLoad) && i == 1) || (isStore && i == 0);
     if (wantsAddr != (o.kind == K::kAddr))
       return fail(error, "'" + in.text + "': operand " + std::to_string(i + 1) + (wantsAddr ? " must be an address [..]" : " cannot be an address"));
     if (o.kind == K::kLabel && in.op != Op::kBra) return fail(error, "'" + in.text + "': a label is not a value");
-    if (o.kind == K::kVec && !((in.op == Op::kLd && i == 0) || (in.op == Op::kSt && i == 1) || in.op == Op::kMov))
+    if (o.kind == K::kVec && !(((in.op == Op::kLd || mmLoad) && i == 0) || ((in.op == Op::kSt || in.op == Op::kMultimem) && i == 1) ||
+                               in.op == Op::kMov))
       return fail(error, "'" + in.text + "': a vector operand is not allowed here");
   }
   if (in.op == Op::kBra && in.ops[0].kind != K::kLabel) return fail(error, "'" + in.text + "' needs a label");
   const bool writesFirst = !(isStore || in.op == Op::kBra || in.op == Op::kBar);
   if (writesFirst && in.nops > 0 && in.ops[0].kind != K::kReg && in.ops[0].kind != K::kVec)
     return fail(error, "'" + in.text + "': the destination must be a register");
-  if ((in.op == Op::kLd || in.op == Op::kSt) && in.vec > 1) {
-    const Operand& v = in.ops[in.op == Op::kLd ? 0 : 1];
+  if ((in.op == Op::kLd || in.op == Op::kSt || in.op == Op::kMultimem) && in.vec > 1) {
+    const Operand& v = in.ops[in.op == Op::kLd || mmLoad ? 0 : 1];
     if (v.kind != K::kVec || v.vecCount != in.vec)
       return fail(error, "'" + in.text + "' needs a vector of " + std::to_string(in.vec) + " registers");
   }

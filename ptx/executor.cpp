@@ -9,7 +9,10 @@
 #include <emmintrin.h>
 #endif
 
+#include "mcsim/kernels.h"
 #include "model/float_env.h"
+#include "model/half_float.h"
+#include "model/reduction.h"
 #include "ptx/alu.h"
 
 namespace mcsim::ptx {
@@ -46,6 +49,60 @@ uint64_t signExtend(uint64_t v, unsigned bits) {
   return (v ^ m) - m;
 }
 
+// acc = acc op in over `bytes` bytes of elements of `in.type` (a vector's elements one after
+// another), with multimem's operator (in.atomOp): the arithmetic of model/reduction.h for the
+// floating-point types and the integer types it has, so that multimem from PTX and the library's
+// behavioural models round alike; s64 min/max and the bitwise operators here.
+void multimemCombine(const Instruction& in, uint8_t* acc, const uint8_t* src, unsigned bytes) {
+  const uint32_t op = in.atomOp == AtomOp::kMin ? MCSIM_REDOP_MIN : in.atomOp == AtomOp::kMax ? MCSIM_REDOP_MAX : MCSIM_REDOP_ADD;
+  switch (in.type) {
+    case Type::kF32: model::reduceInto(MCSIM_DTYPE_F32, op, acc, src, bytes / 4); return;
+    case Type::kF64: model::reduceInto(MCSIM_DTYPE_F64, op, acc, src, bytes / 8); return;
+    // Scalar f16 / bf16 come in vectors of at least two: the lanes of the packed type.
+    case Type::kF16: case Type::kF16x2: model::reduceInto(MCSIM_DTYPE_F16X2, op, acc, src, bytes / 4); return;
+    case Type::kBF16: case Type::kBF16x2: model::reduceInto(MCSIM_DTYPE_BF16X2, op, acc, src, bytes / 4); return;
+    case Type::kU32: model::reduceInto(MCSIM_DTYPE_U32, op, acc, src, bytes / 4); return;
+    case Type::kS32: model::reduceInto(MCSIM_DTYPE_S32, op, acc, src, bytes / 4); return;
+    case Type::kU64: model::reduceInto(MCSIM_DTYPE_U64, op, acc, src, bytes / 8); return;
+    default: break;
+  }
+  // b32 / b64 and, or, xor; s64 min, max.
+  const unsigned esize = typeBytes(in.type);
+  for (unsigned o = 0; o < bytes; o += esize) {
+    uint64_t a = 0, b = 0;
+    std::memcpy(&a, acc + o, esize);
+    std::memcpy(&b, src + o, esize);
+    switch (in.atomOp) {
+      case AtomOp::kAnd: a &= b; break;
+      case AtomOp::kOr: a |= b; break;
+      case AtomOp::kXor: a ^= b; break;
+      case AtomOp::kMin: a = static_cast<int64_t>(b) < static_cast<int64_t>(a) ? b : a; break;
+      case AtomOp::kMax: a = static_cast<int64_t>(b) > static_cast<int64_t>(a) ? b : a; break;
+      default: break;
+    }
+    std::memcpy(acc + o, &a, esize);
+  }
+}
+
+// multimem.ld_reduce.add.acc::f32 on f16 / bf16 lanes: each member's value converted to f32
+// (exactly), summed in f32 in member order (each sum rounded to nearest even in f32), the total
+// rounded once to the lane's type; a NaN total is the canonical half NaN 0x7fff, as
+// model/reduction.cpp gives f16 / bf16 NaN results.
+void multimemSumF32(bool bf16, const std::vector<const uint8_t*>& members, uint8_t* out, unsigned bytes) {
+  for (unsigned o = 0; o < bytes; o += 2) {
+    float sum = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      uint16_t h = 0;
+      std::memcpy(&h, members[i] + o, 2);
+      const float v = bf16 ? model::half::bf16ToFloat(h) : model::half::f16ToFloat(h);
+      sum = i == 0 ? v : sum + v;
+    }
+    const uint16_t r = sum != sum ? uint16_t{0x7fff}
+                                  : static_cast<uint16_t>(bf16 ? model::half::floatToBf16(sum) : model::half::floatToF16(sum));
+    std::memcpy(out + o, &r, 2);
+  }
+}
+
 }  // namespace
 
 const char* faultName(Fault f) {
@@ -59,6 +116,48 @@ const char* faultName(Fault f) {
     case Fault::kTimeout: return "timeout";
   }
   return "?";
+}
+
+uint32_t loadBytesInFlight(const Function& fn) {
+  std::vector<bool> pending(fn.regTypes.size(), false);
+  std::vector<uint32_t> loaded;  // the registers marked pending
+  uint32_t bytes = 0, best = 0;
+  const auto reset = [&] {
+    for (uint32_t r : loaded) pending[r] = false;
+    loaded.clear();
+    bytes = 0;
+  };
+  for (size_t pc = 0; pc < fn.code.size(); ++pc) {
+    const Instruction& in = fn.code[pc];
+    if (in.op == Op::kBar || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap ||
+        (in.op == Op::kBra && in.ops[0].target <= pc)) {
+      reset();
+      continue;
+    }
+    const bool load = (in.op == Op::kLd && (in.space == Space::kGlobal || in.space == Space::kGeneric)) ||
+                      (in.op == Op::kMultimem && in.multimem == MultimemOp::kLdReduce);
+    const bool store = in.op == Op::kSt || in.op == Op::kRed || (in.op == Op::kMultimem && !load);
+    const unsigned firstSource = store ? 0 : in.op == Op::kSetp || in.op == Op::kShfl ? 2 : 1;
+    bool uses = in.guard != kNoReg && pending[in.guard];
+    for (unsigned i = firstSource; i < in.nops && !uses; ++i) {
+      const Operand& o = in.ops[i];
+      if ((o.kind == Operand::Kind::kReg || o.kind == Operand::Kind::kAddr) && o.reg != kNoReg) uses = pending[o.reg];
+      for (unsigned e = 0; o.kind == Operand::Kind::kVec && e < o.vecCount && !uses; ++e)
+        uses = !o.vec[e].isImm && !o.vec[e].sink && pending[o.vec[e].reg];
+    }
+    if (uses) reset();
+    if (!load) continue;
+    bytes += typeBytes(in.type) * in.vec;
+    best = std::max(best, bytes);
+    const Operand& d = in.ops[0];
+    for (unsigned e = 0; e < (d.kind == Operand::Kind::kVec ? d.vecCount : 1u); ++e) {
+      const uint32_t r = d.kind == Operand::Kind::kVec ? (d.vec[e].sink ? kNoReg : d.vec[e].reg) : d.reg;
+      if (r == kNoReg || pending[r]) continue;
+      pending[r] = true;
+      loaded.push_back(r);
+    }
+  }
+  return best;
 }
 
 std::vector<uint8_t> packParams(const Function& fn, const void* const* args) {
@@ -385,7 +484,15 @@ class Executor::Run {
     return false;
   }
 
+  // A warp's turn, then what it moved told to the memory, with whether the turn was polling.
   void runWarp(Warp& w) {
+    polled_ = false;
+    runTurn(w);
+    flushTraffic();
+    ex_.memory_.turnEnded(polled_);
+  }
+
+  void runTurn(Warp& w) {
     const Instruction* code = fn_.code.data();
     spin_.changed = false;
     spin_.overflow = false;
@@ -412,7 +519,11 @@ class Executor::Run {
     watching_ = false;
     // A whole turn that changed nothing and, at its end, only re-read a few words: the warp
     // spins on them, and will until memory changes (wake).
-    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words.words > 0) park(w);
+    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words.words > 0) {
+      park(w);
+      result_.pollingInstructions += n;
+      polled_ = true;
+    }
   }
 
   void park(Warp& w) {
@@ -421,7 +532,8 @@ class Executor::Run {
     // What the warp compares the word with: the setp that reads the loaded register, just after
     // the load (an atomic compare-and-swap says it itself).
     const Instruction& ld = fn_.code[p.pc];
-    if (!p.hasExpected && ld.op == Op::kLd && ld.ops[0].kind == Operand::Kind::kReg) {
+    const bool loads = ld.op == Op::kLd || (ld.op == Op::kMultimem && ld.multimem == MultimemOp::kLdReduce);
+    if (!p.hasExpected && loads && ld.ops[0].kind == Operand::Kind::kReg) {
       for (uint32_t pc = p.pc + 1; pc < fn_.code.size() && pc <= p.pc + 8; ++pc) {
         const Instruction& in = fn_.code[pc];
         if (in.op != Op::kSetp || in.nops < 4) continue;
@@ -699,7 +811,7 @@ class Executor::Run {
           if (e != MemoryError::kNone) {
             flushTraffic();
     win_ = MemoryWindow{};
-            bad = e == MemoryError::kUnmapped ? "unmapped" : "the device has no access to it";
+            bad = memoryErrorText(e);
             break;
           }
         }
@@ -815,6 +927,114 @@ class Executor::Run {
       }
     }
     if (isAtom && in.ops[0].kind == Operand::Kind::kReg) writeRow(w, in.ops[0].reg, exec, old);
+  }
+
+  // ---- multimem (PTX ISA 9.7.9.14)
+
+  // multimem.ld_reduce / .st / .red: each lane's address is a multicast address, resolved now to
+  // every member device's memory behind it (GlobalMemory::resolveMulticast). ld_reduce reads
+  // every member's value and combines them in ascending device ordinal, ((m0 op m1) op m2) ...;
+  // st writes the value to every member; red combines it into every member, member by member in
+  // ascending ordinal. Lanes in ascending order, as the atomics'.
+  void multimem(Warp& w, const Instruction& in, uint32_t exec) {
+    const bool load = in.multimem == MultimemOp::kLdReduce;
+    const unsigned esize = typeBytes(in.type), n = in.vec, bytes = esize * n;
+    const AccessKind kind = load ? AccessKind::kRead : in.multimem == MultimemOp::kSt ? AccessKind::kWrite : AccessKind::kAtomic;
+    const MultimemKind mk = load ? MultimemKind::kLoadReduce : in.multimem == MultimemOp::kSt ? MultimemKind::kStore : MultimemKind::kReduce;
+    uint64_t addr[32];
+    addresses(w, in.ops[load ? 1 : 0], addr);
+    const Operand& v = in.ops[load ? 0 : 1];
+    uint64_t tmp[32];
+    const uint64_t* scalar = v.kind == Operand::Kind::kVec ? nullptr : source(w, v, tmp);
+    flushTraffic();
+    win_ = MemoryWindow{};
+    MulticastWindow mc;
+    uint64_t mcBytes = 0, mcFirst = 0;  // bytes accessed through `mc`, from the lowest address
+    const auto flush = [&] {
+      if (mcBytes != 0 && !mc.members.empty()) {
+        MulticastWindow at = mc;
+        at.offset += mcFirst - mc.va;
+        at.va = mcFirst;
+        ex_.memory_.accessedMulticast(at, mk, mcBytes);
+      }
+      mcBytes = 0;
+    };
+    uint8_t value[16], acc[16];
+    std::vector<const uint8_t*> at;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      const uint64_t a = addr[l];
+      const uint64_t window = a & ~(kWindowSize - 1);
+      if (window == kSharedWindow || window == kLocalWindow || window == kConstWindow || window == kParamWindow ||
+          window == kModuleGlobalWindow) {
+        flush();
+        fail(Fault::kIllegalAddress, w, l, &in,
+             "illegal address " + hex(a) + " (multimem, " + std::to_string(bytes) + " bytes: not a multicast address, which multimem instructions need)");
+        return;
+      }
+      if (a % bytes != 0) {
+        flush();
+        fail(Fault::kMisalignedAddress, w, l, &in, "misaligned address " + hex(a) + " (" + std::to_string(bytes) + "-byte access)");
+        return;
+      }
+      if (!(a >= mc.va && a - mc.va < mc.size && !mc.members.empty())) {
+        flush();
+        const MemoryError e = ex_.memory_.resolveMulticast(a, kind, cfg_.device, &mc);
+        if (e != MemoryError::kNone) {
+          mc = MulticastWindow{};
+          fail(Fault::kIllegalAddress, w, l, &in,
+               "illegal address " + hex(a) + " (multimem, " + std::to_string(bytes) + " bytes: " + memoryErrorText(e) + ")");
+          return;
+        }
+      }
+      if (a - mc.va + bytes > mc.size) {
+        flush();
+        fail(Fault::kIllegalAddress, w, l, &in,
+             "illegal address " + hex(a) + " (multimem, " + std::to_string(bytes) + " bytes: runs past the end of its mapping)");
+        return;
+      }
+      const uint64_t off = a - mc.va;
+      mcFirst = mcBytes == 0 ? a : std::min(mcFirst, a);
+      mcBytes += bytes;
+      if (load) {
+        result_.globalBytesRead += bytes * mc.members.size();
+        if (in.accF32 && in.atomOp == AtomOp::kAdd) {
+          at.clear();
+          for (uint8_t* p : mc.members) at.push_back(p + off);
+          multimemSumF32(in.type == Type::kBF16 || in.type == Type::kBF16x2, at, acc, bytes);
+        } else {
+          std::memcpy(acc, mc.members[0] + off, bytes);
+          for (size_t i = 1; i < mc.members.size(); ++i) multimemCombine(in, acc, mc.members[i] + off, bytes);
+        }
+        if (watching_) {
+          // A spin on ld_reduce watches every member's word; the report shows the reduced value.
+          locSpace_ = Space::kGlobal;
+          for (uint8_t* p : mc.members) watch(w, l, a, p + off, bytes);
+          spin_.last.value = 0;
+          std::memcpy(&spin_.last.value, acc, std::min(bytes, 8u));
+        }
+        for (unsigned e = 0; e < n; ++e) {
+          uint64_t x = 0;
+          std::memcpy(&x, acc + e * esize, esize);
+          if (isSigned(in.type)) x = signExtend(x, esize * 8);
+          const uint32_t reg = v.kind == Operand::Kind::kVec ? (v.vec[e].sink ? kNoReg : v.vec[e].reg) : v.reg;
+          if (reg != kNoReg) row(w, reg)[l] = x & regMask_[reg];
+        }
+        continue;
+      }
+      for (unsigned e = 0; e < n; ++e) {
+        const uint64_t x = scalar != nullptr ? scalar[l] : v.vec[e].isImm ? v.vec[e].imm : row(w, v.vec[e].reg)[l];
+        std::memcpy(value + e * esize, &x, esize);
+      }
+      result_.globalBytesWritten += bytes * mc.members.size();
+      for (uint8_t* p : mc.members) {
+        if (in.multimem == MultimemOp::kSt) std::memcpy(p + off, value, bytes);
+        else multimemCombine(in, p + off, value, bytes);
+      }
+      locSpace_ = Space::kGlobal;
+      noteWrite();
+    }
+    flush();
   }
 
   // ---- synchronisation
@@ -999,6 +1219,7 @@ class Executor::Run {
       case Op::kLd: if (exec) load(w, in, exec); break;
       case Op::kSt: if (exec) store(w, in, exec); break;
       case Op::kAtom: case Op::kRed: if (exec) atomic(w, in, exec); break;
+      case Op::kMultimem: if (exec) multimem(w, in, exec); break;
       case Op::kShfl: if (exec) shuffle(w, in, exec); break;
       case Op::kVote: if (exec) vote(w, in, exec); break;
       case Op::kActivemask: {
@@ -1049,6 +1270,7 @@ class Executor::Run {
   std::vector<Watched> watched_;  // the entered block's, per warp
   SpinWatch spin_;
   bool watching_ = false;     // the running warp's reads are noted (watch)
+  bool polled_ = false;       // the running warp's turn ended with it parked (runWarp)
   Space locSpace_ = Space::kGlobal;  // the space locate() resolved last
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()

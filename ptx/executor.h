@@ -77,6 +77,9 @@ struct LaunchResult {
   std::string message;
   uint64_t warpInstructions = 0;
   uint64_t threadInstructions = 0;
+  // Of warpInstructions, those of turns after which the warp was parked as spinning (a whole
+  // quantum that changed nothing and re-read a few words): polling, not work.
+  uint64_t pollingInstructions = 0;
   // Bytes of global memory (GlobalMemory) the kernel's lanes read, and wrote or updated atomically.
   uint64_t globalBytesRead = 0;
   uint64_t globalBytesWritten = 0;
@@ -126,6 +129,13 @@ class Executor {
   std::vector<uint8_t> globals_;
   std::vector<uint8_t> consts_;
 };
+
+// The bytes of global memory a thread of `fn` loads before it uses any of them: the most, over the
+// straight-line runs of its code (a run ends at a backward branch, a barrier or an exit; forward
+// branches, which nvcc emits around the guarded loads of an unrolled loop, do not end it), of
+// global and generic ld and multimem.ld_reduce bytes issued before an instruction reads a register
+// one of them loaded. What the kernel's unroll keeps in flight, for timing it (0: no such load).
+uint32_t loadBytesInFlight(const Function& fn);
 
 // Packs arguments in the kernel's .param layout: args[i] points at parameter i's bytes, as the
 // driver's cuLaunchKernel receives them.

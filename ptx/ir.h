@@ -43,6 +43,8 @@ enum class Op : uint8_t {
   kAtom, kRed, kBar, kShfl, kVote, kActivemask, kMembar,
   // control
   kBra, kRet, kExit, kTrap,
+  // multimem.ld_reduce / .st / .red on a multicast address (Instruction::multimem says which)
+  kMultimem,
 };
 const char* opName(Op op);
 
@@ -54,6 +56,8 @@ enum class AtomOp : uint8_t { kAdd, kMin, kMax, kExch, kCas, kAnd, kOr, kXor, kI
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
 enum class BarMode : uint8_t { kSync, kArrive };
+// The three multimem instructions (PTX ISA 9.7.9.14); their operator is Instruction::atomOp.
+enum class MultimemOp : uint8_t { kLdReduce, kSt, kRed };
 enum class TestpMode : uint8_t { kFinite, kInfinite, kNumber, kNotANumber, kNormal, kSubnormal };
 
 // Special registers (PTX ISA, "Special Registers"); the vector ones take a component .x/.y/.z.
@@ -94,7 +98,7 @@ struct Operand {
   uint32_t reg = kNoReg;  // register slot; for kAddr the base register (kNoReg: none)
   uint64_t imm = 0;       // immediate bits; for kAddr the offset (symbol address folded in)
   uint32_t target = 0;    // kLabel: instruction index
-  VecElem vec[4];
+  VecElem vec[8];  // .v8 (multimem's f16/bf16 vectors) is the widest
 };
 
 // One instruction with its modifiers decoded. `type` is the instruction's type (the destination
@@ -113,12 +117,14 @@ struct Instruction {
   VoteMode voteMode = VoteMode::kAll;
   BarMode barMode = BarMode::kSync;
   TestpMode testpMode = TestpMode::kFinite;
+  MultimemOp multimem = MultimemOp::kLdReduce;
+  bool accF32 = false;      // multimem.ld_reduce .acc::f32: f16/bf16 values accumulate in f32
   bool ftz = false, sat = false, approx = false;
   bool cvtaTo = false;      // cvta.to.<space> (generic -> space) rather than cvta.<space>
   bool uniform = false;     // bra.uni: the program promises that the branch does not diverge
   bool shfLeft = false;     // shf.l (else shf.r)
   bool shfClamp = false;    // shf .clamp (else .wrap)
-  uint8_t vec = 1;          // ld/st/mov vector width
+  uint8_t vec = 1;          // ld/st/mov/multimem vector width
   uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
   bool guardNegated = false;
   uint8_t nops = 0;

@@ -31,9 +31,31 @@ struct MemoryWindow {
 
 enum class MemoryError : uint8_t {
   kNone,
-  kUnmapped,   // no mapping at the address (CUDA_ERROR_ILLEGAL_ADDRESS)
-  kNoAccess,   // mapped, but the device may not access it this way (also ILLEGAL_ADDRESS)
+  kUnmapped,      // no mapping at the address (CUDA_ERROR_ILLEGAL_ADDRESS)
+  kNoAccess,      // mapped, but the device may not access it this way (also ILLEGAL_ADDRESS)
+  kMulticast,     // a plain access to a multicast mapping, which only multimem reaches
+  kNotMulticast,  // a multimem access to memory that is not a multicast mapping
+  kUnbound,       // a multimem access where some member device has no memory bound (yet)
 };
+const char* memoryErrorText(MemoryError e);
+
+// A multimem access (PTX ISA 9.7.9.14): the multicast address range [va, va + size) stands, on
+// each member device of the multicast object, for that device's bound memory at the same offset.
+// `members[i]` are the host bytes standing for `va` on member i, members in ascending device
+// ordinal (`devices[i]`), the order in which multimem.ld_reduce combines them and multimem.red
+// updates them.
+struct MulticastWindow {
+  uint64_t va = 0;
+  uint64_t size = 0;
+  std::vector<uint8_t*> members;
+  std::vector<int> devices;
+  uint64_t object = 0;  // which multicast object, for the implementation (accessedMulticast) ...
+  uint64_t offset = 0;  // ... and where `va` is in it
+};
+
+// What a multimem access did, for a memory that times it: read and reduced every member's value
+// (ld_reduce), wrote every member (st), or updated every member (red).
+enum class MultimemKind : uint8_t { kLoadReduce, kStore, kReduce };
 
 class GlobalMemory {
  public:
@@ -49,21 +71,54 @@ class GlobalMemory {
     (void)kind;
     (void)bytes;
   }
+  // A warp's turn has ended, every access of it told (accessed). `polling`: the turn only re-read
+  // a few words, changed nothing, and the warp was parked as spinning on them
+  // (LaunchResult::pollingInstructions); a memory that times traffic may leave its reads out.
+  virtual void turnEnded(bool polling) { (void)polling; }
+  // The members behind the multicast address `va`, for a multimem access of `kind` by `device`,
+  // resolved now (as resolve). A memory without multicast mappings answers kNotMulticast.
+  virtual MemoryError resolveMulticast(uint64_t va, AccessKind kind, int device, MulticastWindow* out) {
+    (void)va;
+    (void)kind;
+    (void)device;
+    (void)out;
+    return MemoryError::kNotMulticast;
+  }
+  // After multimem accesses through a window `resolveMulticast` gave: `bytes` of the multicast
+  // range (per member, summed over lanes) were accessed this way, the lowest at window.va.
+  virtual void accessedMulticast(const MulticastWindow& window, MultimemKind kind, uint64_t bytes) {
+    (void)window;
+    (void)kind;
+    (void)bytes;
+  }
 };
 
 // Global memory made of host buffers placed at chosen virtual addresses; every device may read
-// and write all of it.
+// and write all of it. Multicast ranges (allocateMulticast) stand for several of its buffers at
+// once, for kernels that use multimem without a node.
 class FlatMemory : public GlobalMemory {
  public:
   // Places `size` zeroed bytes at the lowest free address >= `base` aligned to 256; returns it.
   uint64_t allocate(uint64_t size);
   uint8_t* host(uint64_t va);  // nullptr when unmapped
   MemoryError resolve(uint64_t va, AccessKind kind, int device, MemoryWindow* out) override;
+  // A multicast range of `size` bytes whose member i (device ordinal i) is the memory at
+  // `members[i]` (buffers of allocate, each with `size` bytes from there); a member given as 0 has
+  // no memory bound, and a multimem access to the range then fails (kUnbound). Returns its address.
+  uint64_t allocateMulticast(const std::vector<uint64_t>& members, uint64_t size);
+  MemoryError resolveMulticast(uint64_t va, AccessKind kind, int device, MulticastWindow* out) override;
 
  private:
   static constexpr uint64_t kBase = 0x7f0000000000ull;
+  static constexpr uint64_t kMulticastBase = 0x7e0000000000ull;
   std::map<uint64_t, std::vector<uint8_t>> buffers_;  // keyed by va
   uint64_t next_ = kBase;
+  struct Multicast {
+    uint64_t size = 0;
+    std::vector<uint64_t> members;
+  };
+  std::map<uint64_t, Multicast> multicast_;  // keyed by va
+  uint64_t nextMulticast_ = kMulticastBase;
 };
 
 }  // namespace mcsim::ptx

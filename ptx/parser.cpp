@@ -703,7 +703,7 @@ class Parser {
       ++p_;
       o->kind = Operand::Kind::kVec;
       for (;;) {
-        if (o->vecCount == 4) return fail("vectors have at most 4 elements");
+        if (o->vecCount == 8) return fail("vectors have at most 8 elements");
         VecElem& e = o->vec[o->vecCount++];
         if (at(TK::kIdent) && peek().text == "_") {
           ++p_;

@@ -14,6 +14,7 @@
 #include "mcsim/api.h"
 #include "mcsim/kernel_model.h"
 #include "mcsim/kernels.h"
+#include "model/reduction.h"
 #include "tests/common/cu_expect.h"
 #include "tests/common/vmm_props.h"
 
@@ -428,6 +429,347 @@ TEST_F(Team, ABarrierAGpuNeverJoinsIsReportedNotHung) {
   EXPECT_OK(cuMemAlloc(&p, 4096));
   EXPECT_OK(cuMemFree(p));
   ASSERT_OK(cuDevicePrimaryCtxRelease(0));
+}
+
+// The library's all-reduce kernels on f32, f16x2 and bf16x2 data: every member ends with the
+// members' values combined in ascending device ordinal with model/reduction.h's arithmetic (the
+// behavioural models' definition), bit for bit. Run twice by ctest: with the models, and with
+// MCSIM_LIBRARY_KERNELS=ptx (the kernels' PTX through the executor), so both give these bits.
+TEST_F(Team, LibraryAllReducesGiveTheModelsBits) {
+  const uint64_t count = 3000;  // 32-bit elements; not a multiple of the shares' alignment
+  uint32_t epoch = 1;
+  for (const uint32_t dtype : {uint32_t{MCSIM_DTYPE_F32}, uint32_t{MCSIM_DTYPE_F16X2}, uint32_t{MCSIM_DTYPE_BF16X2}}) {
+    for (const char* kernel : {MCSIM_KERNEL_ALLREDUCE_ONESHOT, MCSIM_KERNEL_ALLREDUCE_TWOSHOT, MCSIM_KERNEL_ALLREDUCE_NVLS}) {
+      const bool oneshot = std::string(kernel) == MCSIM_KERNEL_ALLREDUCE_ONESHOT;
+      std::vector<std::vector<uint32_t>> in(static_cast<size_t>(n), std::vector<uint32_t>(count));
+      for (int d = 0; d < n; ++d) {
+        for (uint64_t i = 0; i < count; ++i) {
+          // Finite values of mixed magnitude and sign: sums that round.
+          const uint32_t k = static_cast<uint32_t>((i * 2654435761u) ^ (static_cast<uint32_t>(d) * 40503u));
+          uint32_t w = 0;
+          if (dtype == MCSIM_DTYPE_F32) {
+            const float f = static_cast<float>(static_cast<int32_t>(k % 20001) - 10000) * (1.0f + static_cast<float>(d) / 3.0f);
+            std::memcpy(&w, &f, 4);
+          } else {
+            // Two halves with exponents kept away from infinity.
+            const uint32_t mask = dtype == MCSIM_DTYPE_F16X2 ? 0xbbffu : 0xc3ffu;
+            w = (k & mask) | (((k >> 16) & mask) << 16);
+          }
+          in[static_cast<size_t>(d)][i] = w;
+        }
+        put(d, in[static_cast<size_t>(d)].data(), count * 4);
+      }
+      std::vector<uint32_t> want = in[0];
+      for (int d = 1; d < n; ++d) {
+        ASSERT_TRUE(mcsim::model::reduceInto(dtype, MCSIM_REDOP_ADD, reinterpret_cast<uint8_t*>(want.data()),
+                                             reinterpret_cast<const uint8_t*>(in[static_cast<size_t>(d)].data()), count));
+      }
+      // The library's barriers count blocks from a signal word at zero.
+      for (int d = 0; d < n; ++d) {
+        ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+        ASSERT_OK(cuMemsetD32(signalLocal[d], 0, 1));
+      }
+      uint32_t dt = dtype, world = static_cast<uint32_t>(n);
+      uint64_t c = count;
+      for (int d = 0; d < n; ++d) {
+        CUdeviceptr mc = mcView[d], out = local[d] + kMiB, sigMc = signalMc[d], sig = signalLocal[d];
+        uint32_t rank = static_cast<uint32_t>(d);
+        void* oneArgs[] = {&mc, &out, &c, &dt, &sigMc, &sig, &world, &epoch};
+        void* twoArgs[] = {&mc, &c, &dt, &sigMc, &sig, &rank, &world, &epoch};
+        ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+        ASSERT_OK(cuLaunchKernel(fn(d, kernel), 2, 1, 1, 256, 1, 1, 0, streams[d], oneshot ? oneArgs : twoArgs, nullptr));
+      }
+      syncAll();
+      for (int d = 0; d < n; ++d) {
+        EXPECT_EQ(want, get<uint32_t>(d, count, oneshot ? kMiB : 0)) << kernel << " dtype " << dtype << " member " << d;
+      }
+    }
+  }
+}
+
+// ---- A program's own multimem kernels, from PTX (docs/ptx.md, "multimem")
+
+// Written by hand as a user would: a barrier on a multicast signal word (multimem.red.release +
+// ld.acquire spin, as NCCL and PyTorch symmetric memory do) and a two-shot all-reduce of f32
+// (each rank ld_reduces its share with .v4 and multimem.st's the sums back), one block a GPU.
+// barrier_sum: each rank stores rank + 1 into slot `rank` of every member, passes the barrier, and
+// sums the slots from its own memory: every rank must see every store made before the barrier.
+const char* const kUserMultimemPtx = R"(
+.version 8.1
+.target sm_90
+.address_size 64
+
+.visible .entry user_twoshot(.param .u64 pmc, .param .u64 psigmc, .param .u64 psig, .param .u32 pn,
+                             .param .u32 prank, .param .u32 pworld, .param .u32 pepoch)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<16>;
+  .reg .f32 %f<8>;
+  ld.param.u64 %rd1, [pmc];
+  ld.param.u64 %rd2, [psigmc];
+  ld.param.u64 %rd3, [psig];
+  ld.param.u32 %r1, [pn];
+  ld.param.u32 %r2, [prank];
+  ld.param.u32 %r3, [pworld];
+  ld.param.u32 %r4, [pepoch];
+  mov.u32 %r5, %tid.x;
+  mov.u32 %r6, %ntid.x;
+  setp.ne.u32 %p1, %r5, 0;
+  mul.lo.u32 %r7, %r3, %r4;
+  @%p1 bra ARRIVED1;
+  multimem.red.release.sys.global.add.u32 [%rd2], 1;
+SPIN1:
+  ld.acquire.sys.global.u32 %r8, [%rd3];
+  setp.lt.u32 %p2, %r8, %r7;
+  @%p2 bra SPIN1;
+ARRIVED1:
+  bar.sync 0;
+  div.u32 %r9, %r1, %r3;
+  mul.lo.u32 %r10, %r9, %r2;
+  add.u32 %r11, %r10, %r9;
+  shl.b32 %r12, %r5, 2;
+  add.u32 %r12, %r12, %r10;
+LOOP:
+  setp.ge.u32 %p3, %r12, %r11;
+  @%p3 bra DONE;
+  mul.wide.u32 %rd4, %r12, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%f1, %f2, %f3, %f4}, [%rd5];
+  multimem.st.relaxed.sys.global.v4.f32 [%rd5], {%f1, %f2, %f3, %f4};
+  shl.b32 %r13, %r6, 2;
+  add.u32 %r12, %r12, %r13;
+  bra.uni LOOP;
+DONE:
+  bar.sync 0;
+  add.u32 %r7, %r7, %r3;
+  @%p1 bra ARRIVED2;
+  multimem.red.release.sys.global.add.u32 [%rd2], 1;
+SPIN2:
+  ld.acquire.sys.global.u32 %r8, [%rd3];
+  setp.lt.u32 %p2, %r8, %r7;
+  @%p2 bra SPIN2;
+ARRIVED2:
+  ret;
+}
+
+.visible .entry barrier_sum(.param .u64 pmc, .param .u64 plocal, .param .u64 psigmc, .param .u64 psig,
+                            .param .u32 prank, .param .u32 pworld, .param .u64 pout)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [pmc];
+  ld.param.u64 %rd2, [plocal];
+  ld.param.u64 %rd3, [psigmc];
+  ld.param.u64 %rd4, [psig];
+  ld.param.u32 %r1, [prank];
+  ld.param.u32 %r2, [pworld];
+  ld.param.u64 %rd5, [pout];
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd1, %rd6;
+  add.u32 %r3, %r1, 1;
+  multimem.st.relaxed.sys.global.u32 [%rd7], %r3;
+  multimem.red.release.sys.global.add.u32 [%rd3], 1;
+SPIN:
+  ld.acquire.sys.global.u32 %r4, [%rd4];
+  setp.lt.u32 %p1, %r4, %r2;
+  @%p1 bra SPIN;
+  mov.u32 %r5, 0;
+  mov.u32 %r6, 0;
+SUM:
+  mul.wide.u32 %rd8, %r6, 4;
+  add.s64 %rd9, %rd2, %rd8;
+  ld.global.u32 %r7, [%rd9];
+  add.u32 %r5, %r5, %r7;
+  add.u32 %r6, %r6, 1;
+  setp.lt.u32 %p2, %r6, %r2;
+  @%p2 bra SUM;
+  st.global.u32 [%rd5], %r5;
+  ret;
+}
+
+.visible .entry mm_read(.param .u64 pmc, .param .u64 pout)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pmc];
+  ld.param.u64 %rd2, [pout];
+  multimem.ld_reduce.add.u32 %r1, [%rd1];
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+
+class UserPtx : public Team {
+ protected:
+  void SetUp() override {
+    Team::SetUp();
+    if (HasFatalFailure()) return;
+    user.resize(n);
+    for (int d = 0; d < n; ++d) {
+      ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+      ASSERT_OK(cuModuleLoadData(&user[d], kUserMultimemPtx));
+    }
+  }
+  CUfunction userFn(int d, const char* name) {
+    CUfunction f = nullptr;
+    EXPECT_OK(cuModuleGetFunction(&f, user[d], name));
+    return f;
+  }
+  // The user's two-shot all-reduce of `count` f32 in place on every member (count a multiple of
+  // 4 x n), one block of 256 threads a GPU; `epoch` counts barriers done on the signal word / n.
+  void twoshot(uint32_t count, uint32_t epoch) {
+    uint32_t world = static_cast<uint32_t>(n), c = count;
+    for (int d = 0; d < n; ++d) {
+      CUdeviceptr mc = mcView[d], sigMc = signalMc[d], sig = signalLocal[d];
+      uint32_t rank = static_cast<uint32_t>(d);
+      void* args[] = {&mc, &sigMc, &sig, &c, &rank, &world, &epoch};
+      ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+      ASSERT_OK(cuLaunchKernel(userFn(d, "user_twoshot"), 1, 1, 1, 256, 1, 1, 0, streams[d], args, nullptr));
+    }
+    syncAll();
+  }
+  std::vector<CUmodule> user;
+};
+
+TEST_F(UserPtx, TwoShotAllReduceFromPtxOnEveryGpu) {
+  const uint32_t count = 4096;
+  std::vector<float> want(count, 0.0f);
+  for (int d = 0; d < n; ++d) {
+    std::vector<float> v(count);
+    for (uint32_t i = 0; i < count; ++i) v[i] = 1.0f / static_cast<float>(1 + (i * 7 + static_cast<uint32_t>(d) * 13) % 61);
+    put(d, v.data(), count * 4);
+    for (uint32_t i = 0; i < count; ++i) want[i] = d == 0 ? v[i] : want[i] + v[i];  // ascending ordinal
+  }
+  twoshot(count, 1);
+  for (int d = 0; d < n; ++d) {
+    const std::vector<float> got = get<float>(d, count);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), count * 4)) << "member " << d;
+  }
+  // The library's behavioural two-shot on the same data gives the same bits.
+  for (int d = 0; d < n; ++d) {
+    std::vector<float> v(count);
+    for (uint32_t i = 0; i < count; ++i) v[i] = static_cast<float>(i % 17) * 0.1f + static_cast<float>(d) * 1e-3f;
+    put(d, v.data(), count * 4);
+  }
+  twoshot(count, 3);
+  const std::vector<float> fromPtx = get<float>(0, count);
+  for (int d = 0; d < n; ++d) {
+    std::vector<float> v(count);
+    for (uint32_t i = 0; i < count; ++i) v[i] = static_cast<float>(i % 17) * 0.1f + static_cast<float>(d) * 1e-3f;
+    put(d, v.data(), count * 4);
+  }
+  // Its barriers count blocks, from a signal word at zero.
+  for (int d = 0; d < n; ++d) {
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    ASSERT_OK(cuMemsetD32(signalLocal[d], 0, 1));
+  }
+  uint32_t dtype = MCSIM_DTYPE_F32, world = static_cast<uint32_t>(n), epoch = 1;
+  uint64_t c = count;
+  for (int d = 0; d < n; ++d) {
+    CUdeviceptr mc = mcView[d], sigMc = signalMc[d], sig = signalLocal[d];
+    uint32_t rank = static_cast<uint32_t>(d);
+    void* args[] = {&mc, &c, &dtype, &sigMc, &sig, &rank, &world, &epoch};
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    ASSERT_OK(cuLaunchKernel(fn(d, MCSIM_KERNEL_ALLREDUCE_TWOSHOT), 2, 1, 1, 512, 1, 1, 0, streams[d], args, nullptr));
+  }
+  syncAll();
+  EXPECT_EQ(0, std::memcmp(fromPtx.data(), get<float>(0, count).data(), count * 4));
+}
+
+TEST_F(UserPtx, ABarrierOfMultimemRedAndAcquireSpinOrdersStoresAcrossGpus) {
+  // Slots 0..n-1 of the data team start at zero; each GPU's sum of them after the barrier must
+  // count every GPU's store.
+  std::vector<uint32_t> zero(64, 0);
+  for (int d = 0; d < n; ++d) put(d, zero.data(), zero.size() * 4);
+  uint32_t world = static_cast<uint32_t>(n);
+  std::vector<CUdeviceptr> outs(n);
+  // Launched in descending order, so that the GPUs that arrive first wait for those launched later.
+  for (int d = n - 1; d >= 0; --d) {
+    CUdeviceptr mc = mcView[d], loc = local[d], sigMc = signalMc[d], sig = signalLocal[d];
+    outs[d] = local[d] + kMiB;
+    uint32_t rank = static_cast<uint32_t>(d);
+    void* args[] = {&mc, &loc, &sigMc, &sig, &rank, &world, &outs[d]};
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    ASSERT_OK(cuLaunchKernel(userFn(d, "barrier_sum"), 1, 1, 1, 1, 1, 1, 0, streams[d], args, nullptr));
+  }
+  syncAll();
+  const uint32_t want = world * (world + 1) / 2;
+  for (int d = 0; d < n; ++d) {
+    EXPECT_EQ(want, get<uint32_t>(d, 1, kMiB)[0]) << "GPU " << d;
+    EXPECT_EQ(1u, get<uint32_t>(d, 1)[0]);  // slot 0 holds rank 0's store everywhere
+  }
+  // Every GPU's signal word counts every arrival.
+  for (int d = 0; d < n; ++d) {
+    std::vector<uint32_t> sig(1);
+    ASSERT_OK(cuCtxSetCurrent(ctx[d]));
+    ASSERT_OK(cuMemcpyDtoH(sig.data(), signalLocal[d], 4));
+    EXPECT_EQ(world, sig[0]);
+  }
+}
+
+TEST_F(UserPtx, TwoRunsGiveTheSameBytes) {
+  // The same all-reduce twice, each from the same inputs: identical sums. (Simulated times are
+  // not compared: kernels that wait for each other across GPUs do not yet time alike on every run,
+  // as runtime.ptx_spin.deterministic shows; docs/ptx.md, "Determinism".)
+  const uint32_t count = 2048;
+  std::vector<std::vector<uint8_t>> results;
+  for (int run = 0; run < 2; ++run) {
+    for (int d = 0; d < n; ++d) {
+      std::vector<float> v(count);
+      for (uint32_t i = 0; i < count; ++i) v[i] = static_cast<float>((i * 31 + static_cast<uint32_t>(d)) % 101) / 7.0f;
+      put(d, v.data(), count * 4);
+    }
+    twoshot(count, 1 + 2 * static_cast<uint32_t>(run));
+    std::vector<uint8_t> bytes;
+    for (int d = 0; d < n; ++d) {
+      const std::vector<float> got = get<float>(d, count);
+      const auto* b = reinterpret_cast<const uint8_t*>(got.data());
+      bytes.insert(bytes.end(), b, b + count * 4);
+    }
+    results.push_back(bytes);
+  }
+  EXPECT_EQ(results[0], results[1]);
+}
+
+TEST_F(UserPtx, MultimemOnAPlainAddressFromPtxIsAnIllegalAddress) {
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  CUdeviceptr notMc = local[0], out = local[0] + kMiB;
+  void* args[] = {&notMc, &out};
+  testing::internal::CaptureStderr();
+  EXPECT_OK(cuLaunchKernel(userFn(0, "mm_read"), 1, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuStreamSynchronize(streams[0]));
+  const std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_NE(report.find("not a multicast address"), std::string::npos) << report;
+  EXPECT_NE(report.find("multimem.ld_reduce.add.u32"), std::string::npos) << report;
+}
+
+TEST_F(UserPtx, MultimemWhereAMemberHasNothingBoundFromPtxIsAnIllegalAddress) {
+  // An object of n devices, every device added, but only device 0 has bound memory: binding
+  // must be complete before use, and a multimem access before then faults.
+  const CUmulticastObjectProp p = cutest::mcProp(static_cast<unsigned>(n), kBuf);
+  CUmemGenericAllocationHandle mc;
+  ASSERT_OK(cuMulticastCreate(&mc, &p));
+  for (int d = 0; d < n; ++d) ASSERT_OK(cuMulticastAddDevice(mc, d));
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  const CUmemAllocationProp prop = cutest::devicePinned(0);
+  CUmemGenericAllocationHandle mem;
+  ASSERT_OK(cuMemCreate(&mem, kBuf, &prop, 0));
+  ASSERT_OK(cuMulticastBindMem(mc, 0, mem, 0, kBuf, 0));
+  ASSERT_OK(cuMemRelease(mem));
+  CUdeviceptr va;
+  ASSERT_OK(cuMemAddressReserve(&va, kBuf, 0, 0, 0));
+  ASSERT_OK(cuMemMap(va, kBuf, 0, mc, 0));
+  const CUmemAccessDesc rw = cutest::readWrite(0);
+  ASSERT_OK(cuMemSetAccess(va, kBuf, &rw, 1));
+  CUdeviceptr out = local[0];
+  void* args[] = {&va, &out};
+  testing::internal::CaptureStderr();
+  EXPECT_OK(cuLaunchKernel(userFn(0, "mm_read"), 1, 1, 1, 32, 1, 1, 0, streams[0], args, nullptr));
+  EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuStreamSynchronize(streams[0]));
+  const std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_NE(report.find("no memory bound"), std::string::npos) << report;
 }
 
 }  // namespace

@@ -123,5 +123,28 @@ TEST_F(PtxCompiled, DynamicSharedMemoryAndDoubles) {
   }
 }
 
+TEST_F(PtxCompiled, MultimemInlineAssembly) {
+  // kernels.cu's multimem_allreduce over four members: every thread's four sums, and every
+  // member's counter counting every thread's multimem.red.
+  Program& p = *program_;
+  const int n4 = 16, members = 4;
+  std::vector<uint64_t> data, counters;
+  std::vector<float> want(n4 * 4, 0.0f);
+  for (int m = 0; m < members; ++m) {
+    std::vector<float> v(n4 * 4);
+    for (int i = 0; i < n4 * 4; ++i) v[i] = static_cast<float>(i) * 0.25f + static_cast<float>(m) * 1e-3f;
+    for (int i = 0; i < n4 * 4; ++i) want[i] = m == 0 ? v[i] : want[i] + v[i];
+    data.push_back(p.buffer(v));
+    counters.push_back(p.buffer(std::vector<uint32_t>{100u * static_cast<uint32_t>(m)}));
+  }
+  const uint64_t mc = p.memory().allocateMulticast(data, n4 * 16), mcCounter = p.memory().allocateMulticast(counters, 4);
+  const uint64_t out = p.buffer(n4 * 16);
+  const LaunchResult r = p.launch("multimem_allreduce", {1, 1, 1}, {32, 1, 1}, {mc, out, mcCounter, static_cast<uint64_t>(n4)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto got = p.read<float>(out, n4 * 4);
+  for (int i = 0; i < n4 * 4; ++i) ASSERT_EQ(bitsOf(got[i]), bitsOf(want[i])) << i;
+  for (int m = 0; m < members; ++m) EXPECT_EQ(p.read<uint32_t>(counters[static_cast<size_t>(m)], 1)[0], 100u * static_cast<uint32_t>(m) + n4);
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test

@@ -58,3 +58,18 @@ extern "C" __global__ void dynamic_shared(const double* in, unsigned long long* 
   const double v = buf[blockDim.x - 1 - t];
   out[t] = static_cast<unsigned long long>(v * 1000.0) ^ (static_cast<unsigned long long>(t) << 40);
 }
+
+// A one-shot all-reduce with multimem inline assembly, as CUDA C++ code writes it: each thread
+// ld_reduces four floats of the multicast buffer, stores the sums to out, then adds 1 to every
+// member's counter (PTX ISA 9.7.9.14; sm_90).
+extern "C" __global__ void multimem_allreduce(float* mc, float* out, unsigned* mcCounter, int n4) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  float a, b, c, d;
+  asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(a), "=f"(b), "=f"(c), "=f"(d)
+               : "l"(mc + 4 * i)
+               : "memory");
+  reinterpret_cast<float4*>(out)[i] = make_float4(a, b, c, d);
+  asm volatile("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(mcCounter), "r"(1u) : "memory");
+}

@@ -142,8 +142,8 @@ TEST(PtxParser, RejectsUnknownInstructionsAndModifiers) {
 }
 
 TEST(PtxParser, RejectsFeaturesNotImplementedYet) {
-  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b64 %rd<2>;\n  multimem.ld_reduce.add.f32 %rd0, [%rd1];\n}\n"),
-            "bad.ptx:7: instruction 'multimem' is not implemented yet");
+  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b64 %rd<2>;\n  redux.sync.add.u32 %rd0, %rd1, 0xffffffff;\n}\n"),
+            "bad.ptx:7: instruction 'redux' is not implemented yet");
   EXPECT_EQ(errorOf(".func f()\n{\n  ret;\n}\n"), "bad.ptx:4: device functions (.func 'f') are not implemented yet");
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  bar.red.popc.u32 %r0, 0, %r1;\n}\n"),
             "bad.ptx:7: unsupported modifier '.red' in 'bar.red.popc.u32'");

@@ -1,0 +1,382 @@
+// multimem.ld_reduce / .st / .red (PTX ISA 9.7.9.14) on FlatMemory's multicast ranges: every
+// form the executor implements, with expected values worked out from the ISA's definitions
+// (ld_reduce combines the members' values in ascending device ordinal, st writes every member,
+// red combines its operand into every member), the faults of bad use, and the forms refused at load.
+#include <cstring>
+
+#include "tests/ptx/harness.h"
+
+namespace mcsim::ptx::test {
+namespace {
+
+// A kernel in which thread i runs `body` with %rd1 = mc + i * stride and %rd2 = out + i * stride.
+std::string mmKernel(const std::string& body, unsigned stride) {
+  return R"(
+.version 8.1
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 pmc, .param .u64 pout)
+{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<16>;
+  .reg .f32 %f<16>;
+  .reg .f64 %fd<4>;
+  .reg .b16 %h<16>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd3, [pmc];
+  ld.param.u64 %rd4, [pout];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd5, %r0, )" + std::to_string(stride) + R"(;
+  add.s64 %rd1, %rd3, %rd5;
+  add.s64 %rd2, %rd4, %rd5;
+)" + body + R"(
+  ret;
+}
+)";
+}
+
+// `members` buffers of `bytes` each, member i holding init[i], and a multicast range over them.
+struct Team {
+  Program* p;
+  std::vector<uint64_t> members;
+  uint64_t mc = 0;
+  template <typename T>
+  Team(Program& prog, const std::vector<std::vector<T>>& init) : p(&prog) {
+    for (const auto& v : init) members.push_back(prog.buffer(v));
+    mc = prog.memory().allocateMulticast(members, init[0].size() * sizeof(T));
+  }
+  template <typename T>
+  std::vector<T> member(size_t i, size_t n) { return p->read<T>(members[i], n); }
+};
+
+template <typename T>
+std::vector<T> ldReduce(const std::string& body, unsigned stride, const std::vector<std::vector<T>>& init, unsigned threads) {
+  Program p(mmKernel(body, stride));
+  EXPECT_TRUE(p.ok()) << p.error();
+  if (!p.ok()) return {};
+  Team t(p, init);
+  const uint64_t out = p.buffer(init[0].size() * sizeof(T));
+  const LaunchResult r = p.launch("k", {}, {threads, 1, 1}, {t.mc, out});
+  EXPECT_EQ(r.fault, Fault::kNone) << r.message;
+  return p.read<T>(out, init[0].size());
+}
+
+float fl(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST(PtxMultimem, LdReduceAddF32CombinesMembersInAscendingOrdinal) {
+  // ((1e8 + 1) + -1e8) + 1 = 1 in f32 (1e8 + 1 rounds to 1e8); any other order gives 0 or 2.
+  const std::vector<std::vector<float>> init = {{1e8f, 1.5f}, {1.0f, 2.25f}, {-1e8f, -0.5f}, {1.0f, 4.0f}};
+  const auto out = ldReduce<float>(
+      "  multimem.ld_reduce.relaxed.sys.global.add.f32 %f1, [%rd1];\n  st.global.f32 [%rd2], %f1;\n", 4, init, 2);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 7.25f);
+}
+
+TEST(PtxMultimem, LdReduceVectorF32) {
+  std::vector<std::vector<float>> init(3, std::vector<float>(8));
+  for (int m = 0; m < 3; ++m)
+    for (int i = 0; i < 8; ++i) init[m][i] = static_cast<float>((m + 1) * 10 + i);
+  const auto out = ldReduce<float>(R"(
+  multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+  st.global.v4.f32 [%rd2], {%f1, %f2, %f3, %f4};
+)", 16, init, 2);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], 60.0f + 3 * i) << i;
+  const auto v2 = ldReduce<float>(R"(
+  multimem.ld_reduce.weak.global.add.v2.f32 {%f1, %f2}, [%rd1];
+  st.global.v2.f32 [%rd2], {%f1, %f2};
+)", 8, init, 4);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(v2[i], 60.0f + 3 * i) << i;
+}
+
+TEST(PtxMultimem, LdReduceF16x2RoundsEachStepToF16) {
+  // f16: 2048 = 0x6800, 1 = 0x3c00. 2048 + 1 ties to even (2048) at each step: 2048 + 1 + 1 =
+  // 2048 in f16 arithmetic; with .acc::f32 the sum is 2050 (0x6801), rounded once at the end.
+  const uint32_t w0 = 0x6800u | (0x3c00u << 16), w1 = 0x3c00u | (0x3c00u << 16);
+  const std::vector<std::vector<uint32_t>> init = {{w0}, {w1}, {w1}};
+  const auto plain = ldReduce<uint32_t>(
+      "  multimem.ld_reduce.relaxed.sys.global.add.f16x2 %r1, [%rd1];\n  st.global.b32 [%rd2], %r1;\n", 4, init, 1);
+  EXPECT_EQ(plain[0], 0x6800u | (0x4200u << 16));  // 2048 | 3.0
+  const auto acc = ldReduce<uint32_t>(
+      "  multimem.ld_reduce.relaxed.sys.global.add.acc::f32.f16x2 %r1, [%rd1];\n  st.global.b32 [%rd2], %r1;\n", 4, init, 1);
+  EXPECT_EQ(acc[0], 0x6801u | (0x4200u << 16));  // 2050 | 3.0
+}
+
+TEST(PtxMultimem, LdReduceBf16x2AndAccF32) {
+  // bf16: 256 = 0x4380, 1 = 0x3f80; 256 + 1 ties to even (256); 258 = 0x4381.
+  const uint32_t w0 = 0x4380u | (0x3f80u << 16), w1 = 0x3f80u | (0x3f80u << 16);
+  const std::vector<std::vector<uint32_t>> init = {{w0, w1}, {w1, w1}, {w1, w1}};
+  const auto plain = ldReduce<uint32_t>(R"(
+  multimem.ld_reduce.acquire.gpu.global.add.v2.bf16x2 {%r1, %r2}, [%rd1];
+  st.global.v2.b32 [%rd2], {%r1, %r2};
+)", 8, init, 1);
+  EXPECT_EQ(plain[0], 0x4380u | (0x4040u << 16));  // 256 | 3.0
+  EXPECT_EQ(plain[1], 0x4040u | (0x4040u << 16));
+  const auto acc = ldReduce<uint32_t>(R"(
+  multimem.ld_reduce.add.acc::f32.v2.bf16x2 {%r1, %r2}, [%rd1];
+  st.global.v2.b32 [%rd2], {%r1, %r2};
+)", 8, init, 1);
+  EXPECT_EQ(acc[0], 0x4381u | (0x4040u << 16));
+}
+
+TEST(PtxMultimem, LdReduceV8F16MinMax) {
+  // Eight f16 values in b16 registers: min and max per element across two members.
+  std::vector<std::vector<uint16_t>> init = {{0x3c00, 0x4000, 0xbc00, 0x7c00, 0x0001, 0x8000, 0x4200, 0x7fff},
+                                             {0x4000, 0x3c00, 0xc000, 0x3c00, 0x0000, 0x0000, 0xfc00, 0x3c00}};
+  const std::string store = "  st.global.v4.b16 [%rd2], {%h1, %h2, %h3, %h4};\n  st.global.v4.b16 [%rd2+8], {%h5, %h6, %h7, %h8};\n";
+  const auto mn = ldReduce<uint16_t>(
+      "  multimem.ld_reduce.relaxed.sys.global.min.v8.f16 {%h1, %h2, %h3, %h4, %h5, %h6, %h7, %h8}, [%rd1];\n" + store, 16, init, 1);
+  // min(-0, +0) = -0; a NaN operand gives the other.
+  const std::vector<uint16_t> wantMin = {0x3c00, 0x3c00, 0xc000, 0x3c00, 0x0000, 0x8000, 0xfc00, 0x3c00};
+  EXPECT_EQ(mn, wantMin);
+  const auto mx = ldReduce<uint16_t>(
+      "  multimem.ld_reduce.relaxed.sys.global.max.v8.f16 {%h1, %h2, %h3, %h4, %h5, %h6, %h7, %h8}, [%rd1];\n" + store, 16, init, 1);
+  const std::vector<uint16_t> wantMax = {0x4000, 0x4000, 0xbc00, 0x7c00, 0x0001, 0x0000, 0x4200, 0x3c00};
+  EXPECT_EQ(mx, wantMax);
+}
+
+TEST(PtxMultimem, LdReduceIntegers) {
+  const std::vector<std::vector<uint32_t>> i32 = {{5, 0xfffffff0u}, {7, 3}, {0xffffffffu, 0x10}};
+  const std::string st32 = "  st.global.b32 [%rd2], %r1;\n";
+  EXPECT_EQ(ldReduce<uint32_t>("  multimem.ld_reduce.add.u32 %r1, [%rd1];\n" + st32, 4, i32, 2),
+            (std::vector<uint32_t>{11, 0x3}));
+  EXPECT_EQ(ldReduce<uint32_t>("  multimem.ld_reduce.min.s32 %r1, [%rd1];\n" + st32, 4, i32, 2),
+            (std::vector<uint32_t>{0xffffffffu, 0xfffffff0u}));
+  EXPECT_EQ(ldReduce<uint32_t>("  multimem.ld_reduce.max.u32 %r1, [%rd1];\n" + st32, 4, i32, 2),
+            (std::vector<uint32_t>{0xffffffffu, 0xfffffff0u}));
+  EXPECT_EQ(ldReduce<uint32_t>("  multimem.ld_reduce.and.b32 %r1, [%rd1];\n" + st32, 4, i32, 2),
+            (std::vector<uint32_t>{5 & 7, 0}));
+  EXPECT_EQ(ldReduce<uint32_t>("  multimem.ld_reduce.or.b32 %r1, [%rd1];\n" + st32, 4, i32, 2),
+            (std::vector<uint32_t>{0xffffffffu, 0xfffffff3u}));
+  EXPECT_EQ(ldReduce<uint32_t>("  multimem.ld_reduce.xor.b32 %r1, [%rd1];\n" + st32, 4, i32, 2),
+            (std::vector<uint32_t>{5u ^ 7u ^ 0xffffffffu, 0xfffffff0u ^ 3u ^ 0x10u}));
+  const std::vector<std::vector<uint64_t>> i64 = {{1ull << 40, 0x8000000000000000ull}, {3, 5}};
+  const std::string st64 = "  st.global.b64 [%rd2], %rd6;\n";
+  EXPECT_EQ(ldReduce<uint64_t>("  multimem.ld_reduce.add.u64 %rd6, [%rd1];\n" + st64, 8, i64, 2),
+            (std::vector<uint64_t>{(1ull << 40) + 3, 0x8000000000000005ull}));
+  EXPECT_EQ(ldReduce<uint64_t>("  multimem.ld_reduce.min.s64 %rd6, [%rd1];\n" + st64, 8, i64, 2),
+            (std::vector<uint64_t>{3, 0x8000000000000000ull}));
+  EXPECT_EQ(ldReduce<uint64_t>("  multimem.ld_reduce.max.u64 %rd6, [%rd1];\n" + st64, 8, i64, 2),
+            (std::vector<uint64_t>{1ull << 40, 0x8000000000000000ull}));
+  EXPECT_EQ(ldReduce<uint64_t>("  multimem.ld_reduce.xor.b64 %rd6, [%rd1];\n" + st64, 8, i64, 2),
+            (std::vector<uint64_t>{(1ull << 40) ^ 3, 0x8000000000000005ull}));
+}
+
+TEST(PtxMultimem, LdReduceF64Add) {
+  const std::vector<std::vector<double>> init = {{1e16}, {1.0}, {-1e16}, {1.0}};
+  const auto out = ldReduce<double>(
+      "  multimem.ld_reduce.relaxed.sys.global.add.f64 %fd1, [%rd1];\n  st.global.f64 [%rd2], %fd1;\n", 8, init, 1);
+  EXPECT_EQ(out[0], 1.0);
+}
+
+TEST(PtxMultimem, StoreWritesEveryMember) {
+  Program p(mmKernel(R"(
+  cvt.rn.f32.u32 %f1, %r0;
+  add.f32 %f2, %f1, 0f3F000000;
+  multimem.st.relaxed.sys.global.v4.f32 [%rd1], {%f1, %f2, %f1, %f2};
+  mul.wide.u32 %rd6, %r0, 8;
+  add.s64 %rd7, %rd3, %rd6;
+  add.s64 %rd7, %rd7, 64;
+  cvt.u64.u32 %rd8, %r0;
+  multimem.st.release.gpu.b64 [%rd7], %rd8;
+)", 16));
+  ASSERT_TRUE(p.ok()) << p.error();
+  Team t(p, std::vector<std::vector<uint8_t>>(4, std::vector<uint8_t>(128, 0xee)));
+  const LaunchResult r = p.launch("k", {}, {4, 1, 1}, {t.mc, p.buffer(64)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  for (size_t m = 0; m < 4; ++m) {
+    const auto f = t.member<float>(m, 16);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(f[i * 4 + 0], static_cast<float>(i));
+      EXPECT_EQ(f[i * 4 + 1], i + 0.5f);
+    }
+    const auto w = t.member<uint64_t>(m, 12);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(w[8 + i], static_cast<uint64_t>(i));
+  }
+}
+
+TEST(PtxMultimem, ReduceUpdatesEveryMemberLaneByLane) {
+  // 32 lanes add to one word of every member (the barrier form NCCL and PyTorch use), and each
+  // lane adds its f32 value to its own element.
+  Program p(mmKernel(R"(
+  multimem.red.release.sys.global.add.u32 [%rd3], 1;
+  cvt.rn.f32.u32 %f1, %r0;
+  add.s64 %rd6, %rd1, 16;
+  multimem.red.relaxed.sys.global.add.f32 [%rd6], %f1;
+  mov.b32 %r2, 0x3c003c00;
+  add.s64 %rd7, %rd1, 144;
+  multimem.red.add.f16x2 [%rd7], %r2;
+)", 4));
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::vector<std::vector<uint32_t>> init(3, std::vector<uint32_t>(80, 0));
+  init[1][0] = 100;
+  for (int i = 0; i < 32; ++i) init[2][4 + i] = 0x3f800000u;  // member 2 starts at 1.0
+  Team t(p, init);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {t.mc, p.buffer(4)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(t.member<uint32_t>(0, 1)[0], 32u);
+  EXPECT_EQ(t.member<uint32_t>(1, 1)[0], 132u);
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(fl(t.member<uint32_t>(0, 80)[4 + i]), static_cast<float>(i));
+    EXPECT_EQ(fl(t.member<uint32_t>(2, 80)[4 + i]), static_cast<float>(i) + 1);
+    EXPECT_EQ(t.member<uint32_t>(1, 80)[36 + i], 0x3c003c00u);  // 0 + 1.0 in both halves
+  }
+}
+
+TEST(PtxMultimem, TwoRunsGiveIdenticalBytes) {
+  const std::string body = R"(
+  multimem.ld_reduce.add.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+  st.global.v4.f32 [%rd2], {%f1, %f2, %f3, %f4};
+  multimem.red.add.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};
+)";
+  std::vector<std::vector<float>> init(8, std::vector<float>(256));
+  for (int m = 0; m < 8; ++m)
+    for (int i = 0; i < 256; ++i) init[m][i] = 1.0f / static_cast<float>(1 + (m * 37 + i * 11) % 97);
+  std::vector<std::vector<uint8_t>> runs;
+  for (int run = 0; run < 2; ++run) {
+    Program p(mmKernel(body, 16));
+    ASSERT_TRUE(p.ok()) << p.error();
+    Team t(p, init);
+    const uint64_t out = p.buffer(1024);
+    const LaunchResult r = p.launch("k", {}, {64, 1, 1}, {t.mc, out});
+    ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+    std::vector<uint8_t> bytes = p.read<uint8_t>(out, 1024);
+    for (int m = 0; m < 8; ++m) {
+      const auto b = t.member<uint8_t>(static_cast<size_t>(m), 1024);
+      bytes.insert(bytes.end(), b.begin(), b.end());
+    }
+    runs.push_back(bytes);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+// ---- bad use
+
+LaunchResult runBad(const std::string& body, bool bindAll, std::string* message) {
+  Program p(mmKernel(body, 4));
+  EXPECT_TRUE(p.ok()) << p.error();
+  const uint64_t a = p.buffer(64), b = p.buffer(64);
+  const uint64_t mc = p.memory().allocateMulticast({a, bindAll ? b : 0}, 64);
+  const LaunchResult r = p.launch("k", {}, {1, 1, 1}, {mc, a});
+  *message = r.message;
+  return r;
+}
+
+TEST(PtxMultimem, MultimemOnPlainMemoryIsAnIllegalAddress) {
+  std::string m;
+  // %rd2 is a plain buffer.
+  EXPECT_EQ(runBad("  multimem.ld_reduce.add.u32 %r1, [%rd2];\n", true, &m).fault, Fault::kIllegalAddress);
+  EXPECT_NE(m.find("not a multicast address"), std::string::npos) << m;
+  EXPECT_NE(m.find("multimem.ld_reduce.add.u32"), std::string::npos) << m;
+  EXPECT_EQ(runBad("  multimem.st.b32 [%rd2], 1;\n", true, &m).fault, Fault::kIllegalAddress);
+  EXPECT_EQ(runBad("  multimem.ld_reduce.add.u32 %r1, [0x10];\n", true, &m).fault, Fault::kIllegalAddress);
+  EXPECT_NE(m.find("unmapped"), std::string::npos) << m;
+}
+
+TEST(PtxMultimem, PlainAccessToAMulticastAddressIsAnIllegalAddress) {
+  std::string m;
+  EXPECT_EQ(runBad("  ld.global.u32 %r1, [%rd1];\n", true, &m).fault, Fault::kIllegalAddress);
+  EXPECT_NE(m.find("only multimem"), std::string::npos) << m;
+  EXPECT_EQ(runBad("  st.u32 [%rd1], 1;\n", true, &m).fault, Fault::kIllegalAddress);
+}
+
+TEST(PtxMultimem, AMemberWithoutBoundMemoryIsAnIllegalAddress) {
+  std::string m;
+  EXPECT_EQ(runBad("  multimem.red.add.u32 [%rd1], 1;\n", false, &m).fault, Fault::kIllegalAddress);
+  EXPECT_NE(m.find("no memory bound"), std::string::npos) << m;
+}
+
+TEST(PtxMultimem, MisalignedAndSharedAddressesFault) {
+  std::string m;
+  EXPECT_EQ(runBad("  add.s64 %rd6, %rd1, 4;\n  multimem.ld_reduce.add.v4.f32 {%f1, %f2, %f3, %f4}, [%rd6];\n", true, &m).fault,
+            Fault::kMisalignedAddress);
+  EXPECT_NE(m.find("16-byte"), std::string::npos) << m;
+  EXPECT_EQ(runBad("  add.s64 %rd6, %rd1, 256;\n  multimem.st.b32 [%rd6], 1;\n", true, &m).fault, Fault::kIllegalAddress);
+  EXPECT_EQ(runBad("  mov.u64 %rd6, 0xfe00000000000000;\n  multimem.st.b32 [%rd6], 1;\n", true, &m).fault,
+            Fault::kIllegalAddress);
+  EXPECT_NE(m.find("not a multicast address"), std::string::npos) << m;
+}
+
+TEST(PtxMultimem, FormsTheIsaDoesNotAllowAreRefusedAtLoad) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"multimem.st.acquire.sys.global.b32 [%rd1], %r1;", "unsupported modifier '.acquire'"},
+      {"multimem.red.weak.global.add.u32 [%rd1], %r1;", "unsupported modifier '.weak'"},
+      {"multimem.ld_reduce.release.add.u32 %r1, [%rd1];", "unsupported modifier '.release'"},
+      {"multimem.red.min.f32 [%rd1], %f1;", ".min is not defined on .f32"},
+      {"multimem.ld_reduce.and.u32 %r1, [%rd1];", ".and is not defined on .u32"},
+      {"multimem.ld_reduce.add.s64 %rd6, [%rd1];", ".add is not defined on .s64"},
+      {"multimem.ld_reduce.add.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, [%rd1];", ".v8 is not allowed with .f32"},
+      {"multimem.ld_reduce.add.f16 %h1, [%rd1];", "no .vec is not allowed with .f16"},
+      {"multimem.st.v2.f64 [%rd1], {%fd1, %fd2};", ".v2 is not allowed with .f64"},
+      {"multimem.st.v2.b32 [%rd1], {%r1, %r2};", "integer multimem takes no .vec"},
+      {"multimem.ld_reduce.add.acc::f32.f32 %f1, [%rd1];", ".acc::f32 is for"},
+      {"multimem.ld_reduce.add.e5m2x4 %r1, [%rd1];", "fp8 forms of multimem (.e5m2x4) are not implemented"},
+      {"multimem.ld_reduce.u32 %r1, [%rd1];", "needs an operator"},
+      {"multimem.ld.add.u32 %r1, [%rd1];", "must be multimem.ld_reduce, multimem.st or multimem.red"},
+      {"multimem.ld_reduce.add.v4.f32 {%f1, %f2}, [%rd1];", "needs a vector of 4 registers"},
+      {"multimem.st.b32 %r1, [%rd1];", "must be an address"},
+  };
+  for (const auto& [line, want] : bad) {
+    Program p(mmKernel("  " + line + "\n", 4));
+    EXPECT_FALSE(p.ok()) << line;
+    EXPECT_NE(p.error().find(want), std::string::npos) << line << ": " << p.error();
+    EXPECT_NE(p.error().find("test.ptx:"), std::string::npos) << p.error();
+  }
+}
+
+TEST(PtxMultimem, ASpinOnLdReduceIsParkedAndReported) {
+  // Waits until the members' sum reaches 10; they hold 1 + 2 + 3 and nothing else runs: the warp
+  // is parked and the launch ends with the report of what it waits on, not after its limit.
+  Program p(mmKernel(R"(
+SPIN:
+  multimem.ld_reduce.relaxed.sys.global.add.u32 %r1, [%rd3];
+  setp.lt.u32 %p1, %r1, 10;
+  @%p1 bra SPIN;
+)", 4));
+  ASSERT_TRUE(p.ok()) << p.error();
+  Team t(p, std::vector<std::vector<uint32_t>>{{1}, {2}, {3}});
+  const LaunchResult r = p.launch("k", {}, {1, 1, 1}, {t.mc, p.buffer(4)}, 0, 1000000000);
+  EXPECT_EQ(r.fault, Fault::kTimeout);
+  EXPECT_NE(r.message.find("it holds 0x6, the warp compares it with 0xa"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("multimem.ld_reduce.relaxed.sys.global.add.u32"), std::string::npos) << r.message;
+  EXPECT_LT(r.warpInstructions, 100000u);
+}
+
+// ---- what a thread's code keeps in flight (the node times a kernel with it)
+
+TEST(PtxMultimem, LoadBytesInFlightFollowTheUnroll) {
+  // NCCL's NVLS loop: four guarded .v4 ld_reduce (forward branches around each), then the stores.
+  Program nvls(mmKernel(R"(
+  setp.eq.u32 %p1, %r0, 99;
+  multimem.ld_reduce.add.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+  @%p1 bra SKIP1;
+  multimem.ld_reduce.add.v4.f32 {%f5, %f6, %f7, %f8}, [%rd1+16];
+SKIP1:
+  @%p1 bra SKIP2;
+  multimem.ld_reduce.add.v4.f32 {%f9, %f10, %f11, %f12}, [%rd1+32];
+SKIP2:
+  ld.global.v4.f32 {%f13, %f14, %f15, _}, [%rd2];
+  multimem.st.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};
+  ld.global.f32 %f1, [%rd2+64];
+)", 16));
+  ASSERT_TRUE(nvls.ok()) << nvls.error();
+  EXPECT_EQ(loadBytesInFlight(*nvls.module().find("k")), 64u);
+  // A load whose value is used at once, in a loop: one access at a time.
+  Program loop(mmKernel(R"(
+LOOP:
+  ld.global.f32 %f1, [%rd2];
+  add.f32 %f2, %f1, %f1;
+  ld.global.f32 %f3, [%rd2+4];
+  st.global.f32 [%rd2], %f3;
+  bra.uni LOOP;
+)", 4));
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  EXPECT_EQ(loadBytesInFlight(*loop.module().find("k")), 4u);
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test
