@@ -12,6 +12,9 @@
 #include <cstring>
 #include <string>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "mcsim/mcsim.h"
 #include "nvml/nvml_api.h"
 
@@ -251,6 +254,11 @@ TEST(Nvml, NvlinkAndTopologyOfTheHgxBoard) {
   EXPECT_TRUE(any0);
   EXPECT_TRUE(any5);
   EXPECT_EQ(overlap, a0[0] == a5[0] && a0[0] != 0) << "disjoint unless the machine has one CPU";
+  unsigned long nodes = 0;
+  ASSERT_EQ(nvmlDeviceGetMemoryAffinity(d, 1, &nodes, NVML_AFFINITY_SCOPE_NODE), NVML_SUCCESS);
+  EXPECT_EQ(nodes, 2ul);  // host NUMA node 1
+  ASSERT_EQ(nvmlDeviceGetMemoryAffinity(handle(0), 1, &nodes, NVML_AFFINITY_SCOPE_NODE), NVML_SUCCESS);
+  EXPECT_EQ(nodes, 1ul);
   unsigned numa = 0;
   EXPECT_EQ(nvmlDeviceGetNumaNodeId(d, &numa), NVML_ERROR_NOT_SUPPORTED);  // the GPU is no NUMA node
   nvmlGpuFabricInfoV_t fabric{};
@@ -339,6 +347,42 @@ TEST(Nvml, InitFailsWhereTheDriverCannotStart) {
   EXPECT_EQ(nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
   unsigned n = 0;
   EXPECT_EQ(nvmlDeviceGetCount_v2(&n), NVML_ERROR_UNINITIALIZED);
+}
+
+// On a shared node (run by ctest through tests/runtime/on_shared_node.sh), NVML answers from the
+// node every process shares: memory another process allocates is memory this one's NVML reports
+// used. Skipped on the embedded node, where each process has a node of its own. It must run before
+// any cuInit of its process (a child forked after cuInit is cut off from the node).
+TEST(Nvml, SharedNodeShowsAnotherProcessesMemory) {
+  if (std::getenv("MCSIM_NODE") == nullptr) GTEST_SKIP() << "needs a shared node (MCSIM_NODE)";
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  constexpr size_t kBytes = size_t{3} << 30;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // before any cuInit in this process: the child attaches on its own
+    CUcontext ctx = nullptr;
+    CUdeviceptr p = 0;
+    char c = 'x';
+    const bool ok = cuInit(0) == CUDA_SUCCESS && cuDevicePrimaryCtxRetain(&ctx, 6) == CUDA_SUCCESS &&
+                    cuCtxSetCurrent(ctx) == CUDA_SUCCESS && cuMemAlloc(&p, kBytes) == CUDA_SUCCESS;
+    if (write(ready[1], ok ? "y" : "n", 1) != 1 || !ok) _exit(1);
+    _exit(read(done[0], &c, 1) == 1 ? 0 : 2);  // holds the memory until the parent has looked
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y') << "the child could not allocate on the shared node";
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlMemory_t six{}, five{};
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(handle(6), &six), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetMemoryInfo(handle(5), &five), NVML_SUCCESS);
+  EXPECT_GE(six.used, kBytes);
+  EXPECT_LT(five.used, kBytes);
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
