@@ -598,6 +598,24 @@ nvmlReturn_t nvmlDeviceGetCpuAffinityWithinScope(nvmlDevice_t device, unsigned i
   return cpuAffinity(device, cpuSetSize, cpuSet);  // one socket per NUMA node
 }
 
+// The host NUMA node whose memory is closest to the GPU (the preset's host.gpu_numa_node).
+nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, unsigned int nodeSetSize, unsigned long* nodeSet,
+                                         nvmlAffinityScope_t scope) {
+  NVML_DEVICE(device, dev);
+  if (nodeSet == nullptr || nodeSetSize == 0 ||
+      (scope != NVML_AFFINITY_SCOPE_NODE && scope != NVML_AFFINITY_SCOPE_SOCKET)) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  mcsim_nvml_device_info d;
+  if (const nvmlReturn_t r = deviceInfo(dev, &d)) return r;
+  std::memset(nodeSet, 0, nodeSetSize * sizeof(unsigned long));
+  constexpr unsigned kBits = sizeof(unsigned long) * 8;
+  const auto numa = static_cast<unsigned>(d.host_numa_node);
+  if (numa / kBits >= nodeSetSize) return NVML_ERROR_INSUFFICIENT_SIZE;
+  nodeSet[numa / kBits] = 1ul << (numa % kBits);
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
   NVML_DEVICE(device, dev);
   if (node == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
