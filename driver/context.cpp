@@ -1,6 +1,9 @@
 // Contexts: primary contexts, created contexts, the per-thread context stack, peer access.
 #include "driver/context.h"
 
+#include <pthread.h>
+
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -39,7 +42,38 @@ Contexts& contexts() {
   return *c;
 }
 
-thread_local std::vector<CUctx_st*> tlsStack;
+// The calling thread's context stack. It must outlive the thread's C++ thread_local destructors
+// and, on the main thread, exit(): libraries call the driver from their own thread_local
+// destructors, from threads that are ending, and from atexit handlers (NCCL's env plugin logs
+// through cudaGetDevice from one, after the main thread's thread_locals are destroyed; a
+// thread_local vector read there was freed memory). So the stack is heap memory reached through a
+// trivially destructible thread_local pointer and freed by a pthread key's destructor, which runs
+// after the thread's C++ thread_local destructors; a call after it makes a fresh, empty stack
+// (the key is set again, so that it is freed too). The main thread's is never freed.
+thread_local std::vector<CUctx_st*>* tStack = nullptr;
+
+void freeThreadStack(void* p) {
+  auto* stack = static_cast<std::vector<CUctx_st*>*>(p);
+  if (tStack == stack) tStack = nullptr;
+  delete stack;
+}
+
+pthread_key_t threadStackKey() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k;
+    if (pthread_key_create(&k, freeThreadStack) != 0) std::abort();
+    return k;
+  }();
+  return key;
+}
+
+std::vector<CUctx_st*>& threadStack() {
+  if (tStack == nullptr) {
+    tStack = new std::vector<CUctx_st*>();
+    pthread_setspecific(threadStackKey(), tStack);
+  }
+  return *tStack;
+}
 
 // The limits a context starts with: the defaults the CUDA programming guide gives (1 KiB of stack
 // per thread, a 1 MiB printf FIFO, an 8 MiB device heap, sync depth 2, 2048 pending launches) and
@@ -96,8 +130,8 @@ void addContextsToDigest(model::Digest& d) {
     d.add(p != nullptr && p->active ? 1 : 0);
   }
   d.add(contexts().nextCreatedId);
-  d.add(tlsStack.size());
-  for (const CUctx_st* c : tlsStack) d.add(c->id);
+  d.add(threadStack().size());
+  for (const CUctx_st* c : threadStack()) d.add(c->id);
 }
 
 CUcontext primaryContextObject(int device) {
@@ -115,8 +149,8 @@ bool usableContext(CUcontext ctx) {
   return contexts().registry.count(ctx) != 0 && usableLocked(ctx);
 }
 
-ScopedContext::ScopedContext(CUctx_st* ctx) { tlsStack.push_back(ctx); }
-ScopedContext::~ScopedContext() { tlsStack.pop_back(); }
+ScopedContext::ScopedContext(CUctx_st* ctx) { threadStack().push_back(ctx); }
+ScopedContext::~ScopedContext() { threadStack().pop_back(); }
 
 // The answer of a call that needs the calling thread's current context when it has none.
 static CUresult noCurrentContext() {
@@ -125,8 +159,8 @@ static CUresult noCurrentContext() {
 }
 
 CUresult currentContext(CUctx_st** ctx) {
-  if (tlsStack.empty()) return noCurrentContext();
-  CUctx_st* top = tlsStack.back();
+  if (threadStack().empty()) return noCurrentContext();
+  CUctx_st* top = threadStack().back();
   std::lock_guard<std::mutex> lock(contexts().mu);
   if (!usableLocked(top)) return MCSIM_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED, "the current context was destroyed");
   const CUresult sticky = top->stickyError.load();
@@ -268,7 +302,7 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsi
     ctx->id = static_cast<unsigned long long>(state().deviceCount) + 1 + c.nextCreatedId++;
     contexts().registry.insert(ctx);
   }
-  tlsStack.push_back(ctx);
+  threadStack().push_back(ctx);
   *pctx = ctx;
   return CUDA_SUCCESS;
 }
@@ -287,7 +321,7 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     if (!ctx->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     ctx->alive = false;
   }
-  if (!tlsStack.empty() && tlsStack.back() == ctx) tlsStack.pop_back();
+  if (!threadStack().empty() && threadStack().back() == ctx) threadStack().pop_back();
   releaseContextResources(ctx, "destroyed");
   return CUDA_SUCCESS;
 }
@@ -295,20 +329,20 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   MCSIM_REQUIRE_INIT();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *pctx = tlsStack.empty() ? nullptr : tlsStack.back();
+  *pctx = threadStack().empty() ? nullptr : threadStack().back();
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
   if (ctx == nullptr) {
-    if (!tlsStack.empty()) tlsStack.pop_back();
+    if (!threadStack().empty()) threadStack().pop_back();
     return CUDA_SUCCESS;
   }
   // A destroyed context may be made current; calls then report it (as the real driver does).
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (tlsStack.empty()) tlsStack.push_back(ctx);
-  else tlsStack.back() = ctx;
+  if (threadStack().empty()) threadStack().push_back(ctx);
+  else threadStack().back() = ctx;
   return CUDA_SUCCESS;
 }
 
@@ -316,15 +350,15 @@ CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  tlsStack.push_back(ctx);
+  threadStack().push_back(ctx);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   MCSIM_REQUIRE_INIT();
-  if (tlsStack.empty()) return noCurrentContext();
-  if (pctx != nullptr) *pctx = tlsStack.back();
-  tlsStack.pop_back();
+  if (threadStack().empty()) return noCurrentContext();
+  if (pctx != nullptr) *pctx = threadStack().back();
+  threadStack().pop_back();
   return CUDA_SUCCESS;
 }
 
@@ -332,8 +366,8 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   MCSIM_REQUIRE_INIT();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // The device of the current context is known even when the context is no longer usable.
-  if (tlsStack.empty()) return noCurrentContext();
-  *device = tlsStack.back()->device;
+  if (threadStack().empty()) return noCurrentContext();
+  *device = threadStack().back()->device;
   return CUDA_SUCCESS;
 }
 
@@ -351,8 +385,8 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   // Not through cuCtxGetDevice: a second entry would count as a second call in fault plans.
   if (ctx == nullptr) {
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    if (tlsStack.empty()) return noCurrentContext();
-    *device = tlsStack.back()->device;
+    if (threadStack().empty()) return noCurrentContext();
+    *device = threadStack().back()->device;
     return CUDA_SUCCESS;
   }
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;

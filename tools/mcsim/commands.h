@@ -32,5 +32,6 @@ Command addMinimizeCommand(CLI::App& parent);
 Command addBenchCommand(CLI::App& parent);
 Command addNodeCommand(CLI::App& parent);
 Command addSettingsCommand(CLI::App& parent);
+Command addSmiCommand(CLI::App& parent);
 
 }  // namespace mcsim::tools

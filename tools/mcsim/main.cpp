@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       addBenchCommand(app),
       addNodeCommand(app),
       addSettingsCommand(app),
+      addSmiCommand(app),
   };
 
   std::string names;
