@@ -27,6 +27,8 @@ constexpr uint64_t kWatchTail = 256;
 constexpr uint64_t kBlockTurn = 1 << 18;
 constexpr unsigned kBarriers = 16;  // named barriers 0..15 (PTX ISA, bar)
 constexpr unsigned kMaxOperands = 6;  // Instruction::ops
+// Calls a lane may be in at once: deeper recursion fails as a GPU's stack overflow does.
+constexpr size_t kMaxCallDepth = 1024;
 
 std::string hex(uint64_t v) {
   char b[24];
@@ -71,6 +73,7 @@ std::vector<uint8_t> packParams(const Function& fn, const void* const* args) {
 class Executor::Run {
  public:
   Run(Executor& ex, const Function& fn, const LaunchConfig& cfg) : ex_(ex), fn_(fn), cfg_(cfg) {
+    hasCalls_ = fn.callees.size() > 1;
     regMask_.reserve(fn.regTypes.size());
     for (Type t : fn.regTypes) regMask_.push_back(widthMask(t));
     threadsPerBlock_ = cfg.block.x * cfg.block.y * cfg.block.z;
@@ -207,6 +210,14 @@ class Executor::Run {
     return none;
   }
 
+  // A lane's call in progress: where it returns to, through which call site, and for a call of a
+  // recursive function the callee's registers and local memory as the outer activation left them.
+  struct Frame {
+    uint32_t returnPc = 0;
+    uint32_t site = 0;
+    std::vector<uint64_t> regs;
+    std::vector<uint8_t> local;
+  };
   struct Warp {
     uint32_t id = 0;
     uint32_t live = 0;     // lanes that exist and have not exited
@@ -219,6 +230,7 @@ class Executor::Run {
     uint64_t executed = 0;  // instructions this warp has issued (%clock64)
     std::vector<uint64_t> regs;
     std::vector<uint8_t> local;
+    std::vector<Frame> frames[32];  // per lane: the calls it is in, innermost last
   };
   struct Barrier {
     uint32_t arrived = 0;
@@ -310,6 +322,7 @@ class Executor::Run {
       std::fill(std::begin(w.lanePc), std::end(w.lanePc), 0);
       std::fill(w.regs.begin(), w.regs.end(), 0);
       std::fill(w.local.begin(), w.local.end(), 0);
+      for (auto& f : w.frames) f.clear();
     }
   }
 
@@ -968,9 +981,17 @@ class Executor::Run {
         else split(w, exec, target, w.pc + 1);
         return;
       }
+      case Op::kCall:
+        call(w, in, exec);
+        return;
       case Op::kRet:
+        if (exec != 0 && hasCalls_) {
+          returnFrom(w, exec);
+          return;
+        }
+        [[fallthrough]];
       case Op::kExit: {
-        // A kernel's ret ends the thread (no .func calls yet, so there is nothing to return to).
+        // The kernel's ret, or exit anywhere, ends the thread.
         w.live &= ~exec;
         const uint32_t rest = w.active & ~exec;
         w.active = rest;
@@ -1017,6 +1038,103 @@ class Executor::Run {
     jump(w, w.pc + 1);
   }
 
+  // ---- calls (docs/ptx.md, "Device functions")
+
+  uint8_t* laneLocal(Warp& w, unsigned lane) { return w.local.data() + uint64_t{lane} * fn_.localBytes; }
+
+  // The lanes `exec` call; the other active lanes go on. The caller's argument variables are
+  // copied into the callee's parameters; a recursive callee's registers and locals are saved.
+  void call(Warp& w, const Instruction& in, uint32_t exec) {
+    const CallSite& site = fn_.calls[in.ops[0].target];
+    const Callee& c = fn_.callees[site.callee];
+    if (c.builtin != Builtin::kNone) {
+      if (exec != 0) builtin(w, in, exec, site, c);
+      if (result_.fault == Fault::kNone) jump(w, w.pc + 1);
+      return;
+    }
+    if (exec == 0) {
+      jump(w, w.pc + 1);
+      return;
+    }
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      std::vector<Frame>& frames = w.frames[l];
+      if (frames.size() >= kMaxCallDepth) {
+        fail(Fault::kIllegalAddress, w, l, &in,
+             "call stack overflow: " + std::to_string(kMaxCallDepth) + " calls deep calling '" + c.name + "'");
+        return;
+      }
+      Frame f;
+      f.returnPc = w.pc + 1;
+      f.site = in.ops[0].target;
+      uint8_t* local = laneLocal(w, l);
+      if (c.recursive) {
+        f.regs.resize(c.regCount);
+        for (uint32_t r = 0; r < c.regCount; ++r) f.regs[r] = row(w, c.regBase + r)[l];
+        f.local.assign(local + c.localBase, local + c.localBase + c.localBytes);
+      }
+      frames.push_back(std::move(f));
+      for (size_t k = 0; k < c.params.size() && k < site.args.size(); ++k)
+        std::memcpy(local + c.params[k].first, local + site.args[k].first, std::min(c.params[k].second, site.args[k].second));
+    }
+    split(w, exec, c.entryPc, w.pc + 1);
+  }
+
+  // The lanes `exec` execute ret: those in a call return to their callers (the return values
+  // copied out, a recursive callee's registers and locals restored), the others exit.
+  void returnFrom(Warp& w, uint32_t exec) {
+    uint32_t exiting = 0;
+    for (uint32_t m = w.active & ~exec; m != 0; m &= m - 1) w.lanePc[__builtin_ctz(m)] = w.pc + 1;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      std::vector<Frame>& frames = w.frames[l];
+      if (frames.empty()) {
+        exiting |= 1u << l;
+        continue;
+      }
+      Frame& f = frames.back();
+      const CallSite& site = fn_.calls[f.site];
+      const Callee& c = fn_.callees[site.callee];
+      uint8_t* local = laneLocal(w, l);
+      uint8_t ret[64];
+      std::vector<uint8_t> big;
+      uint32_t bytes = 0;
+      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) bytes += std::min(c.returns[k].second, site.rets[k].second);
+      uint8_t* buf = ret;
+      if (bytes > sizeof ret) {
+        big.resize(bytes);
+        buf = big.data();
+      }
+      uint32_t at = 0;
+      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) {
+        const uint32_t n = std::min(c.returns[k].second, site.rets[k].second);
+        std::memcpy(buf + at, local + c.returns[k].first, n);
+        at += n;
+      }
+      if (c.recursive) {
+        for (uint32_t r = 0; r < c.regCount; ++r) row(w, c.regBase + r)[l] = f.regs[r];
+        std::copy(f.local.begin(), f.local.end(), local + c.localBase);
+      }
+      // After the restore: a recursive caller's return variable is in the region just restored.
+      at = 0;
+      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) {
+        const uint32_t n = std::min(c.returns[k].second, site.rets[k].second);
+        std::memcpy(local + site.rets[k].first, buf + at, n);
+        at += n;
+      }
+      w.lanePc[l] = f.returnPc;
+      frames.pop_back();
+    }
+    w.live &= ~exiting;
+    reschedule(w);
+    if (exiting != 0)
+      for (unsigned id = 0; id < kBarriers; ++id) checkBarrier(id);
+  }
+
+  void builtin(Warp& w, const Instruction& in, uint32_t exec, const CallSite& site, const Callee& c) {
+    (void)w; (void)in; (void)exec; (void)site; (void)c;
+  }
+
   void alu(Warp& w, const Instruction& in, uint32_t exec) {
     const unsigned ndst = in.op == Op::kSetp ? 2 : 1;
     const uint64_t* src[5] = {zeros_, zeros_, zeros_, zeros_, zeros_};
@@ -1053,6 +1171,7 @@ class Executor::Run {
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   std::vector<uint64_t> regMask_;
+  bool hasCalls_ = false;     // the kernel calls device functions (ret may return rather than exit)
   uint32_t threadsPerBlock_ = 0;
   uint64_t sharedBytes_ = 0;
   uint64_t block_ = 0;

@@ -123,5 +123,37 @@ TEST_F(PtxCompiled, DynamicSharedMemoryAndDoubles) {
   }
 }
 
+int fibonacci(int n) { return n < 2 ? n : fibonacci(n - 1) + fibonacci(n - 2); }
+
+void checkDeviceCalls(Program& p) {
+  const int n = 48;
+  std::vector<unsigned> in(n);
+  for (int i = 0; i < n; ++i) in[i] = 0x10001u * static_cast<unsigned>(i) + 0x30000u * static_cast<unsigned>(i % 5);
+  const uint64_t din = p.buffer(in), dout = p.buffer(n * 4);
+  const LaunchResult r = p.launch("device_calls", {}, {n, 1, 1}, {din, dout});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<int>(dout, n);
+  for (int t = 0; t < n; ++t)
+    ASSERT_EQ(out[t], static_cast<int>(in[t] & 0xffff) - static_cast<int>(in[t] >> 16) + fibonacci(t % 12)) << t;
+}
+
+TEST_F(PtxCompiled, DeviceFunctionsAndRecursion) {
+  ASSERT_GE(program_->module().find("device_calls")->callees.size(), 3u);
+  checkDeviceCalls(*program_);
+}
+
+// The same kernels built with -G (debug: no inlining, every function a call, locals on the stack).
+TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
+  const std::string path = MCSIM_PTX_COMPILED_DEBUG;
+  if (path.empty()) GTEST_SKIP() << "no nvcc at build time: kernels.cu was not compiled";
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << path;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Program p(ss.str(), "kernels_debug.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  checkDeviceCalls(p);
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test

@@ -58,3 +58,15 @@ extern "C" __global__ void dynamic_shared(const double* in, unsigned long long* 
   const double v = buf[blockDim.x - 1 - t];
   out[t] = static_cast<unsigned long long>(v * 1000.0) ^ (static_cast<unsigned long long>(t) << 40);
 }
+
+// Device functions that stay calls: __noinline__, a struct returned by value, tree recursion.
+struct Pair {
+  int lo, hi;
+};
+__device__ __noinline__ Pair split_word(unsigned v) { return Pair{static_cast<int>(v & 0xffff), static_cast<int>(v >> 16)}; }
+__device__ __noinline__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+extern "C" __global__ void device_calls(const unsigned* in, int* out) {
+  const int t = threadIdx.x;
+  const Pair p = split_word(in[t]);
+  out[t] = p.lo - p.hi + fib(t % 12);
+}
