@@ -59,6 +59,7 @@ const char* faultName(Fault f) {
     case Fault::kTrap: return "trap";
     case Fault::kBarrierDeadlock: return "barrier deadlock";
     case Fault::kTimeout: return "timeout";
+    case Fault::kAssert: return "assert";
   }
   return "?";
 }
@@ -146,6 +147,7 @@ class Executor::Run {
         leave(slot);
         if (result_.fault != Fault::kNone) {
           flushTraffic();
+          finishOutput();
           return state_ = RunState::kFaulted;
         }
         if (done) {
@@ -157,6 +159,7 @@ class Executor::Run {
       }
       if (!left) {
         flushTraffic();
+        finishOutput();
         return state_ = RunState::kFinished;
       }
       const bool grow = slots_.size() < resident_ && nextBlock_ < blocks_;
@@ -1131,8 +1134,190 @@ class Executor::Run {
       for (unsigned id = 0; id < kBarriers; ++id) checkBarrier(id);
   }
 
+  // ---- the executor's own functions: vprintf and __assertfail (docs/ptx.md, "printf and assert")
+
+  // The calls of the lanes `exec`, in ascending lane order; arguments from the call's .param
+  // variables.
   void builtin(Warp& w, const Instruction& in, uint32_t exec, const CallSite& site, const Callee& c) {
-    (void)w; (void)in; (void)exec; (void)site; (void)c;
+    flushTraffic();
+    win_ = MemoryWindow{};
+    std::string asserts;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      uint8_t* local = laneLocal(w, l);
+      const auto arg = [&](size_t k) {
+        uint64_t v = 0;
+        if (k < site.args.size()) std::memcpy(&v, local + site.args[k].first, std::min<uint32_t>(8, site.args[k].second));
+        return v;
+      };
+      if (c.builtin == Builtin::kVprintf) {
+        std::string text;
+        const int32_t n = formatPrintf(w, l, in, arg(0), arg(1), &text);
+        if (result_.fault != Fault::kNone) return;
+        if (!site.rets.empty()) std::memcpy(local + site.rets[0].first, &n, std::min<uint32_t>(4, site.rets[0].second));
+        if (n >= 0) addPrintfRecord(std::move(text), 16 + 8 * static_cast<uint64_t>(n));
+        continue;
+      }
+      // __assertfail(message, file, line, function, charSize)
+      std::string message, file, function;
+      if (!readString(w, l, in, arg(0), &message) || !readString(w, l, in, arg(1), &file) ||
+          !readString(w, l, in, arg(3), &function))
+        return;
+      uint32_t t[3];
+      tid(w, l, t);
+      asserts += file + ":" + std::to_string(static_cast<uint32_t>(arg(2))) + ": " + function + ": block: [" +
+                 std::to_string(ctaid_[0]) + "," + std::to_string(ctaid_[1]) + "," + std::to_string(ctaid_[2]) +
+                 "], thread: [" + std::to_string(t[0]) + "," + std::to_string(t[1]) + "," + std::to_string(t[2]) +
+                 "] Assertion `" + message + "` failed.\n";
+    }
+    if (c.builtin == Builtin::kAssertFail) {
+      result_.assertOutput += asserts;
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(exec));
+      std::string first = asserts.substr(0, asserts.find('\n'));
+      fail(Fault::kAssert, w, l, &in, "assertion failed (" + first + ")");
+    }
+  }
+
+  // A NUL-terminated string at the generic address `va` (at most 64 KiB); "(null)" for 0.
+  bool readString(Warp& w, unsigned lane, const Instruction& in, uint64_t va, std::string* out) {
+    out->clear();
+    if (va == 0) {
+      *out = "(null)";
+      return true;
+    }
+    for (uint64_t i = 0; i < (uint64_t{1} << 16); ++i) {
+      const uint8_t* p = locate(w, lane, in, Space::kGeneric, va + i, 1, AccessKind::kRead);
+      if (p == nullptr) return false;
+      if (*p == 0) break;
+      out->push_back(static_cast<char>(*p));
+    }
+    return true;
+  }
+
+  // Formats one printf: `fmt` the format string's generic address, `args` the argument buffer's
+  // (each argument at its size's alignment, as nvcc packs them: ints and chars 4 bytes, long,
+  // long long, pointers, strings and doubles 8, floats promoted to double). Returns what vprintf
+  // returns: the number of arguments the format consumed, -1 for a null format.
+  int32_t formatPrintf(Warp& w, unsigned lane, const Instruction& in, uint64_t fmtVa, uint64_t args, std::string* out) {
+    if (fmtVa == 0) return -1;
+    std::string fmt;
+    if (!readString(w, lane, in, fmtVa, &fmt)) return 0;
+    uint64_t offset = 0;
+    int32_t count = 0;
+    bool ok = true;
+    const auto next = [&](unsigned size) -> uint64_t {
+      offset = (offset + size - 1) / size * size;
+      uint64_t v = 0;
+      const uint8_t* p = locate(w, lane, in, Space::kGeneric, args + offset, size, AccessKind::kRead);
+      if (p == nullptr) {
+        ok = false;
+        return 0;
+      }
+      std::memcpy(&v, p, size);
+      offset += size;
+      ++count;
+      return v;
+    };
+    char buf[512];
+    for (size_t i = 0; i < fmt.size() && ok;) {
+      if (fmt[i] != '%') {
+        out->push_back(fmt[i++]);
+        continue;
+      }
+      const size_t start = i++;
+      std::string spec = "%";
+      while (i < fmt.size() && std::strchr("-+ #0", fmt[i]) != nullptr) spec.push_back(fmt[i++]);
+      const auto number = [&]() {
+        if (i < fmt.size() && fmt[i] == '*') {
+          ++i;
+          spec += std::to_string(static_cast<int32_t>(next(4)));
+          return;
+        }
+        while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') spec.push_back(fmt[i++]);
+      };
+      number();
+      if (i < fmt.size() && fmt[i] == '.') {
+        spec.push_back(fmt[i++]);
+        number();
+      }
+      bool wide = false;
+      std::string narrow;  // h, hh: printed as such (the argument is still a 4-byte int)
+      while (i < fmt.size() && std::strchr("hlLqjzt", fmt[i]) != nullptr) {
+        if (fmt[i] == 'h') narrow.push_back('h');
+        else wide = true;
+        ++i;
+      }
+      if (i >= fmt.size()) {
+        out->append(fmt, start, std::string::npos);
+        break;
+      }
+      const char conv = fmt[i++];
+      int n = 0;
+      switch (conv) {
+        case '%':
+          out->push_back('%');
+          continue;
+        case 'd': case 'i': {
+          const uint64_t v = next(wide ? 8 : 4);
+          const long long x = wide ? static_cast<long long>(v) : static_cast<long long>(static_cast<int32_t>(v));
+          n = std::snprintf(buf, sizeof buf, (spec + narrow + "ll" + conv).c_str(), x);
+          if (!narrow.empty()) n = std::snprintf(buf, sizeof buf, (spec + narrow + conv).c_str(), static_cast<int>(x));
+          break;
+        }
+        case 'u': case 'x': case 'X': case 'o': {
+          const uint64_t v = next(wide ? 8 : 4);
+          if (!narrow.empty() || !wide) n = std::snprintf(buf, sizeof buf, (spec + narrow + conv).c_str(), static_cast<unsigned>(v));
+          else n = std::snprintf(buf, sizeof buf, (spec + "ll" + conv).c_str(), static_cast<unsigned long long>(v));
+          break;
+        }
+        case 'c':
+          n = std::snprintf(buf, sizeof buf, (spec + conv).c_str(), static_cast<int>(static_cast<int32_t>(next(4))));
+          break;
+        case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A': {
+          const uint64_t v = next(8);
+          double d;
+          std::memcpy(&d, &v, sizeof d);
+          n = std::snprintf(buf, sizeof buf, (spec + conv).c_str(), d);
+          break;
+        }
+        case 'p': {
+          const uint64_t v = next(8);
+          n = std::snprintf(buf, sizeof buf, (spec + "llx").c_str(), static_cast<unsigned long long>(v));
+          out->append("0x");
+          break;
+        }
+        case 's': {
+          std::string str;
+          if (!readString(w, lane, in, next(8), &str)) return 0;
+          // Width and precision apply as the host's printf applies them.
+          std::vector<char> big(str.size() + 512);
+          n = std::snprintf(big.data(), big.size(), (spec + "s").c_str(), str.c_str());
+          if (n > 0) out->append(big.data(), std::min<size_t>(static_cast<size_t>(n), big.size() - 1));
+          continue;
+        }
+        default:  // not a conversion: printed as written
+          out->append(fmt, start, i - start);
+          continue;
+      }
+      if (n > 0) out->append(buf, std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1));
+    }
+    return ok ? count : 0;
+  }
+
+  // A printf record in the FIFO: the oldest go when the records outgrow it (it is circular).
+  void addPrintfRecord(std::string text, uint64_t bytes) {
+    printfRecords_.emplace_back(std::move(text), bytes);
+    printfBytes_ += bytes;
+    while (printfBytes_ > cfg_.printfFifoBytes && !printfRecords_.empty()) {
+      printfBytes_ -= printfRecords_.front().second;
+      printfRecords_.pop_front();
+    }
+  }
+
+  void finishOutput() {
+    for (const auto& r : printfRecords_) result_.printfOutput += r.first;
+    printfRecords_.clear();
+    printfBytes_ = 0;
   }
 
   void alu(Warp& w, const Instruction& in, uint32_t exec) {
@@ -1171,6 +1356,8 @@ class Executor::Run {
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   std::vector<uint64_t> regMask_;
+  std::deque<std::pair<std::string, uint64_t>> printfRecords_;  // (text, FIFO bytes)
+  uint64_t printfBytes_ = 0;
   bool hasCalls_ = false;     // the kernel calls device functions (ret may return rather than exit)
   uint32_t threadsPerBlock_ = 0;
   uint64_t sharedBytes_ = 0;

@@ -155,5 +155,55 @@ TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
   checkDeviceCalls(p);
 }
 
+TEST_F(PtxCompiled, PrintfFormatsLikeTheHost) {
+  Program& p = *program_;
+  const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  std::string want;
+  char line[512];
+  for (int t = 0; t < 3; ++t) {
+    std::snprintf(line, sizeof line,
+                  "t=%d u=%u x=%x X=%#X o=%o c=%c s=%s|%5s|%-4s| f=%.3f e=%e g=%g %% ld=%ld lld=%lld lu=%lu w=%6.2f %*d\n",
+                  t + 10, static_cast<unsigned>(t) + 4000000000u, 255 + t, 0xabcu, 8, 'A' + t, "str", "ab", "cd",
+                  static_cast<double>(1.5f + static_cast<float>(t)), 12345.678, 0.0001, -(1L << 40) - t, 1LL << 50,
+                  18446744073709551615ul, 3.14159, 4, t);
+    want += line;
+  }
+  want += "no arguments\n";
+  EXPECT_EQ(r.printfOutput, want);
+}
+
+TEST_F(PtxCompiled, PrintfFifoKeepsTheNewestRecords) {
+  Program& p = *program_;
+  LaunchConfig cfg;
+  cfg.block = {64, 1, 1};
+  const int base = 0;
+  const void* args[] = {&base};
+  cfg.params = packParams(*p.module().find("printf_kernel"), args);
+  // Each record of the first three costs 16 + 8 * 18 bytes: a FIFO of 200 holds one, and the
+  // argument-less record after it.
+  cfg.printfFifoBytes = 200;
+  const LaunchResult r = p.executor().launch("printf_kernel", cfg);
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(r.printfOutput.substr(0, 4), "t=2 ") << r.printfOutput;
+  EXPECT_NE(r.printfOutput.find("\nno arguments\n"), std::string::npos) << r.printfOutput;
+}
+
+TEST_F(PtxCompiled, AssertStopsTheKernelAndSaysWhere) {
+  Program& p = *program_;
+  std::vector<int> in(64, 1);
+  in[5] = -1;
+  in[40] = -2;
+  const uint64_t din = p.buffer(in);
+  const LaunchResult r = p.launch("assert_kernel", {}, {64, 1, 1}, {din});
+  ASSERT_EQ(r.fault, Fault::kAssert) << r.message;
+  // The file as __FILE__ gives it (the path nvcc was given); the first failing warp stops the kernel.
+  const std::string out = r.assertOutput.substr(r.assertOutput.rfind('/') + 1);
+  EXPECT_EQ(out,
+            "kernels.cu:88: void assert_kernel(const int *): block: [0,0,0], thread: [5,0,0] Assertion `in[t] >= 0` failed.\n");
+  const LaunchResult ok = p.launch("assert_kernel", {}, {4, 1, 1}, {din});
+  EXPECT_EQ(ok.fault, Fault::kNone) << ok.message;
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test

@@ -70,3 +70,20 @@ extern "C" __global__ void device_calls(const unsigned* in, int* out) {
   const Pair p = split_word(in[t]);
   out[t] = p.lo - p.hi + fib(t % 12);
 }
+
+// Device printf (vprintf) with the conversions a program uses, and assert (__assertfail).
+#include <cassert>
+#include <cstdio>
+extern "C" __global__ void printf_kernel(int base) {
+  const int t = threadIdx.x;
+  if (t < 3) {
+    printf("t=%d u=%u x=%x X=%#X o=%o c=%c s=%s|%5s|%-4s| f=%.3f e=%e g=%g %% ld=%ld lld=%lld lu=%lu w=%6.2f %*d\n", t + base,
+           static_cast<unsigned>(t) + 4000000000u, 255 + t, 0xabcu, 8, 'A' + t, "str", "ab", "cd", 1.5f + t, 12345.678,
+           0.0001, -(1L << 40) - t, 1LL << 50, 18446744073709551615ul, 3.14159, 4, t);
+  }
+  if (t == 31) printf("no arguments\n");
+}
+extern "C" __global__ void assert_kernel(const int* in) {
+  const int t = threadIdx.x;
+  assert(in[t] >= 0);
+}
