@@ -355,8 +355,11 @@ class Executor::Run {
     for (;;) {
       const uint64_t writes = writes_;
       bool ranRound = false;
-      if (runRound(&ranRound) || result_.fault != Fault::kNone) return result_.fault == Fault::kNone;
+      const bool done = runRound(&ranRound);
+      // A block that finishes in its first round ran too (else a grid beyond residency whose
+      // first block exits at once, writing nothing, would read as waiting).
       *ran = *ran || ranRound;
+      if (done || result_.fault != Fault::kNone) return result_.fault == Fault::kNone;
       if (writes_ != writes) lookAgain(parked_);
       else if (!ranRound) return false;
       if (result_.warpInstructions - start >= kBlockTurn) {
@@ -1172,9 +1175,7 @@ class Executor::Run {
     }
     if (c.builtin == Builtin::kAssertFail) {
       result_.assertOutput += asserts;
-      const unsigned l = static_cast<unsigned>(__builtin_ctz(exec));
-      std::string first = asserts.substr(0, asserts.find('\n'));
-      fail(Fault::kAssert, w, l, &in, "assertion failed (" + first + ")");
+      fail(Fault::kAssert, w, static_cast<unsigned>(__builtin_ctz(exec)), &in, "device assert failed");
     }
   }
 
