@@ -142,23 +142,8 @@ TEST_F(PtxCompiled, DeviceFunctionsAndRecursion) {
   checkDeviceCalls(*program_);
 }
 
-// The same kernels built with -G (debug: no inlining, every function a call, locals on the stack).
-TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
-  const std::string path = MCSIM_PTX_COMPILED_DEBUG;
-  if (path.empty()) GTEST_SKIP() << "no nvcc at build time: kernels.cu was not compiled";
-  std::ifstream f(path);
-  ASSERT_TRUE(f.good()) << path;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  Program p(ss.str(), "kernels_debug.ptx");
-  ASSERT_TRUE(p.ok()) << p.error();
-  checkDeviceCalls(p);
-}
-
-TEST_F(PtxCompiled, PrintfFormatsLikeTheHost) {
-  Program& p = *program_;
-  const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
-  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+// What printf_kernel prints with base 10, formatted by the host's printf.
+std::string printfKernelOutput() {
   std::string want;
   char line[512];
   for (int t = 0; t < 3; ++t) {
@@ -170,7 +155,35 @@ TEST_F(PtxCompiled, PrintfFormatsLikeTheHost) {
     want += line;
   }
   want += "no arguments\n";
-  EXPECT_EQ(r.printfOutput, want);
+  return want;
+}
+
+// The same kernels built with -G (debug: no inlining, every function a call, locals on the stack).
+TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
+  const std::string path = MCSIM_PTX_COMPILED_DEBUG;
+  if (path.empty()) GTEST_SKIP() << "no nvcc at build time: kernels.cu was not compiled";
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << path;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Program p(ss.str(), "kernels_debug.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  checkDeviceCalls(p);
+  const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(r.printfOutput, printfKernelOutput());
+  std::vector<int> in(64, 1);
+  in[7] = -1;
+  const LaunchResult a = p.launch("assert_kernel", {}, {64, 1, 1}, {p.buffer(in)});
+  ASSERT_EQ(a.fault, Fault::kAssert) << a.message;
+  EXPECT_NE(a.assertOutput.find("thread: [7,0,0] Assertion `in[t] >= 0` failed.\n"), std::string::npos) << a.assertOutput;
+}
+
+TEST_F(PtxCompiled, PrintfFormatsLikeTheHost) {
+  Program& p = *program_;
+  const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(r.printfOutput, printfKernelOutput());
 }
 
 TEST_F(PtxCompiled, PrintfFifoKeepsTheNewestRecords) {
