@@ -137,7 +137,21 @@ void checkDeviceCalls(Program& p) {
     ASSERT_EQ(out[t], static_cast<int>(in[t] & 0xffff) - static_cast<int>(in[t] >> 16) + fibonacci(t % 12)) << t;
 }
 
+void checkStructCalls(Program& p) {
+  const int n = 40;
+  const uint64_t dout = p.buffer(n * 8);
+  const LaunchResult r = p.launch("struct_calls", {}, {n, 1, 1}, {dout});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<double>(dout, n);
+  for (int t = 0; t < n; ++t) {
+    double s = t * 0.5;
+    for (int i = 0; i < 6; ++i) s += (t + i) + t * i;
+    ASSERT_EQ(out[t], s) << t;
+  }
+}
+
 TEST_F(PtxCompiled, DeviceFunctionsAndRecursion) {
+  checkStructCalls(*program_);
   ASSERT_GE(program_->module().find("device_calls")->callees.size(), 3u);
   checkDeviceCalls(*program_);
 }
@@ -169,6 +183,7 @@ TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
   Program p(ss.str(), "kernels_debug.ptx");
   ASSERT_TRUE(p.ok()) << p.error();
   checkDeviceCalls(p);
+  checkStructCalls(p);
   const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
   ASSERT_EQ(r.fault, Fault::kNone) << r.message;
   EXPECT_EQ(r.printfOutput, printfKernelOutput());

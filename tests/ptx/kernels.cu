@@ -87,3 +87,26 @@ extern "C" __global__ void assert_kernel(const int* in) {
   const int t = threadIdx.x;
   assert(in[t] >= 0);
 }
+
+// A struct passed and returned by value, and a pointer to the caller's local array.
+struct Big {
+  int a[6];
+  double d;
+};
+__device__ __noinline__ double sum_big(Big b, const int* p) {
+  double s = b.d;
+  for (int i = 0; i < 6; ++i) s += b.a[i] + p[i];
+  return s;
+}
+__device__ __noinline__ Big make_big(int x) {
+  Big b;
+  for (int i = 0; i < 6; ++i) b.a[i] = x + i;
+  b.d = x * 0.5;
+  return b;
+}
+extern "C" __global__ void struct_calls(double* out) {
+  int loc[6];
+  for (int i = 0; i < 6; ++i) loc[i] = static_cast<int>(threadIdx.x) * i;
+  const Big b = make_big(threadIdx.x);
+  out[threadIdx.x] = sum_big(b, loc);
+}
