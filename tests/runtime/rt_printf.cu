@@ -96,6 +96,20 @@ void printfAtStreamSyncAndCopy() {
   RT_EXPECT(out == want, "stdout was:\n%s", out.c_str());
 }
 
+// Destroying the context flushes too (cudaDeviceReset; the guide's own example relies on it), but
+// exiting does not.
+void printfAtDeviceReset() {
+  char* word = nullptr;
+  RT_OK(cudaMalloc(&word, 8));
+  RT_OK(cudaMemcpy(word, "reset", 6, cudaMemcpyHostToDevice));
+  const std::string out = captureStdout([&] {
+    rt_once<<<1, 1>>>(word);
+    RT_OK(cudaGetLastError());
+    RT_OK(cudaDeviceReset());  // the allocation goes with the context
+  });
+  RT_EXPECT(out == "once: reset 1.2e+04|beef  |%\n", "stdout was:\n%s", out.c_str());
+}
+
 // Many warps and blocks print, to the program's stdout: on mcsim in the order the simulation ran
 // them, the same on every run (runtime.printf.deterministic); a real GPU gives no such order.
 void manyWarps() {
@@ -107,6 +121,7 @@ void manyWarps() {
 const rtcheck::Case kCases[] = {
     {"at_synchronize", printfAtSynchronize},
     {"at_stream_sync_and_copy", printfAtStreamSyncAndCopy},
+    {"at_device_reset", printfAtDeviceReset},
     {"many_warps", manyWarps, true},
 };
 
