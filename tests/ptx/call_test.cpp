@@ -305,5 +305,24 @@ TEST(PtxCall, RefusedAtLoad) {
             "calls.ptx:9: indirect call through register '%rd1' is not supported");
 }
 
+// Malformed calls and declarations are refused with a message, whatever is cut off where.
+TEST(PtxCall, MalformedCallsAreRefused) {
+  const std::string decl = ".func (.param .b32 r) f(.param .b32 x)\n{\n  st.param.b32 [r], 1;\n  ret;\n}\n";
+  const std::string head = decl + ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  .param .b32 a;\n  .param .b32 b;\n";
+  for (const char* tail : {"call", "call (", "call (b", "call (b)", "call (b), ", "call (b), f", "call (b), f, (",
+                                  "call (b), f, (a", "call (b), f, (a,", "call (b), f, (%r0);", "call (b), f, (a), %r1;",
+                                  "call.wobbly f;", "call (b) f, (a);", "call (nothing), f, (a);"}) {
+    Module m;
+    std::string error;
+    EXPECT_FALSE(parseModule(std::string(kHeader) + head + "  " + tail, "cut.ptx", &m, &error)) << tail;
+    EXPECT_EQ(error.rfind("cut.ptx:", 0), 0u) << tail << ": " << error;
+  }
+  for (const char* text : {".func (", ".func (.param .b32 r", ".func (.param .b32 r) ", ".func f(.param .b32 x) {"}) {
+    Module m;
+    std::string error;
+    EXPECT_FALSE(parseModule(std::string(kHeader) + text, "cut.ptx", &m, &error)) << text;
+  }
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test
