@@ -27,6 +27,8 @@ constexpr uint64_t kWatchTail = 256;
 constexpr uint64_t kBlockTurn = 1 << 18;
 constexpr unsigned kBarriers = 16;  // named barriers 0..15 (PTX ISA, bar)
 constexpr unsigned kMaxOperands = 6;  // Instruction::ops
+// The most arguments a device printf takes (CUDA C++ Programming Guide, "Formatted Output").
+constexpr int32_t kPrintfArguments = 32;
 // Calls a lane may be in at once: deeper recursion fails as a GPU's stack overflow does.
 constexpr size_t kMaxCallDepth = 1024;
 
@@ -1254,6 +1256,11 @@ class Executor::Run {
       }
       const char conv = fmt[i++];
       int n = 0;
+      if (conv != '%' && count >= kPrintfArguments) {
+        // The guide: arguments beyond 32 are ignored and their specifiers printed as written.
+        out->append(fmt, start, i - start);
+        continue;
+      }
       switch (conv) {
         case '%':
           out->push_back('%');
@@ -1261,8 +1268,8 @@ class Executor::Run {
         case 'd': case 'i': {
           const uint64_t v = next(wide ? 8 : 4);
           const long long x = wide ? static_cast<long long>(v) : static_cast<long long>(static_cast<int32_t>(v));
-          n = std::snprintf(buf, sizeof buf, (spec + narrow + "ll" + conv).c_str(), x);
-          if (!narrow.empty()) n = std::snprintf(buf, sizeof buf, (spec + narrow + conv).c_str(), static_cast<int>(x));
+          if (narrow.empty()) n = std::snprintf(buf, sizeof buf, (spec + "ll" + conv).c_str(), x);
+          else n = std::snprintf(buf, sizeof buf, (spec + narrow + conv).c_str(), static_cast<int>(x));
           break;
         }
         case 'u': case 'x': case 'X': case 'o': {

@@ -201,6 +201,14 @@ TEST_F(PtxCompiled, PrintfFormatsLikeTheHost) {
   EXPECT_EQ(r.printfOutput, printfKernelOutput());
 }
 
+TEST_F(PtxCompiled, PrintfTakesAtMost32Arguments) {
+  const LaunchResult r = program_->launch("printf_many", {}, {1, 1, 1}, {});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  std::string want;
+  for (int i = 1; i <= 32; ++i) want += std::to_string(i) + " ";
+  EXPECT_EQ(r.printfOutput, want + "%d %d|\n");
+}
+
 TEST_F(PtxCompiled, PrintfFifoKeepsTheNewestRecords) {
   Program& p = *program_;
   LaunchConfig cfg;

@@ -110,3 +110,9 @@ extern "C" __global__ void struct_calls(double* out) {
   const Big b = make_big(threadIdx.x);
   out[threadIdx.x] = sum_big(b, loc);
 }
+
+// More arguments than device printf takes (32): the rest are printed as written.
+extern "C" __global__ void printf_many() {
+  printf("%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d|\n", 1, 2, 3, 4,
+         5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34);
+}
