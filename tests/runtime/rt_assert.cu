@@ -8,12 +8,13 @@
 
 #include "tests/runtime/rt_check.h"
 
+namespace {
+
+// In an anonymous namespace: a kernel of internal linkage, a local symbol in the cubin.
 __global__ void check_positive(const int* v) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   assert(v[i] >= 0);
 }
-
-namespace {
 
 void assertFails() {
   int host[64];
