@@ -193,13 +193,7 @@ CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name,
   // A block that fits no SM still runs, one at a time (the occupancy answers 0 for attributes the
   // executor does not need, such as registers a PTX kernel has not been allocated).
   op.residentBlocks = std::max<uint64_t>(resident, 1);
-  bool prints = false;
-  for (const ptx::Callee& c : fn->callees) prints = prints || c.builtin == ptx::Builtin::kVprintf;
-  if (!prints) return enqueue(st.get(), std::move(op));
-  fabric::WorkDone done;
-  MCSIM_TRY(enqueue(st.get(), std::move(op), &done));
-  notePrintfWork(done);
-  return CUDA_SUCCESS;
+  return enqueue(st.get(), std::move(op));
 }
 
 }  // namespace mcsim::driver

@@ -160,6 +160,55 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out) {
 
 namespace {
 
+// PTX launches whose printf output is still to be printed, in launch order.
+struct PrintfQueue {
+  std::mutex mu;
+  std::vector<fabric::WorkDone> works;
+};
+PrintfQueue& printfQueue() {
+  static PrintfQueue* q = new PrintfQueue;  // used until exit, never destroyed
+  return *q;
+}
+
+// Prints the output of the PTX launches that have finished by the time `w` did (simulated time,
+// which a waiter has reached when it returns; work `w` follows finished no later): by completion
+// time, then launch order.
+void flushPrintf(const fabric::WorkDone& w) {
+  PrintfQueue& q = printfQueue();
+  std::vector<std::pair<uint64_t, size_t>> ready;
+  std::vector<fabric::WorkDone> works;
+  {
+    std::lock_guard<std::mutex> lock(q.mu);
+    if (q.works.empty()) return;
+    const uint64_t now = w->donePs();
+    std::vector<fabric::WorkDone> rest;
+    for (fabric::WorkDone& p : q.works) {
+      if (p->done() && p->donePs() <= now) {
+        ready.emplace_back(p->donePs(), works.size());
+        works.push_back(std::move(p));
+      } else {
+        rest.push_back(std::move(p));
+      }
+    }
+    q.works = std::move(rest);
+  }
+  std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [ps, i] : ready) {
+    (void)ps;
+    if (works[i]->output()) std::fwrite(works[i]->output()->data(), 1, works[i]->output()->size(), stdout);
+  }
+  if (!ready.empty()) std::fflush(stdout);
+}
+
+// A PTX kernel submitted (from a stream or a graph): its printf output, if any, waits for a
+// synchronisation.
+void notePtxKernel(const fabric::DeviceOp& op, const fabric::WorkDone& w) {
+  if (!w || op.kind != fabric::DeviceOp::Kind::kKernel || op.ptxModule == 0) return;
+  PrintfQueue& q = printfQueue();
+  std::lock_guard<std::mutex> lock(q.mu);
+  q.works.push_back(w);
+}
+
 // enqueue's body: `alsoAfter` are the completions the operation follows besides stream order.
 CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done,
                           const std::vector<fabric::WorkDone>& alsoAfter, Status* submitted) {
@@ -203,6 +252,7 @@ CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone
   const Status s = node().submit(op, after, &w);
   if (submitted != nullptr) *submitted = s;
   MCSIM_TRY(toResult(s));
+  notePtxKernel(op, w);
   {
     std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     st->tail = w;
@@ -241,6 +291,7 @@ CUresult submitAfter(CUstream_st* st, CUctx_st* ctx, fabric::DeviceOp op, const 
   const Status s = node().submit(op, pendingAfter, &w);
   if (submitted != nullptr) *submitted = s;
   MCSIM_TRY(toResult(s));
+  notePtxKernel(op, w);
   if (done != nullptr) *done = w;
   return CUDA_SUCCESS;
 }
@@ -268,57 +319,6 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
   return r;
 }
 
-namespace {
-
-// Launches whose printf output is still to be printed, in launch order.
-struct PrintfQueue {
-  std::mutex mu;
-  std::vector<fabric::WorkDone> works;
-};
-PrintfQueue& printfQueue() {
-  static PrintfQueue* q = new PrintfQueue;  // used until exit, never destroyed
-  return *q;
-}
-
-// Prints the output of the printf launches that finished before `w` did (in simulated time, which
-// a waiter has reached when it returns), and of `w` itself: by completion time, then launch order.
-// What finished at the same instant as `w` waits for the next synchronisation, so that the output
-// does not depend on the host's timing.
-void flushPrintf(const fabric::WorkDone& w) {
-  PrintfQueue& q = printfQueue();
-  std::vector<std::pair<uint64_t, size_t>> ready;
-  std::vector<fabric::WorkDone> works;
-  {
-    std::lock_guard<std::mutex> lock(q.mu);
-    if (q.works.empty()) return;
-    const uint64_t now = w->donePs();
-    std::vector<fabric::WorkDone> rest;
-    for (fabric::WorkDone& p : q.works) {
-      if (p->done() && (p == w || p->donePs() < now)) {
-        ready.emplace_back(p->donePs(), works.size());
-        works.push_back(std::move(p));
-      } else {
-        rest.push_back(std::move(p));
-      }
-    }
-    q.works = std::move(rest);
-  }
-  std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [ps, i] : ready) {
-    (void)ps;
-    if (works[i]->output()) std::fwrite(works[i]->output()->data(), 1, works[i]->output()->size(), stdout);
-  }
-  if (!ready.empty()) std::fflush(stdout);
-}
-
-}  // namespace
-
-void notePrintfWork(const fabric::WorkDone& w) {
-  if (!w) return;
-  PrintfQueue& q = printfQueue();
-  std::lock_guard<std::mutex> lock(q.mu);
-  q.works.push_back(w);
-}
 
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
   if (!pending(w)) {

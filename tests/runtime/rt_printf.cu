@@ -96,6 +96,32 @@ void printfAtStreamSyncAndCopy() {
   RT_EXPECT(out == want, "stdout was:\n%s", out.c_str());
 }
 
+// A kernel of a captured graph prints at each graph launch's synchronisation.
+void printfFromAGraph() {
+  char* word = nullptr;
+  RT_OK(cudaMalloc(&word, 8));
+  RT_OK(cudaMemcpy(word, "graph", 6, cudaMemcpyHostToDevice));
+  cudaStream_t s;
+  RT_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  RT_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  rt_once<<<1, 1, 0, s>>>(word);
+  RT_OK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  RT_OK(cudaGraphInstantiate(&exec, graph, 0));
+  const std::string out = captureStdout([&] {
+    RT_OK(cudaGraphLaunch(exec, s));
+    RT_OK(cudaGraphLaunch(exec, s));
+    RT_OK(cudaStreamSynchronize(s));
+  });
+  RT_OK(cudaGraphExecDestroy(exec));
+  RT_OK(cudaGraphDestroy(graph));
+  RT_OK(cudaStreamDestroy(s));
+  RT_OK(cudaFree(word));
+  const std::string once = "once: graph 1.2e+04|beef  |%\n";
+  RT_EXPECT(out == once + once, "stdout was:\n%s", out.c_str());
+}
+
 // Destroying the context flushes too (cudaDeviceReset; the guide's own example relies on it), but
 // exiting does not.
 void printfAtDeviceReset() {
@@ -121,6 +147,7 @@ void manyWarps() {
 const rtcheck::Case kCases[] = {
     {"at_synchronize", printfAtSynchronize},
     {"at_stream_sync_and_copy", printfAtStreamSyncAndCopy},
+    {"from_a_graph", printfFromAGraph},
     {"at_device_reset", printfAtDeviceReset},
     {"many_warps", manyWarps, true},
 };
