@@ -164,6 +164,7 @@ namespace {
 struct PrintfQueue {
   std::mutex mu;
   std::vector<fabric::WorkDone> works;
+  size_t pruneAt = 1024;
 };
 PrintfQueue& printfQueue() {
   static PrintfQueue* q = new PrintfQueue;  // used until exit, never destroyed
@@ -206,6 +207,13 @@ void notePtxKernel(const fabric::DeviceOp& op, const fabric::WorkDone& w) {
   if (!w || op.kind != fabric::DeviceOp::Kind::kKernel || op.ptxModule == 0) return;
   PrintfQueue& q = printfQueue();
   std::lock_guard<std::mutex> lock(q.mu);
+  // A program that launches and never synchronises (it polls) keeps no finished launch that
+  // printed nothing: those are let go every so often.
+  if (q.works.size() >= q.pruneAt) {
+    const auto silent = [](const fabric::WorkDone& p) { return p->done() && !p->output(); };
+    q.works.erase(std::remove_if(q.works.begin(), q.works.end(), silent), q.works.end());
+    q.pruneAt = std::max<size_t>(1024, 2 * q.works.size());
+  }
   q.works.push_back(w);
 }
 
