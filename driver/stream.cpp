@@ -160,6 +160,63 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out) {
 
 namespace {
 
+// PTX launches whose printf output is still to be printed, in launch order.
+struct PrintfQueue {
+  std::mutex mu;
+  std::vector<fabric::WorkDone> works;
+  size_t pruneAt = 1024;
+};
+PrintfQueue& printfQueue() {
+  static PrintfQueue* q = new PrintfQueue;  // used until exit, never destroyed
+  return *q;
+}
+
+// Prints the output of the PTX launches that have finished by the time `w` did (simulated time,
+// which a waiter has reached when it returns; work `w` follows finished no later): by completion
+// time, then launch order.
+void flushPrintf(const fabric::WorkDone& w) {
+  PrintfQueue& q = printfQueue();
+  std::vector<std::pair<uint64_t, size_t>> ready;
+  std::vector<fabric::WorkDone> works;
+  {
+    std::lock_guard<std::mutex> lock(q.mu);
+    if (q.works.empty()) return;
+    const uint64_t now = w->donePs();
+    std::vector<fabric::WorkDone> rest;
+    for (fabric::WorkDone& p : q.works) {
+      if (p->done() && p->donePs() <= now) {
+        ready.emplace_back(p->donePs(), works.size());
+        works.push_back(std::move(p));
+      } else {
+        rest.push_back(std::move(p));
+      }
+    }
+    q.works = std::move(rest);
+  }
+  std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [ps, i] : ready) {
+    (void)ps;
+    if (works[i]->output()) std::fwrite(works[i]->output()->data(), 1, works[i]->output()->size(), stdout);
+  }
+  if (!ready.empty()) std::fflush(stdout);
+}
+
+// A PTX kernel submitted (from a stream or a graph): its printf output, if any, waits for a
+// synchronisation.
+void notePtxKernel(const fabric::DeviceOp& op, const fabric::WorkDone& w) {
+  if (!w || op.kind != fabric::DeviceOp::Kind::kKernel || op.ptxModule == 0) return;
+  PrintfQueue& q = printfQueue();
+  std::lock_guard<std::mutex> lock(q.mu);
+  // A program that launches and never synchronises (it polls) keeps no finished launch that
+  // printed nothing: those are let go every so often.
+  if (q.works.size() >= q.pruneAt) {
+    const auto silent = [](const fabric::WorkDone& p) { return p->done() && !p->output(); };
+    q.works.erase(std::remove_if(q.works.begin(), q.works.end(), silent), q.works.end());
+    q.pruneAt = std::max<size_t>(1024, 2 * q.works.size());
+  }
+  q.works.push_back(w);
+}
+
 // enqueue's body: `alsoAfter` are the completions the operation follows besides stream order.
 CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done,
                           const std::vector<fabric::WorkDone>& alsoAfter, Status* submitted) {
@@ -203,6 +260,7 @@ CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone
   const Status s = node().submit(op, after, &w);
   if (submitted != nullptr) *submitted = s;
   MCSIM_TRY(toResult(s));
+  notePtxKernel(op, w);
   {
     std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     st->tail = w;
@@ -241,6 +299,7 @@ CUresult submitAfter(CUstream_st* st, CUctx_st* ctx, fabric::DeviceOp op, const 
   const Status s = node().submit(op, pendingAfter, &w);
   if (submitted != nullptr) *submitted = s;
   MCSIM_TRY(toResult(s));
+  notePtxKernel(op, w);
   if (done != nullptr) *done = w;
   return CUDA_SUCCESS;
 }
@@ -254,21 +313,32 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
     case model::WorkFault::Kind::kIllegalAddress: r = CUDA_ERROR_ILLEGAL_ADDRESS; name = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
     case model::WorkFault::Kind::kMisalignedAddress: r = CUDA_ERROR_MISALIGNED_ADDRESS; name = "CUDA_ERROR_MISALIGNED_ADDRESS"; break;
     case model::WorkFault::Kind::kTimeout: r = CUDA_ERROR_LAUNCH_TIMEOUT; name = "CUDA_ERROR_LAUNCH_TIMEOUT"; break;
+    case model::WorkFault::Kind::kAssert: r = CUDA_ERROR_ASSERT; name = "CUDA_ERROR_ASSERT"; break;
     case model::WorkFault::Kind::kLaunchFailed:
     case model::WorkFault::Kind::kNone: break;
   }
   if (ctx != nullptr) ctx->stickyError = r;
   if (!f.reported.exchange(true)) {
-    std::fprintf(stderr, "mcsim: %s; the context's sticky error is now %s\n", f.message.c_str(), name);
+    // An assert's lines come first, as the CUDA runtime prints them; then mcsim's own line.
+    const size_t own = f.kind == model::WorkFault::Kind::kAssert ? f.message.rfind('\n') + 1 : 0;
+    std::fprintf(stderr, "%smcsim: %s; the context's sticky error is now %s\n", f.message.substr(0, own).c_str(),
+                 f.message.c_str() + own, name);
   }
   return r;
 }
 
+
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
-  if (!pending(w)) return workResult(w, ctx);
+  if (!pending(w)) {
+    if (w) flushPrintf(w);
+    return workResult(w, ctx);
+  }
   uint64_t ps = 0;
   const Status s = node().waitFor(w, &ps);
-  if (s == Status::kOk) return workResult(w, ctx);
+  if (s == Status::kOk) {
+    flushPrintf(w);
+    return workResult(w, ctx);
+  }
   if (s != Status::kHang) return toResult(s);  // kNodeLost: the work never ran
   if (ctx != nullptr) ctx->stickyError = CUDA_ERROR_LAUNCH_TIMEOUT;
   return CUDA_ERROR_LAUNCH_TIMEOUT;

@@ -95,6 +95,8 @@ CUresult setEventRecordPoint(CUevent_st* ev, const fabric::WorkDone& w);
 // waits for something that never comes, reported on stderr), `ctx` keeps
 // CUDA_ERROR_LAUNCH_TIMEOUT as its sticky error, as after a GPU watchdog's timeout, and that is
 // returned.
+// A PTX kernel's printf output is printed at the synchronisation that reaches it, as the real
+// driver flushes the printf FIFO (docs/ptx.md, "printf and assert").
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx);
 // What finished work says: CUDA_SUCCESS, or, when it (or work it followed) faulted on the device
 // (a PTX kernel's illegal access, trap ...), the fault's CUresult, which becomes `ctx`'s sticky

@@ -80,6 +80,7 @@ model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::ve
       if (!fault) {
         self->execute(*work);
         fault = work->fault;
+        done->setOutput(work->output);
       }
       done->setFault(std::move(fault));
       done->complete();

@@ -136,6 +136,8 @@ struct DeviceWork {
   std::shared_ptr<PtxLaunch> ptx;
   // Set by the work when it faulted (a PTX kernel's illegal access, trap ...).
   std::shared_ptr<const model::WorkFault> fault;
+  // Set by a PTX kernel whose printf calls wrote something (docs/ptx.md, "printf and assert").
+  std::shared_ptr<const std::string> output;
 };
 
 class NodeModel : public std::enable_shared_from_this<NodeModel> {

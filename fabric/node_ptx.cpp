@@ -167,6 +167,7 @@ model::WorkFault::Kind faultKind(ptx::Fault f) {
     // A kernel that can never finish fails its synchronisation as a hang does.
     case ptx::Fault::kBarrierDeadlock:
     case ptx::Fault::kTimeout: return model::WorkFault::Kind::kTimeout;
+    case ptx::Fault::kAssert: return model::WorkFault::Kind::kAssert;
     case ptx::Fault::kTrap:
     case ptx::Fault::kInvalidLaunch:
     case ptx::Fault::kNone: break;
@@ -416,9 +417,11 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   if (state == ptx::RunState::kFaulted && result.fault != ptx::Fault::kNone) {
     auto f = std::make_shared<model::WorkFault>();
     f->kind = faultKind(result.fault);
-    f->message = result.message;
+    // An assert's message leads with the runtime's lines, which the driver prints as they are.
+    f->message = result.fault == ptx::Fault::kAssert ? result.assertOutput + result.message : result.message;
     w.fault = std::move(f);
   }
+  if (!result.printfOutput.empty()) w.output = std::make_shared<const std::string>(result.printfOutput);
   if (model::Timeline::active() != nullptr && !w.stream.empty()) {
     model::Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream)
         .span(start, Engine::simNowPs(), w.label.c_str());

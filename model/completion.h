@@ -26,7 +26,8 @@ namespace mcsim::model {
 // completion carries it, and so does the completion of all work that followed it (a faulted
 // context runs nothing more), so that whoever waits for any of them learns of it.
 struct WorkFault {
-  enum class Kind : uint8_t { kNone, kIllegalAddress, kMisalignedAddress, kLaunchFailed, kTimeout };
+  // kAssert: a device assert failed; its message starts with the runtime's assert lines.
+  enum class Kind : uint8_t { kNone, kIllegalAddress, kMisalignedAddress, kLaunchFailed, kTimeout, kAssert };
   Kind kind = Kind::kNone;
   std::string message;  // what, where: the kernel, block, thread, instruction, address
   // Whether the driver has printed the message (once per fault, whoever waits first).
@@ -63,6 +64,9 @@ class Completion {
   // done (setFault), read once it is (done()'s acquire orders it).
   const std::shared_ptr<const WorkFault>& fault() const { return fault_; }
   void setFault(std::shared_ptr<const WorkFault> f) { fault_ = std::move(f); }
+  // What the work's device printf calls wrote (nullptr: nothing); set before it is done.
+  const std::shared_ptr<const std::string>& output() const { return output_; }
+  void setOutput(std::shared_ptr<const std::string> o) { output_ = std::move(o); }
 
   // Host threads waiting for this completion (the engine pauses the simulation when an awaited
   // completion is reached, so that simulated time runs no further than a waiter needs).
@@ -73,6 +77,7 @@ class Completion {
   std::atomic<uint64_t> donePs_{0};
   sc_core::sc_event* event_ = nullptr;  // simulation thread only
   std::shared_ptr<const WorkFault> fault_;
+  std::shared_ptr<const std::string> output_;
   std::vector<std::function<void()>> whenDone_;  // simulation thread only
 };
 

@@ -618,7 +618,7 @@ bool isAluOp(Op op) {
   switch (op) {
     case Op::kMov: case Op::kCvta: case Op::kLd: case Op::kSt: case Op::kAtom: case Op::kRed: case Op::kBar:
     case Op::kShfl: case Op::kVote: case Op::kActivemask: case Op::kMembar: case Op::kBra: case Op::kRet:
-    case Op::kExit: case Op::kTrap: case Op::kMultimem:
+    case Op::kExit: case Op::kTrap: case Op::kCall: case Op::kMultimem:
       return false;
     default:
       return true;

@@ -30,6 +30,10 @@ constexpr uint64_t kWatchTail = 256;
 constexpr uint64_t kBlockTurn = 1 << 18;
 constexpr unsigned kBarriers = 16;  // named barriers 0..15 (PTX ISA, bar)
 constexpr unsigned kMaxOperands = 6;  // Instruction::ops
+// The most arguments a device printf takes (CUDA C++ Programming Guide, "Formatted Output").
+constexpr int32_t kPrintfArguments = 32;
+// Calls a lane may be in at once: deeper recursion fails as a GPU's stack overflow does.
+constexpr size_t kMaxCallDepth = 1024;
 
 std::string hex(uint64_t v) {
   char b[24];
@@ -114,6 +118,7 @@ const char* faultName(Fault f) {
     case Fault::kTrap: return "trap";
     case Fault::kBarrierDeadlock: return "barrier deadlock";
     case Fault::kTimeout: return "timeout";
+    case Fault::kAssert: return "assert";
   }
   return "?";
 }
@@ -170,6 +175,7 @@ std::vector<uint8_t> packParams(const Function& fn, const void* const* args) {
 class Executor::Run {
  public:
   Run(Executor& ex, const Function& fn, const LaunchConfig& cfg) : ex_(ex), fn_(fn), cfg_(cfg) {
+    hasCalls_ = fn.callees.size() > 1;
     regMask_.reserve(fn.regTypes.size());
     for (Type t : fn.regTypes) regMask_.push_back(widthMask(t));
     threadsPerBlock_ = cfg.block.x * cfg.block.y * cfg.block.z;
@@ -242,6 +248,7 @@ class Executor::Run {
         leave(slot);
         if (result_.fault != Fault::kNone) {
           flushTraffic();
+          finishOutput();
           return state_ = RunState::kFaulted;
         }
         if (done) {
@@ -253,6 +260,7 @@ class Executor::Run {
       }
       if (!left) {
         flushTraffic();
+        finishOutput();
         return state_ = RunState::kFinished;
       }
       const bool grow = slots_.size() < resident_ && nextBlock_ < blocks_;
@@ -306,6 +314,14 @@ class Executor::Run {
     return none;
   }
 
+  // A lane's call in progress: where it returns to, through which call site, and for a call of a
+  // recursive function the callee's registers and local memory as the outer activation left them.
+  struct Frame {
+    uint32_t returnPc = 0;
+    uint32_t site = 0;
+    std::vector<uint64_t> regs;
+    std::vector<uint8_t> local;
+  };
   struct Warp {
     uint32_t id = 0;
     uint32_t live = 0;     // lanes that exist and have not exited
@@ -318,6 +334,7 @@ class Executor::Run {
     uint64_t executed = 0;  // instructions this warp has issued (%clock64)
     std::vector<uint64_t> regs;
     std::vector<uint8_t> local;
+    std::vector<Frame> frames[32];  // per lane: the calls it is in, innermost last
   };
   struct Barrier {
     uint32_t arrived = 0;
@@ -409,6 +426,7 @@ class Executor::Run {
       std::fill(std::begin(w.lanePc), std::end(w.lanePc), 0);
       std::fill(w.regs.begin(), w.regs.end(), 0);
       std::fill(w.local.begin(), w.local.end(), 0);
+      for (auto& f : w.frames) f.clear();
     }
   }
 
@@ -438,8 +456,11 @@ class Executor::Run {
     for (;;) {
       const uint64_t writes = writes_;
       bool ranRound = false;
-      if (runRound(&ranRound) || result_.fault != Fault::kNone) return result_.fault == Fault::kNone;
+      const bool done = runRound(&ranRound);
+      // A block that finishes in its first round ran too (else a grid beyond residency whose
+      // first block exits at once, writing nothing, would read as waiting).
       *ran = *ran || ranRound;
+      if (done || result_.fault != Fault::kNone) return result_.fault == Fault::kNone;
       if (writes_ != writes) lookAgain(parked_);
       else if (!ranRound) return false;
       if (result_.warpInstructions - start >= kBlockTurn) {
@@ -1188,9 +1209,17 @@ class Executor::Run {
         else split(w, exec, target, w.pc + 1);
         return;
       }
+      case Op::kCall:
+        call(w, in, exec);
+        return;
       case Op::kRet:
+        if (exec != 0 && hasCalls_) {
+          returnFrom(w, exec);
+          return;
+        }
+        [[fallthrough]];
       case Op::kExit: {
-        // A kernel's ret ends the thread (no .func calls yet, so there is nothing to return to).
+        // The kernel's ret, or exit anywhere, ends the thread.
         w.live &= ~exec;
         const uint32_t rest = w.active & ~exec;
         w.active = rest;
@@ -1238,6 +1267,288 @@ class Executor::Run {
     jump(w, w.pc + 1);
   }
 
+  // ---- calls (docs/ptx.md, "Device functions")
+
+  uint8_t* laneLocal(Warp& w, unsigned lane) { return w.local.data() + uint64_t{lane} * fn_.localBytes; }
+
+  // The lanes `exec` call; the other active lanes go on. The caller's argument variables are
+  // copied into the callee's parameters; a recursive callee's registers and locals are saved.
+  void call(Warp& w, const Instruction& in, uint32_t exec) {
+    const CallSite& site = fn_.calls[in.ops[0].target];
+    const Callee& c = fn_.callees[site.callee];
+    if (c.builtin != Builtin::kNone) {
+      if (exec != 0) builtin(w, in, exec, site, c);
+      if (result_.fault == Fault::kNone) jump(w, w.pc + 1);
+      return;
+    }
+    if (exec == 0) {
+      jump(w, w.pc + 1);
+      return;
+    }
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      std::vector<Frame>& frames = w.frames[l];
+      if (frames.size() >= kMaxCallDepth) {
+        fail(Fault::kIllegalAddress, w, l, &in,
+             "call stack overflow: " + std::to_string(kMaxCallDepth) + " calls deep calling '" + c.name + "'");
+        return;
+      }
+      Frame f;
+      f.returnPc = w.pc + 1;
+      f.site = in.ops[0].target;
+      uint8_t* local = laneLocal(w, l);
+      if (c.recursive) {
+        f.regs.resize(c.regCount);
+        for (uint32_t r = 0; r < c.regCount; ++r) f.regs[r] = row(w, c.regBase + r)[l];
+        f.local.assign(local + c.localBase, local + c.localBase + c.localBytes);
+      }
+      frames.push_back(std::move(f));
+      for (size_t k = 0; k < c.params.size() && k < site.args.size(); ++k)
+        std::memcpy(local + c.params[k].first, local + site.args[k].first, std::min(c.params[k].second, site.args[k].second));
+    }
+    split(w, exec, c.entryPc, w.pc + 1);
+  }
+
+  // The lanes `exec` execute ret: those in a call return to their callers (the return values
+  // copied out, a recursive callee's registers and locals restored), the others exit.
+  void returnFrom(Warp& w, uint32_t exec) {
+    uint32_t exiting = 0;
+    for (uint32_t m = w.active & ~exec; m != 0; m &= m - 1) w.lanePc[__builtin_ctz(m)] = w.pc + 1;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      std::vector<Frame>& frames = w.frames[l];
+      if (frames.empty()) {
+        exiting |= 1u << l;
+        continue;
+      }
+      Frame& f = frames.back();
+      const CallSite& site = fn_.calls[f.site];
+      const Callee& c = fn_.callees[site.callee];
+      uint8_t* local = laneLocal(w, l);
+      uint8_t ret[64];
+      std::vector<uint8_t> big;
+      uint32_t bytes = 0;
+      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) bytes += std::min(c.returns[k].second, site.rets[k].second);
+      uint8_t* buf = ret;
+      if (bytes > sizeof ret) {
+        big.resize(bytes);
+        buf = big.data();
+      }
+      uint32_t at = 0;
+      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) {
+        const uint32_t n = std::min(c.returns[k].second, site.rets[k].second);
+        std::memcpy(buf + at, local + c.returns[k].first, n);
+        at += n;
+      }
+      if (c.recursive) {
+        for (uint32_t r = 0; r < c.regCount; ++r) row(w, c.regBase + r)[l] = f.regs[r];
+        std::copy(f.local.begin(), f.local.end(), local + c.localBase);
+      }
+      // After the restore: a recursive caller's return variable is in the region just restored.
+      at = 0;
+      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) {
+        const uint32_t n = std::min(c.returns[k].second, site.rets[k].second);
+        std::memcpy(local + site.rets[k].first, buf + at, n);
+        at += n;
+      }
+      w.lanePc[l] = f.returnPc;
+      frames.pop_back();
+    }
+    w.live &= ~exiting;
+    reschedule(w);
+    if (exiting != 0)
+      for (unsigned id = 0; id < kBarriers; ++id) checkBarrier(id);
+  }
+
+  // ---- the executor's own functions: vprintf and __assertfail (docs/ptx.md, "printf and assert")
+
+  // The calls of the lanes `exec`, in ascending lane order; arguments from the call's .param
+  // variables.
+  void builtin(Warp& w, const Instruction& in, uint32_t exec, const CallSite& site, const Callee& c) {
+    flushTraffic();
+    win_ = MemoryWindow{};
+    std::string asserts;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      uint8_t* local = laneLocal(w, l);
+      const auto arg = [&](size_t k) {
+        uint64_t v = 0;
+        if (k < site.args.size()) std::memcpy(&v, local + site.args[k].first, std::min<uint32_t>(8, site.args[k].second));
+        return v;
+      };
+      if (c.builtin == Builtin::kVprintf) {
+        std::string text;
+        const int32_t n = formatPrintf(w, l, in, arg(0), arg(1), &text);
+        if (result_.fault != Fault::kNone) return;
+        if (!site.rets.empty()) std::memcpy(local + site.rets[0].first, &n, std::min<uint32_t>(4, site.rets[0].second));
+        if (n >= 0) addPrintfRecord(std::move(text), 16 + 8 * static_cast<uint64_t>(n));
+        continue;
+      }
+      // __assertfail(message, file, line, function, charSize)
+      std::string message, file, function;
+      if (!readString(w, l, in, arg(0), &message) || !readString(w, l, in, arg(1), &file) ||
+          !readString(w, l, in, arg(3), &function))
+        return;
+      uint32_t t[3];
+      tid(w, l, t);
+      asserts += file + ":" + std::to_string(static_cast<uint32_t>(arg(2))) + ": " + function + ": block: [" +
+                 std::to_string(ctaid_[0]) + "," + std::to_string(ctaid_[1]) + "," + std::to_string(ctaid_[2]) +
+                 "], thread: [" + std::to_string(t[0]) + "," + std::to_string(t[1]) + "," + std::to_string(t[2]) +
+                 "] Assertion `" + message + "` failed.\n";
+    }
+    if (c.builtin == Builtin::kAssertFail) {
+      result_.assertOutput += asserts;
+      fail(Fault::kAssert, w, static_cast<unsigned>(__builtin_ctz(exec)), &in, "device assert failed");
+    }
+  }
+
+  // A NUL-terminated string at the generic address `va` (at most 64 KiB); "(null)" for 0.
+  bool readString(Warp& w, unsigned lane, const Instruction& in, uint64_t va, std::string* out) {
+    out->clear();
+    if (va == 0) {
+      *out = "(null)";
+      return true;
+    }
+    for (uint64_t i = 0; i < (uint64_t{1} << 16); ++i) {
+      const uint8_t* p = locate(w, lane, in, Space::kGeneric, va + i, 1, AccessKind::kRead);
+      if (p == nullptr) return false;
+      if (*p == 0) break;
+      out->push_back(static_cast<char>(*p));
+    }
+    return true;
+  }
+
+  // Formats one printf: `fmt` the format string's generic address, `args` the argument buffer's
+  // (each argument at its size's alignment, as nvcc packs them: ints and chars 4 bytes, long,
+  // long long, pointers, strings and doubles 8, floats promoted to double). Returns what vprintf
+  // returns: the number of arguments the format consumed, -1 for a null format.
+  int32_t formatPrintf(Warp& w, unsigned lane, const Instruction& in, uint64_t fmtVa, uint64_t args, std::string* out) {
+    if (fmtVa == 0) return -1;
+    std::string fmt;
+    if (!readString(w, lane, in, fmtVa, &fmt)) return 0;
+    uint64_t offset = 0;
+    int32_t count = 0;
+    bool ok = true;
+    const auto next = [&](unsigned size) -> uint64_t {
+      offset = (offset + size - 1) / size * size;
+      uint64_t v = 0;
+      const uint8_t* p = locate(w, lane, in, Space::kGeneric, args + offset, size, AccessKind::kRead);
+      if (p == nullptr) {
+        ok = false;
+        return 0;
+      }
+      std::memcpy(&v, p, size);
+      offset += size;
+      ++count;
+      return v;
+    };
+    char buf[512];
+    for (size_t i = 0; i < fmt.size() && ok;) {
+      if (fmt[i] != '%') {
+        out->push_back(fmt[i++]);
+        continue;
+      }
+      const size_t start = i++;
+      std::string spec = "%";
+      while (i < fmt.size() && std::strchr("-+ #0", fmt[i]) != nullptr) spec.push_back(fmt[i++]);
+      const auto number = [&]() {
+        if (i < fmt.size() && fmt[i] == '*') {
+          ++i;
+          spec += std::to_string(static_cast<int32_t>(next(4)));
+          return;
+        }
+        while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') spec.push_back(fmt[i++]);
+      };
+      number();
+      if (i < fmt.size() && fmt[i] == '.') {
+        spec.push_back(fmt[i++]);
+        number();
+      }
+      bool wide = false;
+      std::string narrow;  // h, hh: printed as such (the argument is still a 4-byte int)
+      while (i < fmt.size() && std::strchr("hlLqjzt", fmt[i]) != nullptr) {
+        if (fmt[i] == 'h') narrow.push_back('h');
+        else wide = true;
+        ++i;
+      }
+      if (i >= fmt.size()) {
+        out->append(fmt, start, std::string::npos);
+        break;
+      }
+      const char conv = fmt[i++];
+      int n = 0;
+      if (conv != '%' && count >= kPrintfArguments) {
+        // The guide: arguments beyond 32 are ignored and their specifiers printed as written.
+        out->append(fmt, start, i - start);
+        continue;
+      }
+      switch (conv) {
+        case '%':
+          out->push_back('%');
+          continue;
+        case 'd': case 'i': {
+          const uint64_t v = next(wide ? 8 : 4);
+          const long long x = wide ? static_cast<long long>(v) : static_cast<long long>(static_cast<int32_t>(v));
+          if (narrow.empty()) n = std::snprintf(buf, sizeof buf, (spec + "ll" + conv).c_str(), x);
+          else n = std::snprintf(buf, sizeof buf, (spec + narrow + conv).c_str(), static_cast<int>(x));
+          break;
+        }
+        case 'u': case 'x': case 'X': case 'o': {
+          const uint64_t v = next(wide ? 8 : 4);
+          if (!narrow.empty() || !wide) n = std::snprintf(buf, sizeof buf, (spec + narrow + conv).c_str(), static_cast<unsigned>(v));
+          else n = std::snprintf(buf, sizeof buf, (spec + "ll" + conv).c_str(), static_cast<unsigned long long>(v));
+          break;
+        }
+        case 'c':
+          n = std::snprintf(buf, sizeof buf, (spec + conv).c_str(), static_cast<int>(static_cast<int32_t>(next(4))));
+          break;
+        case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A': {
+          const uint64_t v = next(8);
+          double d;
+          std::memcpy(&d, &v, sizeof d);
+          n = std::snprintf(buf, sizeof buf, (spec + conv).c_str(), d);
+          break;
+        }
+        case 'p': {
+          const uint64_t v = next(8);
+          n = std::snprintf(buf, sizeof buf, (spec + "llx").c_str(), static_cast<unsigned long long>(v));
+          out->append("0x");
+          break;
+        }
+        case 's': {
+          std::string str;
+          if (!readString(w, lane, in, next(8), &str)) return 0;
+          // Width and precision apply as the host's printf applies them.
+          std::vector<char> big(str.size() + 512);
+          n = std::snprintf(big.data(), big.size(), (spec + "s").c_str(), str.c_str());
+          if (n > 0) out->append(big.data(), std::min<size_t>(static_cast<size_t>(n), big.size() - 1));
+          continue;
+        }
+        default:  // not a conversion: printed as written
+          out->append(fmt, start, i - start);
+          continue;
+      }
+      if (n > 0) out->append(buf, std::min<size_t>(static_cast<size_t>(n), sizeof buf - 1));
+    }
+    return ok ? count : 0;
+  }
+
+  // A printf record in the FIFO: the oldest go when the records outgrow it (it is circular).
+  void addPrintfRecord(std::string text, uint64_t bytes) {
+    printfRecords_.emplace_back(std::move(text), bytes);
+    printfBytes_ += bytes;
+    while (printfBytes_ > cfg_.printfFifoBytes && !printfRecords_.empty()) {
+      printfBytes_ -= printfRecords_.front().second;
+      printfRecords_.pop_front();
+    }
+  }
+
+  void finishOutput() {
+    for (const auto& r : printfRecords_) result_.printfOutput += r.first;
+    printfRecords_.clear();
+    printfBytes_ = 0;
+  }
+
   void alu(Warp& w, const Instruction& in, uint32_t exec) {
     const unsigned ndst = in.op == Op::kSetp ? 2 : 1;
     const uint64_t* src[5] = {zeros_, zeros_, zeros_, zeros_, zeros_};
@@ -1275,6 +1586,9 @@ class Executor::Run {
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   std::vector<uint64_t> regMask_;
+  std::deque<std::pair<std::string, uint64_t>> printfRecords_;  // (text, FIFO bytes)
+  uint64_t printfBytes_ = 0;
+  bool hasCalls_ = false;     // the kernel calls device functions (ret may return rather than exit)
   uint32_t threadsPerBlock_ = 0;
   uint64_t sharedBytes_ = 0;
   uint64_t block_ = 0;

@@ -48,6 +48,9 @@ struct LaunchConfig {
   // Blocks resident at once (the device's SMs times the blocks an SM holds of this kernel, as
   // the driver's occupancy calculation gives it); 0: every block of the grid.
   uint64_t residentBlocks = 0;
+  // The device printf FIFO's size (CU_LIMIT_PRINTF_FIFO_SIZE; 1 MiB by default, as on a GPU):
+  // it is circular, so when a launch's printf records outgrow it the oldest are lost.
+  uint64_t printfFifoBytes = 1 << 20;
 };
 
 // What Run::advance did.
@@ -66,6 +69,7 @@ enum class Fault : uint8_t {
   kTrap,               // trap: the kernel stopped itself
   kBarrierDeadlock,    // threads wait at a barrier that can never complete
   kTimeout,            // more than maxWarpInstructions
+  kAssert,             // a device assert failed (__assertfail): LaunchResult::assertOutput says which
 };
 const char* faultName(Fault f);
 
@@ -83,6 +87,12 @@ struct LaunchResult {
   // Bytes of global memory (GlobalMemory) the kernel's lanes read, and wrote or updated atomically.
   uint64_t globalBytesRead = 0;
   uint64_t globalBytesWritten = 0;
+  // What the kernel's printf calls wrote (vprintf), in the order the executor ran them: warps in
+  // their turns, the lanes of one call in ascending order; only what the FIFO still held.
+  std::string printfOutput;
+  // A failed assert's lines, one a failing thread, as the CUDA runtime prints them to stderr:
+  // "k.cu:12: void k(int*): block: [0,0,0], thread: [3,0,0] Assertion `x > 0` failed."
+  std::string assertOutput;
 };
 
 class Executor {

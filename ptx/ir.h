@@ -42,7 +42,7 @@ enum class Op : uint8_t {
   // atomics and synchronisation
   kAtom, kRed, kBar, kShfl, kVote, kActivemask, kMembar,
   // control
-  kBra, kRet, kExit, kTrap,
+  kBra, kRet, kExit, kTrap, kCall,
   // multimem.ld_reduce / .st / .red on a multicast address (Instruction::multimem says which)
   kMultimem,
 };
@@ -142,11 +142,50 @@ struct Param {
   uint32_t align = 0;
 };
 
+// Functions the executor provides itself, called as nvcc calls them (`.extern .func`).
+enum class Builtin : uint8_t {
+  kNone,
+  kVprintf,     // vprintf(format, args): device printf (docs/ptx.md, "printf")
+  kAssertFail,  // __assertfail(message, file, line, function, charSize): a failed assert
+};
+
+// A `call` as the parser reads it: the callee and the caller's `.param` variables that carry the
+// arguments and receive the return values (offsets and sizes in the caller's local memory, where
+// a body's `.param` variables live). Linking (below) sets `callee`.
+struct CallSite {
+  std::string name;
+  uint32_t line = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> args, rets;  // (local offset, bytes)
+  uint32_t callee = 0;  // after linking: index in Function::callees
+};
+
+// A function placed in a linked kernel (Function::callees): where its code, registers and local
+// memory (its `.local` variables and its parameters) start in the kernel's.
+struct Callee {
+  std::string name;
+  Builtin builtin = Builtin::kNone;
+  uint32_t entryPc = 0;
+  uint32_t regBase = 0, regCount = 0;
+  uint32_t localBase = 0, localBytes = 0;
+  bool recursive = false;  // on a cycle of calls: a call saves its registers and locals (docs/ptx.md)
+  std::vector<std::pair<uint32_t, uint32_t>> params, returns;  // (local offset in the kernel's, bytes)
+};
+
 struct Function {
   std::string name;
   bool isEntry = false;
   uint32_t line = 0;
+  // A kernel's parameters (offsets in its parameter space); a device function's (offsets in its
+  // local memory, as its return parameters `returns`).
   std::vector<Param> params;
+  std::vector<Param> returns;
+  std::vector<CallSite> calls;   // a call instruction's ops[0].target indexes these
+  // Instructions whose operand holds an address in this function's local memory, relocated when
+  // the function is placed in a kernel: (instruction, operand).
+  std::vector<std::pair<uint32_t, uint8_t>> localRefs;
+  // A kernel after linking: the device functions it calls, directly or not, placed after its own
+  // code, registers and local memory, in the order first called (callees[0] is the kernel itself).
+  std::vector<Callee> callees;
   uint32_t paramBytes = 0;
   std::vector<Type> regTypes;    // per register slot
   std::vector<std::string> regNames;

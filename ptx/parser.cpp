@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "ptx/decode.h"
 #include "ptx/lexer.h"
@@ -17,6 +18,8 @@ struct Symbol {
   Space space;
   uint64_t address;  // within the space (for .global: within the module's global storage)
   bool isExtern;     // `.extern .shared`: placed after the function's static shared memory
+  bool frame = false;  // a device function's parameter or a body's `.param`: in local memory
+  uint32_t size = 0;   // bytes (frame parameters: what a call copies)
 };
 
 struct LabelRef {
@@ -62,7 +65,7 @@ class Parser {
     while (!at(TK::kEnd)) {
       if (!topLevel()) return false;
     }
-    return true;
+    return linkKernels();
   }
 
   std::string error;
@@ -179,7 +182,7 @@ class Parser {
   }
 
   // [.align N] [.v2|.v4] .type name[N]... [= init] ;
-  bool variable(Space space, bool isExtern, bool inFunction) {
+  bool variable(Space space, bool isExtern, bool inFunction, bool frameParam = false) {
     const uint32_t line = peek().line;
     uint64_t align = 0;
     unsigned vec = 1;
@@ -267,6 +270,8 @@ class Parser {
     v.align = static_cast<uint32_t>(align);
     v.isExtern = sym.isExtern;
     if (inFunction) {
+      sym.frame = frameParam;
+      sym.size = static_cast<uint32_t>(size);
       fnSymbols_[name] = sym;
     } else {
       if (symbols_.count(name) != 0) return failAt(line, "'" + name + "' is declared twice");
@@ -431,7 +436,15 @@ class Parser {
     f.dynamicSharedAlign = moduleExternAlign_;
     if (atPunct('(')) {  // a .func's return parameters
       if (entry) return fail("a kernel (.entry) has no return value");
-      return fail("functions with return values (.func) are not implemented");
+      ++p_;
+      if (!atPunct(')')) {
+        for (;;) {
+          if (!param(&f, /*isReturn=*/true)) return false;
+          if (!atPunct(',')) break;
+          ++p_;
+        }
+      }
+      if (!expectPunct(')', "after the return parameters")) return false;
     }
     if (!at(TK::kIdent)) return fail("expected a function name, found '" + peek().text + "'");
     f.name = next().text;
@@ -439,7 +452,7 @@ class Parser {
       ++p_;
       if (!atPunct(')')) {
         for (;;) {
-          if (!param(&f)) return false;
+          if (!param(&f, false)) return false;
           if (!atPunct(',')) break;
           ++p_;
         }
@@ -460,9 +473,11 @@ class Parser {
     if (atPunct(';')) {  // a prototype
       ++p_;
       if (!isExtern && entry) return fail("kernel '" + f.name + "' has no body");
+      declared_.insert(f.name);
+      fn_ = nullptr;
       return true;
     }
-    if (!entry) return failAt(f.line, "device functions (.func '" + f.name + "') are not implemented yet");
+    declared_.insert(f.name);  // a function may call itself
     if (!expectPunct('{', "to open the function body")) return false;
     int depth = 1;
     while (depth > 0) {
@@ -480,7 +495,10 @@ class Parser {
     return finishFunction(&f);
   }
 
-  bool param(Function* f) {
+  // A kernel's parameter (in its parameter space), or a device function's parameter or return
+  // parameter (in its local memory, where a call copies the caller's arguments and takes the return
+  // values from: docs/ptx.md, "Device functions").
+  bool param(Function* f, bool isReturn) {
     if (!atDir(".param")) return fail("expected .param, found '" + peek().text + "'");
     ++p_;
     uint64_t align = 0;
@@ -518,10 +536,20 @@ class Parser {
     }
     p.size = static_cast<uint32_t>(typeBytes(type) * count);
     p.align = static_cast<uint32_t>(align != 0 ? align : typeBytes(type));
-    p.offset = static_cast<uint32_t>(alignUp(f->paramBytes, p.align));
-    f->paramBytes = p.offset + p.size;
-    fnSymbols_[p.name] = Symbol{Space::kParam, p.offset, false};
-    f->params.push_back(p);
+    if (f->isEntry) {
+      p.offset = static_cast<uint32_t>(alignUp(f->paramBytes, p.align));
+      f->paramBytes = p.offset + p.size;
+      fnSymbols_[p.name] = Symbol{Space::kParam, p.offset, false};
+      f->params.push_back(p);
+      return true;
+    }
+    p.offset = static_cast<uint32_t>(alignUp(f->localBytes, p.align));
+    f->localBytes = p.offset + p.size;
+    Symbol sym{Space::kLocal, p.offset, false};
+    sym.frame = true;
+    sym.size = p.size;
+    fnSymbols_[p.name] = sym;
+    (isReturn ? f->returns : f->params).push_back(p);
     return true;
   }
 
@@ -532,11 +560,16 @@ class Parser {
       if (d == ".reg") return regDecl();
       if (d == ".loc") return locDirective();
       if (d == ".pragma") return pragma();
+      if (d == ".shared" && !fn_->isEntry) return fail("a .shared variable inside a device function is not supported");
       if (d == ".local" || d == ".shared") {
         ++p_;
         return variable(d == ".local" ? Space::kLocal : Space::kShared, false, true);
       }
-      if (d == ".param") return fail("parameters inside a body (calls) are not implemented yet");
+      if (d == ".param") {  // a call's argument or return value: in the caller's local memory
+        ++p_;
+        return variable(Space::kLocal, false, true, /*frameParam=*/true);
+      }
+      if (d == ".callprototype") return fail("indirect calls (.callprototype, call through a register) are not supported");
       return fail("unsupported directive '" + d + "' in a function body");
     }
     if (tk.kind == TK::kIdent && peek(1).kind == TK::kPunct && peek(1).text == ":") {
@@ -617,6 +650,7 @@ class Parser {
       in.guard = regs_.at(next().text);
     }
     if (!at(TK::kIdent)) return fail("expected an instruction, found '" + peek().text + "'");
+    if (peek().text == "call") return call(&in);
     const std::string opcode = next().text;
     std::vector<std::string> mods;
     while (at(TK::kDirective)) mods.push_back(next().text);
@@ -660,8 +694,18 @@ class Parser {
       for (auto& r : externRefs_)
         if (r.instr == fn_->code.size() && r.operand >= 1) ++r.operand;
     }
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (pendingLocal_[i]) fn_->localRefs.emplace_back(static_cast<uint32_t>(fn_->code.size()), static_cast<uint8_t>(i));
+    if ((in.op == Op::kSetp || in.op == Op::kShfl) && !ops.empty() && !havePair) {
+      for (auto& r : fn_->localRefs)
+        if (r.first == fn_->code.size() && r.second >= 1) ++r.second;
+    }
+    // A body's `.param` variables and a device function's parameters live in local memory.
+    if (frameParam_ && in.space == Space::kParam) in.space = Space::kLocal;
+    frameParam_ = false;
     for (auto& s : pendingLabel_) s.clear();
     for (auto& b : pendingExtern_) b = false;
+    for (auto& b : pendingLocal_) b = false;
     operandIndex_ = 0;
     if (!checkOperands(in, &err)) return failAt(in.line, err);
     fn_->code.push_back(std::move(in));
@@ -782,6 +826,207 @@ class Parser {
     if (s == nullptr) return fail("undefined symbol '" + n + "'");
     *addr = s->address + (s->space == Space::kGlobal ? kModuleGlobalWindow : 0);
     if (s->isExtern) pendingExtern_[index] = true;
+    if (s->space == Space::kLocal) pendingLocal_[index] = true;
+    if (s->frame) frameParam_ = true;
+    return true;
+  }
+
+  // call[.uni] [(ret, ...),] callee [, (arg, ...)] ; the return values and arguments are the
+  // caller's `.param` variables. A call through a register (with a prototype) is refused.
+  bool call(Instruction* in) {
+    ++p_;
+    while (at(TK::kDirective)) {
+      const std::string m = next().text;
+      if (m != ".uni") return failAt(in->line, "unsupported modifier '" + m + "' in 'call'");
+    }
+    in->op = Op::kCall;
+    in->text = "call";
+    CallSite site;
+    site.line = in->line;
+    auto list = [&](std::vector<std::pair<uint32_t, uint32_t>>* out) {
+      ++p_;  // (
+      if (atPunct(')')) {
+        ++p_;
+        return true;
+      }
+      for (;;) {
+        if (!at(TK::kIdent)) return fail("expected a .param variable in the call's list, found '" + peek().text + "'");
+        const std::string n = next().text;
+        auto it = fnSymbols_.find(n);
+        if (it == fnSymbols_.end() || !it->second.frame) {
+          if (regs_.count(n) != 0) return fail("a call passes .param variables, not registers ('" + n + "')");
+          return fail("'" + n + "' is not a .param variable of this function");
+        }
+        out->emplace_back(static_cast<uint32_t>(it->second.address), it->second.size);
+        if (!atPunct(',')) break;
+        ++p_;
+      }
+      return expectPunct(')', "to close the call's list");
+    };
+    if (atPunct('(')) {
+      if (!list(&site.rets)) return false;
+      if (!expectPunct(',', "after the call's return values")) return false;
+    }
+    if (!at(TK::kIdent)) return fail("expected the function a call calls, found '" + peek().text + "'");
+    site.name = next().text;
+    if (regs_.count(site.name) != 0 || site.name[0] == '%')
+      return failAt(in->line, "indirect call through register '" + site.name + "' is not supported");
+    if (declared_.count(site.name) == 0) return failAt(in->line, "call to undeclared function '" + site.name + "'");
+    if (atPunct(',')) {
+      ++p_;
+      if (!atPunct('(')) return fail("expected the call's arguments '(...)', found '" + peek().text + "'");
+      if (!list(&site.args)) return false;
+    }
+    if (atPunct(',')) return failAt(in->line, "indirect calls with a prototype are not supported");
+    if (!expectPunct(';', "after 'call'")) return false;
+    in->ops[0].target = static_cast<uint32_t>(fn_->calls.size());
+    in->nops = 0;
+    fn_->calls.push_back(std::move(site));
+    fn_->code.push_back(std::move(*in));
+    return true;
+  }
+
+  // Each kernel gets the device functions it calls, directly or not, placed after its own code,
+  // registers and local memory (Function::callees); a call site names its callee's index. A call
+  // to a function declared but not defined here (other than the executor's builtins), or to one a
+  // lenient parse refused, refuses the kernel.
+  bool linkKernels() {
+    std::map<std::string, const Function*> defined;
+    for (const Function& f : m_->functions) defined[f.name] = &f;
+    std::vector<Function> kernels;
+    for (const Function& f : m_->functions) {
+      if (!f.isEntry) continue;
+      Function k;
+      std::string why;
+      uint32_t line = 0;
+      if (link(f, defined, &k, &why, &line)) {
+        kernels.push_back(std::move(k));
+        continue;
+      }
+      if (!lenient_) return failAt(line, why);
+      m_->refused[f.name] = m_->name + ":" + std::to_string(line) + ": " + why;
+    }
+    // The device functions stay in the module (unlinked) after the kernels.
+    for (Function& f : m_->functions)
+      if (!f.isEntry) kernels.push_back(std::move(f));
+    m_->functions = std::move(kernels);
+    return true;
+  }
+
+  static Builtin builtinByName(const std::string& n) {
+    if (n == "vprintf") return Builtin::kVprintf;
+    if (n == "__assertfail") return Builtin::kAssertFail;
+    return Builtin::kNone;
+  }
+
+  bool link(const Function& entry, const std::map<std::string, const Function*>& defined, Function* out,
+            std::string* why, uint32_t* line) {
+    *out = entry;
+    out->calls.clear();
+    out->localRefs.clear();
+    // 1. The functions it reaches, in the order first called, and where each is placed.
+    std::vector<const Function*> placed{&entry};  // nullptr: a builtin
+    std::map<std::string, uint32_t> index{{entry.name, 0}};
+    Callee self;
+    self.name = entry.name;
+    self.regCount = static_cast<uint32_t>(entry.regTypes.size());
+    self.localBytes = entry.localBytes;
+    out->callees.push_back(self);
+    uint32_t codeEnd = static_cast<uint32_t>(entry.code.size());
+    uint32_t regEnd = self.regCount, localEnd = entry.localBytes;
+    std::vector<std::vector<uint32_t>> edges(1);
+    for (size_t i = 0; i < placed.size(); ++i) {
+      if (placed[i] == nullptr) continue;
+      for (const CallSite& cs : placed[i]->calls) {
+        auto it = index.find(cs.name);
+        if (it == index.end()) {
+          Callee c;
+          c.name = cs.name;
+          auto dt = defined.find(cs.name);
+          if (dt != defined.end() && dt->second->isEntry) dt = defined.end();  // a kernel is not a callee
+          if (dt != defined.end()) {
+            // A program's own definition of a builtin's name is the program's function.
+            const Function& g = *dt->second;
+            c.entryPc = codeEnd;
+            c.regBase = regEnd;
+            c.regCount = static_cast<uint32_t>(g.regTypes.size());
+            c.localBase = static_cast<uint32_t>(alignUp(localEnd, 16));
+            c.localBytes = g.localBytes;
+            for (const Param& p : g.params) c.params.emplace_back(c.localBase + p.offset, p.size);
+            for (const Param& p : g.returns) c.returns.emplace_back(c.localBase + p.offset, p.size);
+            codeEnd += static_cast<uint32_t>(g.code.size());
+            regEnd += c.regCount;
+            localEnd = c.localBase + c.localBytes;
+            placed.push_back(&g);
+          } else {
+            c.builtin = builtinByName(cs.name);
+            if (c.builtin == Builtin::kNone) {
+              *line = cs.line;
+              auto rt = m_->refused.find(cs.name);
+              *why = rt != m_->refused.end() ? "call to '" + cs.name + "', which is not supported (" + rt->second + ")"
+                                             : "call to '" + cs.name + "', which is declared but not defined in this module";
+              return false;
+            }
+            placed.push_back(nullptr);
+          }
+          it = index.emplace(cs.name, static_cast<uint32_t>(out->callees.size())).first;
+          out->callees.push_back(c);
+          edges.emplace_back();
+        }
+        edges[i].push_back(it->second);
+      }
+    }
+    // 2. Their code, relocated (registers, labels, local addresses, call sites), and the call sites.
+    for (size_t i = 0; i < placed.size(); ++i) {
+      if (placed[i] == nullptr) continue;
+      const Function& f = *placed[i];
+      const Callee& base = out->callees[i];
+      const uint32_t siteBase = static_cast<uint32_t>(out->calls.size());
+      for (const CallSite& cs : f.calls) {
+        CallSite site = cs;
+        for (auto& a : site.args) a.first += base.localBase;
+        for (auto& r : site.rets) r.first += base.localBase;
+        site.callee = index.at(cs.name);
+        out->calls.push_back(site);
+      }
+      if (i == 0) {
+        for (Instruction& in : out->code)
+          if (in.op == Op::kCall) in.ops[0].target += siteBase;
+        continue;
+      }
+      std::vector<Instruction> code = f.code;
+      auto reloc = [&](uint32_t& r) {
+        if (r != kNoReg) r += base.regBase;
+      };
+      for (Instruction& in : code) {
+        reloc(in.guard);
+        if (in.op == Op::kCall) in.ops[0].target += siteBase;
+        for (unsigned k = 0; k < in.nops; ++k) {
+          Operand& o = in.ops[k];
+          reloc(o.reg);
+          for (unsigned e = 0; e < o.vecCount; ++e) reloc(o.vec[e].reg);
+          if (o.kind == Operand::Kind::kLabel) o.target += base.entryPc;
+        }
+      }
+      for (const auto& [instr, operand] : f.localRefs) code[instr].ops[operand].imm += base.localBase;
+      out->code.insert(out->code.end(), code.begin(), code.end());
+      out->regTypes.insert(out->regTypes.end(), f.regTypes.begin(), f.regTypes.end());
+      for (const std::string& n : f.regNames) out->regNames.push_back(f.name + ":" + n);
+    }
+    out->localBytes = localEnd;
+    // Recursive: a function from which a chain of calls leads back to itself.
+    for (size_t c = 1; c < out->callees.size(); ++c) {
+      std::vector<bool> seen(out->callees.size(), false);
+      std::vector<uint32_t> todo(edges[c].begin(), edges[c].end());
+      while (!todo.empty()) {
+        const uint32_t x = todo.back();
+        todo.pop_back();
+        if (seen[x]) continue;
+        seen[x] = true;
+        for (uint32_t y : edges[x]) todo.push_back(y);
+      }
+      out->callees[c].recursive = seen[c];
+    }
     return true;
   }
 
@@ -822,6 +1067,9 @@ class Parser {
   unsigned operandIndex_ = 0;
   std::string pendingLabel_[8];
   bool pendingExtern_[8] = {};
+  bool pendingLocal_[8] = {};
+  bool frameParam_ = false;               // the instruction names a frame parameter (Symbol::frame)
+  std::set<std::string> declared_;        // functions declared or defined so far
 };
 
 }  // namespace

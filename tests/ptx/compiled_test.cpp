@@ -146,5 +146,123 @@ TEST_F(PtxCompiled, MultimemInlineAssembly) {
   for (int m = 0; m < members; ++m) EXPECT_EQ(p.read<uint32_t>(counters[static_cast<size_t>(m)], 1)[0], 100u * static_cast<uint32_t>(m) + n4);
 }
 
+int fibonacci(int n) { return n < 2 ? n : fibonacci(n - 1) + fibonacci(n - 2); }
+
+void checkDeviceCalls(Program& p) {
+  const int n = 48;
+  std::vector<unsigned> in(n);
+  for (int i = 0; i < n; ++i) in[i] = 0x10001u * static_cast<unsigned>(i) + 0x30000u * static_cast<unsigned>(i % 5);
+  const uint64_t din = p.buffer(in), dout = p.buffer(n * 4);
+  const LaunchResult r = p.launch("device_calls", {}, {n, 1, 1}, {din, dout});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<int>(dout, n);
+  for (int t = 0; t < n; ++t)
+    ASSERT_EQ(out[t], static_cast<int>(in[t] & 0xffff) - static_cast<int>(in[t] >> 16) + fibonacci(t % 12)) << t;
+}
+
+void checkStructCalls(Program& p) {
+  const int n = 40;
+  const uint64_t dout = p.buffer(n * 8);
+  const LaunchResult r = p.launch("struct_calls", {}, {n, 1, 1}, {dout});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<double>(dout, n);
+  for (int t = 0; t < n; ++t) {
+    double s = t * 0.5;
+    for (int i = 0; i < 6; ++i) s += (t + i) + t * i;
+    ASSERT_EQ(out[t], s) << t;
+  }
+}
+
+TEST_F(PtxCompiled, DeviceFunctionsAndRecursion) {
+  checkStructCalls(*program_);
+  ASSERT_GE(program_->module().find("device_calls")->callees.size(), 3u);
+  checkDeviceCalls(*program_);
+}
+
+// What printf_kernel prints with base 10, formatted by the host's printf.
+std::string printfKernelOutput() {
+  std::string want;
+  char line[512];
+  for (int t = 0; t < 3; ++t) {
+    std::snprintf(line, sizeof line,
+                  "t=%d u=%u x=%x X=%#X o=%o c=%c s=%s|%5s|%-4s| f=%.3f e=%e g=%g %% ld=%ld lld=%lld lu=%lu w=%6.2f %*d\n",
+                  t + 10, static_cast<unsigned>(t) + 4000000000u, 255 + t, 0xabcu, 8, 'A' + t, "str", "ab", "cd",
+                  static_cast<double>(1.5f + static_cast<float>(t)), 12345.678, 0.0001, -(1L << 40) - t, 1LL << 50,
+                  18446744073709551615ul, 3.14159, 4, t);
+    want += line;
+  }
+  want += "no arguments\n";
+  return want;
+}
+
+// The same kernels built with -G (debug: no inlining, every function a call, locals on the stack).
+TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
+  const std::string path = MCSIM_PTX_COMPILED_DEBUG;
+  if (path.empty()) GTEST_SKIP() << "no nvcc at build time: kernels.cu was not compiled";
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << path;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Program p(ss.str(), "kernels_debug.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  checkDeviceCalls(p);
+  checkStructCalls(p);
+  const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(r.printfOutput, printfKernelOutput());
+  std::vector<int> in(64, 1);
+  in[7] = -1;
+  const LaunchResult a = p.launch("assert_kernel", {}, {64, 1, 1}, {p.buffer(in)});
+  ASSERT_EQ(a.fault, Fault::kAssert) << a.message;
+  EXPECT_NE(a.assertOutput.find("thread: [7,0,0] Assertion `in[t] >= 0` failed.\n"), std::string::npos) << a.assertOutput;
+}
+
+TEST_F(PtxCompiled, PrintfFormatsLikeTheHost) {
+  Program& p = *program_;
+  const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(r.printfOutput, printfKernelOutput());
+}
+
+TEST_F(PtxCompiled, PrintfTakesAtMost32Arguments) {
+  const LaunchResult r = program_->launch("printf_many", {}, {1, 1, 1}, {});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  std::string want;
+  for (int i = 1; i <= 32; ++i) want += std::to_string(i) + " ";
+  EXPECT_EQ(r.printfOutput, want + "%d %d|\n");
+}
+
+TEST_F(PtxCompiled, PrintfFifoKeepsTheNewestRecords) {
+  Program& p = *program_;
+  LaunchConfig cfg;
+  cfg.block = {64, 1, 1};
+  const int base = 0;
+  const void* args[] = {&base};
+  cfg.params = packParams(*p.module().find("printf_kernel"), args);
+  // Each record of the first three costs 16 + 8 * 18 bytes: a FIFO of 200 holds one, and the
+  // argument-less record after it.
+  cfg.printfFifoBytes = 200;
+  const LaunchResult r = p.executor().launch("printf_kernel", cfg);
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(r.printfOutput.substr(0, 4), "t=2 ") << r.printfOutput;
+  EXPECT_NE(r.printfOutput.find("\nno arguments\n"), std::string::npos) << r.printfOutput;
+}
+
+TEST_F(PtxCompiled, AssertStopsTheKernelAndSaysWhere) {
+  Program& p = *program_;
+  std::vector<int> in(64, 1);
+  in[5] = -1;
+  in[40] = -2;
+  const uint64_t din = p.buffer(in);
+  const LaunchResult r = p.launch("assert_kernel", {}, {64, 1, 1}, {din});
+  ASSERT_EQ(r.fault, Fault::kAssert) << r.message;
+  // The file as __FILE__ gives it (the path nvcc was given); the first failing warp stops the kernel.
+  const std::string out = r.assertOutput.substr(r.assertOutput.rfind('/') + 1);
+  EXPECT_EQ(out,
+            "kernels.cu:88: void assert_kernel(const int *): block: [0,0,0], thread: [5,0,0] Assertion `in[t] >= 0` failed.\n");
+  const LaunchResult ok = p.launch("assert_kernel", {}, {4, 1, 1}, {din});
+  EXPECT_EQ(ok.fault, Fault::kNone) << ok.message;
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test

@@ -59,6 +59,64 @@ extern "C" __global__ void dynamic_shared(const double* in, unsigned long long* 
   out[t] = static_cast<unsigned long long>(v * 1000.0) ^ (static_cast<unsigned long long>(t) << 40);
 }
 
+// Device functions that stay calls: __noinline__, a struct returned by value, tree recursion.
+struct Pair {
+  int lo, hi;
+};
+__device__ __noinline__ Pair split_word(unsigned v) { return Pair{static_cast<int>(v & 0xffff), static_cast<int>(v >> 16)}; }
+__device__ __noinline__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+extern "C" __global__ void device_calls(const unsigned* in, int* out) {
+  const int t = threadIdx.x;
+  const Pair p = split_word(in[t]);
+  out[t] = p.lo - p.hi + fib(t % 12);
+}
+
+// Device printf (vprintf) with the conversions a program uses, and assert (__assertfail).
+#include <cassert>
+#include <cstdio>
+extern "C" __global__ void printf_kernel(int base) {
+  const int t = threadIdx.x;
+  if (t < 3) {
+    printf("t=%d u=%u x=%x X=%#X o=%o c=%c s=%s|%5s|%-4s| f=%.3f e=%e g=%g %% ld=%ld lld=%lld lu=%lu w=%6.2f %*d\n", t + base,
+           static_cast<unsigned>(t) + 4000000000u, 255 + t, 0xabcu, 8, 'A' + t, "str", "ab", "cd", 1.5f + t, 12345.678,
+           0.0001, -(1L << 40) - t, 1LL << 50, 18446744073709551615ul, 3.14159, 4, t);
+  }
+  if (t == 31) printf("no arguments\n");
+}
+extern "C" __global__ void assert_kernel(const int* in) {
+  const int t = threadIdx.x;
+  assert(in[t] >= 0);
+}
+
+// A struct passed and returned by value, and a pointer to the caller's local array.
+struct Big {
+  int a[6];
+  double d;
+};
+__device__ __noinline__ double sum_big(Big b, const int* p) {
+  double s = b.d;
+  for (int i = 0; i < 6; ++i) s += b.a[i] + p[i];
+  return s;
+}
+__device__ __noinline__ Big make_big(int x) {
+  Big b;
+  for (int i = 0; i < 6; ++i) b.a[i] = x + i;
+  b.d = x * 0.5;
+  return b;
+}
+extern "C" __global__ void struct_calls(double* out) {
+  int loc[6];
+  for (int i = 0; i < 6; ++i) loc[i] = static_cast<int>(threadIdx.x) * i;
+  const Big b = make_big(threadIdx.x);
+  out[threadIdx.x] = sum_big(b, loc);
+}
+
+// More arguments than device printf takes (32): the rest are printed as written.
+extern "C" __global__ void printf_many() {
+  printf("%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d|\n", 1, 2, 3, 4,
+         5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34);
+}
+
 // A one-shot all-reduce with multimem inline assembly, as CUDA C++ code writes it: each thread
 // ld_reduces four floats of the multicast buffer, stores the sums to out, then adds 1 to every
 // member's counter (PTX ISA 9.7.9.14; sm_90).

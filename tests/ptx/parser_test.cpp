@@ -144,7 +144,6 @@ TEST(PtxParser, RejectsUnknownInstructionsAndModifiers) {
 TEST(PtxParser, RejectsFeaturesNotImplementedYet) {
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b64 %rd<2>;\n  redux.sync.add.u32 %rd0, %rd1, 0xffffffff;\n}\n"),
             "bad.ptx:7: instruction 'redux' is not implemented yet");
-  EXPECT_EQ(errorOf(".func f()\n{\n  ret;\n}\n"), "bad.ptx:4: device functions (.func 'f') are not implemented yet");
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  bar.red.popc.u32 %r0, 0, %r1;\n}\n"),
             "bad.ptx:7: unsupported modifier '.red' in 'bar.red.popc.u32'");
   EXPECT_EQ(errorOf(".address_size 32\n"), "bad.ptx:4: .address_size 32 is not supported (only 64)");
@@ -160,7 +159,7 @@ TEST(PtxParser, LenientParseLeavesRefusedFunctionsOut) {
                            "  { frobnicate.u32 %rd1; }\n"
                            "  ret;\n"
                            "}\n"
-                           ".func (.param .b32 r) helper(.param .b32 x) { ret; }\n"
+                           ".func (.param .b32 r) helper(.param .b32 x) { .reg .b32 %r<2>; add.s32 %r0, %r1; }\n"
                            ".visible .entry plain() { ret; }\n";
   Module m;
   std::string err;

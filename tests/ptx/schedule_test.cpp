@@ -228,5 +228,52 @@ TEST(PtxSchedule, RefusedLaunchFaultsOnFirstAdvance) {
   EXPECT_EQ(Executor::result(*run).fault, Fault::kInvalidLaunch);
 }
 
+// Blocks beyond residency that finish at different times, the first in its first round without
+// writing anything (it used to read as "every warp waits", and a node would wait for ever): every
+// block runs exactly once, whatever the residency and the slice size.
+TEST(PtxSchedule, EveryBlockRunsOnceWhenBlocksFinishAtDifferentTimes) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry uneven(.param .u64 pcount)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pcount];
+  mov.u32 %r1, %ctaid.x;
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra $L_done;
+  mul.lo.u32 %r2, %r1, 37;
+  rem.u32 %r2, %r2, 11;
+  mul.lo.u32 %r2, %r2, 50;
+  mov.u32 %r3, 0;
+$L_loop:
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r3, %r2;
+  @%p2 bra $L_loop;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  atom.global.add.u32 %r4, [%rd3], 1;
+$L_done:
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint32_t blocks = 23;
+  for (const uint64_t resident : {1, 2, 5}) {
+    for (const uint64_t budget : {7, 1000, 1000000}) {
+      const uint64_t count = p.buffer(blocks * 4);
+      const Launched l = runPiecewise(p, "uneven", {blocks, 1, 1}, {64, 1, 1}, {count}, resident, budget);
+      ASSERT_EQ(l.last, RunState::kFinished) << "resident " << resident << " budget " << budget;
+      ASSERT_EQ(l.result.fault, Fault::kNone) << l.result.message;
+      const auto c = p.read<uint32_t>(count, blocks);
+      for (uint32_t b = 0; b < blocks; ++b) EXPECT_EQ(c[b], b == 0 ? 0u : 64u) << "block " << b << " resident " << resident;
+    }
+  }
+  // A grid that writes nothing at all.
+  const uint64_t none = p.buffer(blocks * 4);
+  const Launched l = runPiecewise(p, "uneven", {1, 1, 1}, {64, 1, 1}, {none}, 1, 1000);
+  EXPECT_EQ(l.last, RunState::kFinished);
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test

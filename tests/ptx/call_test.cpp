@@ -1,0 +1,328 @@
+// Device functions: .func with and without return values, call/call.uni with argument and
+// return lists as nvcc writes them, nested and recursive calls, calls from divergent lanes, and
+// what is refused at load (docs/ptx.md, "Device functions").
+#include "tests/ptx/harness.h"
+
+namespace mcsim::ptx::test {
+namespace {
+
+const char* kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+// out[tid] = twice(tid) + 1 through a function with a return value, which calls one without
+// (store through a pointer) before returning.
+TEST(PtxCall, ReturnValuesAndNestedCalls) {
+  Program p(std::string(kHeader) + R"(
+.func store_word(.param .b64 store_word_param_0, .param .b32 store_word_param_1)
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [store_word_param_0];
+  ld.param.u32 %r1, [store_word_param_1];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+.func (.param .b32 func_retval0) twice_plus(.param .b32 twice_plus_param_0, .param .b64 twice_plus_param_1)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  ld.param.u32 %r1, [twice_plus_param_0];
+  ld.param.u64 %rd1, [twice_plus_param_1];
+  shl.b32 %r2, %r1, 1;
+  { // callseq 0, 0
+  .param .b64 param0;
+  st.param.b64 [param0+0], %rd1;
+  .param .b32 param1;
+  st.param.b32 [param1+0], %r1;
+  call.uni
+  store_word,
+  (
+  param0,
+  param1
+  );
+  } // callseq 0
+  add.s32 %r3, %r2, 1;
+  st.param.b32 [func_retval0+0], %r3;
+  ret;
+}
+.visible .entry k(.param .u64 pout, .param .u64 pside)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pout];
+  ld.param.u64 %rd2, [pside];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  add.s64 %rd5, %rd2, %rd3;
+  { // callseq 1, 0
+  .reg .b32 temp_param_reg;
+  .param .b32 param0;
+  st.param.b32 [param0+0], %r1;
+  .param .b64 param1;
+  st.param.b64 [param1+0], %rd5;
+  .param .b32 retval0;
+  call.uni (retval0), twice_plus, (param0, param1);
+  ld.param.b32 %r2, [retval0+0];
+  } // callseq 1
+  st.global.u32 [%rd4], %r2;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(64 * 4), side = p.buffer(64 * 4);
+  const LaunchResult r = p.launch("k", {}, {64, 1, 1}, {out, side});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 64);
+  const auto s = p.read<uint32_t>(side, 64);
+  for (uint32_t t = 0; t < 64; ++t) {
+    EXPECT_EQ(v[t], 2 * t + 1) << t;
+    EXPECT_EQ(s[t], t) << t;
+  }
+}
+
+// A recursive factorial, each lane to its own depth (the lanes of a warp diverge inside the
+// recursion and reconverge as they return), with a local variable live across the recursive call.
+const char* kFactorial = R"(
+.func (.param .b64 func_retval0) fact(.param .b32 fact_param_0)
+{
+  .local .align 8 .b8 __local_depot0[8];
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<6>;
+  .reg .b64 %SPL;
+  mov.u64 %SPL, __local_depot0;
+  ld.param.u32 %r1, [fact_param_0];
+  cvt.u64.u32 %rd1, %r1;
+  st.local.u64 [%SPL], %rd1;
+  setp.gt.u32 %p1, %r1, 1;
+  mov.u64 %rd5, 1;
+  @!%p1 bra $L_done;
+  add.s32 %r2, %r1, -1;
+  { // callseq 0, 0
+  .param .b32 param0;
+  st.param.b32 [param0+0], %r2;
+  .param .b64 retval0;
+  call (retval0), fact, (param0);
+  ld.param.b64 %rd2, [retval0+0];
+  } // callseq 0
+  ld.local.u64 %rd3, [%SPL];
+  cvt.u64.u32 %rd4, %r1;
+  mul.lo.s64 %rd5, %rd2, %rd3;
+$L_done:
+  st.param.b64 [func_retval0+0], %rd5;
+  ret;
+}
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  rem.u32 %r2, %r1, 21;
+  { // callseq 1, 0
+  .param .b32 param0;
+  st.param.b32 [param0+0], %r2;
+  .param .b64 retval0;
+  call.uni (retval0), fact, (param0);
+  ld.param.b64 %rd2, [retval0+0];
+  } // callseq 1
+  mul.wide.u32 %rd3, %r1, 8;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u64 [%rd4], %rd2;
+  ret;
+}
+)";
+
+TEST(PtxCall, RecursiveFactorial) {
+  Program p(std::string(kHeader) + kFactorial);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p.module().find("k")->callees.size(), 2u);
+  EXPECT_TRUE(p.module().find("k")->callees[1].recursive);
+  const uint64_t out = p.buffer(64 * 8);
+  const LaunchResult r = p.launch("k", {2, 1, 1}, {64, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint64_t>(out, 64);
+  for (uint32_t t = 0; t < 64; ++t) {
+    uint64_t f = 1;
+    for (uint32_t i = 2; i <= t % 21; ++i) f *= i;
+    EXPECT_EQ(v[t], f) << t;
+  }
+}
+
+// Lanes of one warp call different functions (and some none), under a guard and in branches.
+TEST(PtxCall, DivergentCalls) {
+  Program p(std::string(kHeader) + R"(
+.func (.param .b32 func_retval0) add100(.param .b32 add100_param_0)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [add100_param_0];
+  add.s32 %r2, %r1, 100;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+.func (.param .b32 func_retval0) mul3(.param .b32 mul3_param_0)
+{
+  .reg .b32 %r<3>;
+  .reg .pred %p<2>;
+  ld.param.u32 %r1, [mul3_param_0];
+  mul.lo.s32 %r2, %r1, 3;
+  setp.lt.u32 %p1, %r1, 8;
+  @%p1 bra $L_small;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+$L_small:
+  add.s32 %r2, %r2, 1000;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<5>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r3, 7;
+  and.b32 %r2, %r1, 1;
+  setp.eq.u32 %p1, %r2, 0;
+  setp.lt.u32 %p2, %r1, 24;
+  .param .b32 param0;
+  .param .b32 retval0;
+  st.param.b32 [param0+0], %r1;
+  @%p1 bra $L_even;
+  @%p2 call (retval0), mul3, (param0);
+  @%p2 ld.param.b32 %r3, [retval0+0];
+  bra.uni $L_join;
+$L_even:
+  call (retval0), add100, (param0);
+  ld.param.b32 %r3, [retval0+0];
+$L_join:
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u32 [%rd4], %r3;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(40 * 4);
+  const LaunchResult r = p.launch("k", {}, {40, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 40);
+  for (uint32_t t = 0; t < 40; ++t) {
+    const uint32_t want = t % 2 == 0 ? t + 100 : t < 24 ? 3 * t + (t < 8 ? 1000 : 0) : 7;
+    EXPECT_EQ(v[t], want) << t;
+  }
+}
+
+TEST(PtxCall, RunawayRecursionIsAStackOverflow) {
+  Program p(std::string(kHeader) + R"(
+.func forever(.param .b32 forever_param_0)
+{
+  .reg .b32 %r<2>;
+  ld.param.u32 %r1, [forever_param_0];
+  { .param .b32 param0;
+  st.param.b32 [param0+0], %r1;
+  call.uni forever, (param0); }
+  ret;
+}
+.visible .entry k()
+{
+  .param .b32 param0;
+  st.param.b32 [param0+0], 1;
+  call.uni forever, (param0);
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("call stack overflow"), std::string::npos) << r.message;
+}
+
+std::string refusal(const std::string& body, bool lenient = false) {
+  Module m;
+  std::string error;
+  if (parseModule(std::string(kHeader) + body, "calls.ptx", &m, &error, lenient)) {
+    if (lenient && m.refused.count("k") != 0) return m.refused.at("k");
+    return "(accepted)";
+  }
+  return error;
+}
+
+TEST(PtxCall, RefusedAtLoad) {
+  // A function declared (.extern) but defined nowhere, named with the call's line.
+  EXPECT_EQ(refusal(R"(
+.extern .func (.param .b32 func_retval0) elsewhere(.param .b32 p);
+.visible .entry k()
+{
+  .param .b32 param0;
+  .param .b32 retval0;
+  call.uni (retval0), elsewhere, (param0);
+  ret;
+}
+)"),
+            "calls.ptx:10: call to 'elsewhere', which is declared but not defined in this module");
+  // The same in a lenient parse: the kernel is refused, the module loads.
+  EXPECT_EQ(refusal(R"(
+.extern .func elsewhere();
+.visible .entry k()
+{
+  call.uni elsewhere;
+  ret;
+}
+)", true),
+            "calls.ptx:8: call to 'elsewhere', which is declared but not defined in this module");
+  // Never declared.
+  EXPECT_EQ(refusal(R"(
+.visible .entry k()
+{
+  call.uni nowhere;
+  ret;
+}
+)"),
+            "calls.ptx:7: call to undeclared function 'nowhere'");
+  // An indirect call through a register, with its prototype.
+  EXPECT_EQ(refusal(R"(
+.visible .entry k(.param .u64 f)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [f];
+  prototype_0 : .callprototype ()_ ();
+  call %rd1, prototype_0;
+  ret;
+}
+)"),
+            "calls.ptx:9: indirect calls (.callprototype, call through a register) are not supported");
+  EXPECT_EQ(refusal(R"(
+.visible .entry k(.param .u64 f)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [f];
+  call %rd1;
+  ret;
+}
+)"),
+            "calls.ptx:9: indirect call through register '%rd1' is not supported");
+}
+
+// Malformed calls and declarations are refused with a message, whatever is cut off where.
+TEST(PtxCall, MalformedCallsAreRefused) {
+  const std::string decl = ".func (.param .b32 r) f(.param .b32 x)\n{\n  st.param.b32 [r], 1;\n  ret;\n}\n";
+  const std::string head = decl + ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  .param .b32 a;\n  .param .b32 b;\n";
+  for (const char* tail : {"call", "call (", "call (b", "call (b)", "call (b), ", "call (b), f", "call (b), f, (",
+                                  "call (b), f, (a", "call (b), f, (a,", "call (b), f, (%r0);", "call (b), f, (a), %r1;",
+                                  "call.wobbly f;", "call (b) f, (a);", "call (nothing), f, (a);"}) {
+    Module m;
+    std::string error;
+    EXPECT_FALSE(parseModule(std::string(kHeader) + head + "  " + tail, "cut.ptx", &m, &error)) << tail;
+    EXPECT_EQ(error.rfind("cut.ptx:", 0), 0u) << tail << ": " << error;
+  }
+  for (const char* text : {".func (", ".func (.param .b32 r", ".func (.param .b32 r) ", ".func f(.param .b32 x) {"}) {
+    Module m;
+    std::string error;
+    EXPECT_FALSE(parseModule(std::string(kHeader) + text, "cut.ptx", &m, &error)) << text;
+  }
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test
