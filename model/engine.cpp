@@ -455,7 +455,13 @@ void Engine::post(std::function<void()> fn) {
   cv_.notify_all();
 }
 
-bool Engine::hasWork() const { return !posted_.empty() || (needsRun() && !stalled_); }
+// Posted work is taken in when a host thread next needs the simulation (a wait, a poll, a clock
+// advance), not as soon as it is posted: taken in at once, a batch held whatever the host had
+// posted by the moment the simulation thread woke, and work of one batch runs its zero-time steps
+// (a kernel's first slice) before the next batch exists, so wall time decided the order of
+// simulated events (runtime.ptx_spin.host_pause). Taken in at a wait, everything posted since the
+// last run is one batch, in the order posted.
+bool Engine::hasWork() const { return needsRun() && (!posted_.empty() || !stalled_); }
 
 bool Engine::mayStartRun(uint64_t pinnedAt) const {
   return runsStarted_ < pinnedAt && runsStarted_ < runLimit_ && hasWork();

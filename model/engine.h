@@ -4,7 +4,9 @@
 //   post(fn)   fn runs on the simulation thread, inside a SystemC process, at the current
 //              simulated time; the caller does not wait. Posted work runs in the order it was
 //              posted (callers post under the node's lock, so that order is the node's admission
-//              order). fn typically spawns a simulation process (spawn()) for a copy or a memset.
+//              order), all of it taken in together when a host thread next waits (not as it is
+//              posted: how far the simulation thread got meanwhile would follow wall time). fn
+//              typically spawns a simulation process (spawn()) for a copy or a memset.
 //   wait(c)    the caller blocks until completion `c` is done. Simulated time advances only while
 //              some host thread waits, and only as far as the completion it waits for: the
 //              simulation pauses when an awaited completion is reached.

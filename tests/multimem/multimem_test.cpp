@@ -710,9 +710,8 @@ TEST_F(UserPtx, ABarrierOfMultimemRedAndAcquireSpinOrdersStoresAcrossGpus) {
 }
 
 TEST_F(UserPtx, TwoRunsGiveTheSameBytes) {
-  // The same all-reduce twice, each from the same inputs: identical sums. (Simulated times are
-  // not compared: kernels that wait for each other across GPUs do not yet time alike on every run,
-  // as runtime.ptx_spin.deterministic shows; docs/ptx.md, "Determinism".)
+  // The same all-reduce twice, each from the same inputs: identical sums. (That a run's simulated
+  // times are the same on every run of a program is runtime.ptx_spin.deterministic and .host_pause.)
   const uint32_t count = 2048;
   std::vector<std::vector<uint8_t>> results;
   for (int run = 0; run < 2; ++run) {

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 #include <vector>
 
 #include "tests/runtime/rt_check.h"
@@ -195,6 +197,9 @@ void crossGpu() {
   rt_wait_flag<<<4, 64, 0, s0>>>(flag, 7, out);
   RT_OK(cudaGetLastError());
   RT_OK(cudaEventRecord(e1, s0));
+  // RT_HOST_PAUSE_US: the host takes its time before the second launch (wall time must change
+  // nothing: the simulation thread, free meanwhile, must not start GPU 0's kernel on its own).
+  if (const char* pause = std::getenv("RT_HOST_PAUSE_US")) usleep(static_cast<useconds_t>(std::atoi(pause)));
   RT_OK(cudaSetDevice(1));
   rt_set_flag<<<1, 32, 0, s1>>>(flag, 7);
   RT_OK(cudaGetLastError());
