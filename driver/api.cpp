@@ -16,11 +16,13 @@
 #include "fabric/node_host.h"
 #include "model/digest.h"
 #include "model/engine.h"
+#include "model/thread_owned.h"
 
 namespace mcsim::driver {
 
 namespace {
-thread_local std::string tLastError;
+struct LastErrorTag;
+std::string& lastError() { return threadOwned<std::string, LastErrorTag>(); }
 
 mcsim_status notInitialized() { return apiFailure(MCSIM_ERROR_NOT_INITIALIZED, "cuInit has not succeeded"); }
 mcsim_status nullArgument(const char* name) {
@@ -41,12 +43,12 @@ mcsim_status installRules(std::vector<fabric::FaultRule> rules, uint64_t seed) {
 }  // namespace
 
 mcsim_status apiFailure(mcsim_status status, std::string why) {
-  tLastError = std::move(why);
+  lastError() = std::move(why);
   return status;
 }
 
 mcsim_status apiSuccess() {
-  tLastError.clear();
+  lastError().clear();
   return MCSIM_SUCCESS;
 }
 
@@ -63,7 +65,7 @@ uint32_t mcsim_api_version(void) { return MCSIM_API_VERSION; }
 
 const char* mcsim_version(void) { return MCSIM_VERSION_STRING; }
 
-const char* mcsim_last_error(void) { return driver::tLastError.c_str(); }
+const char* mcsim_last_error(void) { return driver::lastError().c_str(); }
 
 int mcsim_initialized(void) { return driver::initialized() ? 1 : 0; }
 
@@ -168,7 +170,8 @@ mcsim_status mcsim_get_fault_report(const mcsim_fault_rule_report** rules, size_
     std::vector<std::string> rule, where;
     std::vector<mcsim_fault_rule_report> entries;
   };
-  thread_local Report report;
+  struct ReportTag;
+  Report& report = mcsim::threadOwned<Report, ReportTag>();
   if (rules == nullptr) return driver::nullArgument("rules");
   if (count == nullptr) return driver::nullArgument("count");
   *rules = nullptr;

@@ -1,7 +1,6 @@
 // Contexts: primary contexts, created contexts, the per-thread context stack, peer access.
 #include "driver/context.h"
 
-#include <pthread.h>
 
 #include <cstdlib>
 #include <map>
@@ -11,6 +10,7 @@
 #include "driver/driver.h"
 #include "driver/graph.h"
 #include "driver/export_tables.h"
+#include "model/thread_owned.h"
 #include "driver/leaks.h"
 #include "driver/stream.h"
 
@@ -42,38 +42,12 @@ Contexts& contexts() {
   return *c;
 }
 
-// The calling thread's context stack. It must outlive the thread's C++ thread_local destructors
-// and, on the main thread, exit(): libraries call the driver from their own thread_local
-// destructors, from threads that are ending, and from atexit handlers (NCCL's env plugin logs
-// through cudaGetDevice from one, after the main thread's thread_locals are destroyed; a
-// thread_local vector read there was freed memory). So the stack is heap memory reached through a
-// trivially destructible thread_local pointer and freed by a pthread key's destructor, which runs
-// after the thread's C++ thread_local destructors; a call after it makes a fresh, empty stack
-// (the key is set again, so that it is freed too). The main thread's is never freed.
-thread_local std::vector<CUctx_st*>* tStack = nullptr;
-
-void freeThreadStack(void* p) {
-  auto* stack = static_cast<std::vector<CUctx_st*>*>(p);
-  if (tStack == stack) tStack = nullptr;
-  delete stack;
-}
-
-pthread_key_t threadStackKey() {
-  static const pthread_key_t key = [] {
-    pthread_key_t k;
-    if (pthread_key_create(&k, freeThreadStack) != 0) std::abort();
-    return k;
-  }();
-  return key;
-}
-
-std::vector<CUctx_st*>& threadStack() {
-  if (tStack == nullptr) {
-    tStack = new std::vector<CUctx_st*>();
-    pthread_setspecific(threadStackKey(), tStack);
-  }
-  return *tStack;
-}
+// The calling thread's context stack, which outlives the thread's thread_local destructors and,
+// on the main thread, exit(): libraries call the driver from those and from atexit handlers (NCCL's
+// env plugin logs through cudaGetDevice from one; a thread_local vector read there was freed
+// memory). model/thread_owned.h says how.
+struct ContextStackTag;
+std::vector<CUctx_st*>& threadStack() { return threadOwned<std::vector<CUctx_st*>, ContextStackTag>(); }
 
 // The limits a context starts with: the defaults the CUDA programming guide gives (1 KiB of stack
 // per thread, a 1 MiB printf FIFO, an 8 MiB device heap, sync depth 2, 2048 pending launches) and

@@ -22,6 +22,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/graph.h"
+#include "model/thread_owned.h"
 #include "driver/stream.h"
 
 namespace mcsim::driver {
@@ -346,7 +347,8 @@ CUresult captureStatus(CUstream_st* st, CUstreamCaptureStatus* status) {
 // (full completion), which is all mcsim's captures make; one array per thread, valid until its
 // next call, as the reference allows.
 const CUgraphEdgeData* defaultEdgeData(size_t n) {
-  thread_local std::vector<CUgraphEdgeData> data;
+  struct EdgeDataTag;
+  std::vector<CUgraphEdgeData>& data = threadOwned<std::vector<CUgraphEdgeData>, EdgeDataTag>();
   data.assign(std::max<size_t>(n, 1), CUgraphEdgeData{});
   return data.data();
 }

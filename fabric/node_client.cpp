@@ -32,6 +32,7 @@
 #include "fabric/node_host.h"
 #include "fabric/node_ipc.h"
 #include "fabric/unique_fd.h"
+#include "model/thread_owned.h"
 
 namespace mcsim::fabric {
 
@@ -209,19 +210,19 @@ class ClientNode final : public Node {
 
   bool lost() const override { return lost_.load(std::memory_order_acquire); }
   bool imexChannelPresent() const override { return header_->imexPresent.load(std::memory_order_acquire) != 0; }
-  void beginTraced(std::vector<uint64_t> tags) override {
+  void beginTraced(std::vector<uint64_t> given) override {
     tTraced = false;  // the notice of tags given up is no traced request
     giveUpTags();
-    tTags = std::move(tags);
+    tags() = std::move(given);
     tNextTag = 0;
-    tAdmissions.clear();
+    admissions().clear();
     tTraced = true;
   }
   std::vector<Admission> endTraced() override {
     tTraced = false;
     giveUpTags();
     std::vector<Admission> out;
-    out.swap(tAdmissions);
+    out.swap(admissions());
     return out;
   }
   std::string sharedSettings() const override { return settings_; }
@@ -447,17 +448,17 @@ class ClientNode final : public Node {
   void noteAdmission(wire::Reader& r) {
     Admission a;
     r.read(&a);
-    if (tTraced) tAdmissions.push_back(a);
+    if (tTraced) admissions().push_back(a);
   }
 
   // The recorded admission number the thread's next request is to take (0: none).
-  static uint64_t nextTag() { return tNextTag < tTags.size() ? tTags[tNextTag++] : 0; }
+  static uint64_t nextTag() { return tNextTag < tags().size() ? tags()[tNextTag++] : 0; }
 
   // Tags of a replayed call that its requests did not use: the node passes their turns over.
   // Called while the thread's requests are not traced.
   void giveUpTags() {
-    std::vector<uint64_t> unused(tTags.begin() + static_cast<long>(std::min(tNextTag, tTags.size())), tTags.end());
-    tTags.clear();
+    std::vector<uint64_t> unused(tags().begin() + static_cast<long>(std::min(tNextTag, tags().size())), tags().end());
+    tags().clear();
     tNextTag = 0;
     channel::Reply<Op::skipAdmissions> none;
     if (!unused.empty()) ask<Op::skipAdmissions>({unused}, &none);
@@ -562,9 +563,13 @@ class ClientNode final : public Node {
   NodeSettings local_;    // this process's: where the node lives, whether a hang report aborts
   // This thread's traced requests (beginTraced to endTraced), their admissions, and the tags a
   // replay gave it.
+  // Vectors that outlive the thread's thread_local destructors (model/thread_owned.h): the
+  // requests of calls made from those and from exit handlers are traced too.
   static thread_local bool tTraced;
-  static thread_local std::vector<Admission> tAdmissions;
-  static thread_local std::vector<uint64_t> tTags;
+  struct AdmissionsTag;
+  struct TagsTag;
+  static std::vector<Admission>& admissions() { return threadOwned<std::vector<Admission>, AdmissionsTag>(); }
+  static std::vector<uint64_t>& tags() { return threadOwned<std::vector<uint64_t>, TagsTag>(); }
   static thread_local size_t tNextTag;
 
   std::mutex mu_;  // guards what follows
@@ -576,8 +581,6 @@ class ClientNode final : public Node {
 };
 
 thread_local bool ClientNode::tTraced = false;
-thread_local std::vector<Admission> ClientNode::tAdmissions;
-thread_local std::vector<uint64_t> ClientNode::tTags;
 thread_local size_t ClientNode::tNextTag = 0;
 
 }  // namespace

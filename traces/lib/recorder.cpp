@@ -20,6 +20,7 @@
 #include "traces/lib/codec.h"
 #include "traces/lib/results.h"
 #include "traces/lib/trace_format.h"
+#include "model/thread_owned.h"
 
 namespace mcsim::trace {
 
@@ -56,7 +57,10 @@ struct NodePlan {
   uint64_t clock[2] = {0, 0};
   std::vector<uint64_t> requests;
 };
-thread_local NodePlan tPlan;
+// Outlives the thread's thread_local destructors (model/thread_owned.h): calls made from them and
+// from exit handlers are recorded too.
+struct NodePlanTag;
+NodePlan& threadPlan() { return threadOwned<NodePlan, NodePlanTag>(); }
 
 std::vector<uint64_t> tagsOf(uint64_t n) { return n == 0 ? std::vector<uint64_t>{} : std::vector<uint64_t>{n}; }
 
@@ -181,7 +185,7 @@ CallScope::CallScope(int call, const uint64_t* slots) : call_(call), slots_(slot
   sharedIn_ = shareableIdentity(callTable()[call_], slots_, false);
   // On a shared node the clock read is a node request, and the call's own requests follow it.
   NodePlan plan;
-  std::swap(plan, tPlan);
+  std::swap(plan, threadPlan());
   if (r.target.nodeBegin != nullptr) r.target.nodeBegin(tagsOf(plan.clock[0]));
   t0_ = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
   if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&clock0_);
@@ -259,7 +263,7 @@ extern "C" uint64_t mcsim_trace_finished(void) { return mcsim::trace::gFinished.
 extern "C" void mcsim_trace_close(void) { mcsim::trace::closeTrace(); }
 
 extern "C" void mcsim_trace_node_plan(const uint64_t clock[2], const uint64_t* requests, size_t n) {
-  mcsim::trace::NodePlan& p = mcsim::trace::tPlan;
+  mcsim::trace::NodePlan& p = mcsim::trace::threadPlan();
   p.clock[0] = clock != nullptr ? clock[0] : 0;
   p.clock[1] = clock != nullptr ? clock[1] : 0;
   p.requests.assign(requests, requests + (requests != nullptr ? n : 0));
