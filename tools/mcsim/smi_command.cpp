@@ -263,7 +263,8 @@ Command addSmiCommand(CLI::App& parent) {
   cmd->add_option("--topology", *topology, "Built-in preset name or preset file (MCSIM_TOPOLOGY); MCSIM_NODE attaches to a shared node instead");
   CLI::App* topo = cmd->add_subcommand("topo", "The topology matrix, as `nvidia-smi topo -m` prints it");
   topo->add_flag("-m,--matrix", *matrix, "Print the GPU topology matrix (the only view offered)");
-  return {cmd, [topology, topo] { return smi(*topology, topo->parsed()); }};
+  // The flag's variable lives as long as the command (CLI11 writes it as it parses).
+  return {cmd, [topology, topo, matrix] { return smi(*topology, topo->parsed()); }};
 }
 
 }  // namespace mcsim::tools
