@@ -160,61 +160,38 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out) {
 
 namespace {
 
-// PTX launches whose printf output is still to be printed, in launch order.
-struct PrintfQueue {
-  std::mutex mu;
-  std::vector<fabric::WorkDone> works;
-  size_t pruneAt = 1024;
-};
-PrintfQueue& printfQueue() {
-  static PrintfQueue* q = new PrintfQueue;  // used until exit, never destroyed
-  return *q;
-}
+// PTX launches made and not yet known finished: while there are none, a synchronisation need not
+// ask the node for kernels' printf output.
+std::atomic<uint64_t> gPtxLaunches{0};
+std::atomic<bool> gPtxUnfinished{false};
 
-// Prints the output of the PTX launches that have finished by the time `w` did (simulated time,
-// which a waiter has reached when it returns; work `w` follows finished no later): by completion
-// time, then launch order.
+// Prints the printf output of the process's PTX launches that have finished by the time `w` did
+// (simulated time, which a waiter has reached when it returns; work `w` follows finished no
+// later): by completion time, then launch order. The node keeps the launches and their output
+// (Node::takeKernelOutput), so that output reaches a program on a shared node too.
 void flushPrintf(const fabric::WorkDone& w) {
-  PrintfQueue& q = printfQueue();
-  std::vector<std::pair<uint64_t, size_t>> ready;
-  std::vector<fabric::WorkDone> works;
+  const uint64_t launches = gPtxLaunches.load();
+  if (launches == 0 && !gPtxUnfinished.load()) return;
+  std::string text;
   {
-    std::lock_guard<std::mutex> lock(q.mu);
-    if (q.works.empty()) return;
-    const uint64_t now = w->donePs();
-    std::vector<fabric::WorkDone> rest;
-    for (fabric::WorkDone& p : q.works) {
-      if (p->done() && p->donePs() <= now) {
-        ready.emplace_back(p->donePs(), works.size());
-        works.push_back(std::move(p));
-      } else {
-        rest.push_back(std::move(p));
-      }
-    }
-    q.works = std::move(rest);
+    // One take at a time, so that the last answer about unfinished launches is the one kept.
+    static std::mutex takeMu;
+    std::lock_guard<std::mutex> lock(takeMu);
+    uint64_t unfinished = 0;
+    if (node().takeKernelOutput(w->donePs(), &text, &unfinished) != Status::kOk) return;
+    // Launches made meanwhile stay counted, for the next synchronisation to ask.
+    gPtxLaunches.fetch_sub(launches);
+    gPtxUnfinished.store(unfinished != 0);
   }
-  std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [ps, i] : ready) {
-    (void)ps;
-    if (works[i]->output()) std::fwrite(works[i]->output()->data(), 1, works[i]->output()->size(), stdout);
-  }
-  if (!ready.empty()) std::fflush(stdout);
+  if (text.empty()) return;
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
 }
 
 // A PTX kernel submitted (from a stream or a graph): its printf output, if any, waits for a
 // synchronisation.
 void notePtxKernel(const fabric::DeviceOp& op, const fabric::WorkDone& w) {
-  if (!w || op.kind != fabric::DeviceOp::Kind::kKernel || op.ptxModule == 0) return;
-  PrintfQueue& q = printfQueue();
-  std::lock_guard<std::mutex> lock(q.mu);
-  // A program that launches and never synchronises (it polls) keeps no finished launch that
-  // printed nothing: those are let go every so often.
-  if (q.works.size() >= q.pruneAt) {
-    const auto silent = [](const fabric::WorkDone& p) { return p->done() && !p->output(); };
-    q.works.erase(std::remove_if(q.works.begin(), q.works.end(), silent), q.works.end());
-    q.pruneAt = std::max<size_t>(1024, 2 * q.works.size());
-  }
-  q.works.push_back(w);
+  if (w && op.kind == fabric::DeviceOp::Kind::kKernel && op.ptxModule != 0) gPtxLaunches.fetch_add(1);
 }
 
 // enqueue's body: `alsoAfter` are the completions the operation follows besides stream order.

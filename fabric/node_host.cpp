@@ -447,6 +447,35 @@ class ProcessNode final : public AttachedNode {
     }
     // Submitted under the lock: the engine admits work in the order the node accepted it.
     *done = n_.model->submit(std::move(work), after);
+    if (op.kind == DeviceOp::Kind::kKernel && op.ptxModule != 0) notePrinting(*done);
+    return Status::kOk;
+  }
+
+  Status takeKernelOutput(uint64_t upToPs, std::string* text, uint64_t* unfinished) override {
+    const auto pinned = n_.admitRequest();
+    n_.engine.settle();  // finished or not as of the request's run
+    std::vector<std::pair<uint64_t, size_t>> ready;  // (completion time, launch order)
+    std::vector<WorkDone> finished;
+    {
+      std::lock_guard<std::mutex> lock(printingMu_);
+      std::vector<WorkDone> rest;
+      for (WorkDone& w : printing_) {
+        if (w->done() && w->donePs() <= upToPs) {
+          ready.emplace_back(w->donePs(), finished.size());
+          finished.push_back(std::move(w));
+        } else {
+          rest.push_back(std::move(w));
+        }
+      }
+      printing_ = std::move(rest);
+      *unfinished = printing_.size();
+    }
+    std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    text->clear();
+    for (const auto& [ps, i] : ready) {
+      (void)ps;
+      if (finished[i]->output()) *text += *finished[i]->output();
+    }
     return Status::kOk;
   }
 
@@ -795,6 +824,22 @@ class ProcessNode final : public AttachedNode {
   uint64_t vaBase_;
   ProcessSpace space_;
   HandleTable handles_;
+  // The process's PTX launches whose printf output it has not taken yet (takeKernelOutput), in
+  // launch order. A program that launches and never synchronises (it polls) keeps no finished
+  // launch that printed nothing: those are let go every so often.
+  std::mutex printingMu_;
+  std::vector<WorkDone> printing_;
+  size_t printingPruneAt_ = 1024;
+
+  void notePrinting(const WorkDone& w) {
+    std::lock_guard<std::mutex> lock(printingMu_);
+    if (printing_.size() >= printingPruneAt_) {
+      const auto silent = [](const WorkDone& p) { return p->done() && !p->output(); };
+      printing_.erase(std::remove_if(printing_.begin(), printing_.end(), silent), printing_.end());
+      printingPruneAt_ = std::max<size_t>(1024, 2 * printing_.size());
+    }
+    printing_.push_back(w);
+  }
 };
 
 }  // namespace
