@@ -193,6 +193,7 @@ CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name,
   // A block that fits no SM still runs, one at a time (the occupancy answers 0 for attributes the
   // executor does not need, such as registers a PTX kernel has not been allocated).
   op.residentBlocks = std::max<uint64_t>(resident, 1);
+  op.printfFifoBytes = ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE];
   return enqueue(st.get(), std::move(op));
 }
 

@@ -136,6 +136,9 @@ struct DeviceOp {
   // Blocks of it resident at once: the device's SMs times the blocks an SM holds (the driver's
   // occupancy calculation); 0: every block.
   uint64_t residentBlocks = 0;
+  // The context's CU_LIMIT_PRINTF_FIFO_SIZE: how many bytes of printf records a launch keeps
+  // (0: the executor's default).
+  uint64_t printfFifoBytes = 0;
 };
 
 class Node {

@@ -752,6 +752,7 @@ class ProcessNode final : public AttachedNode {
     launch->config.params = op.params;
     launch->config.moduleGlobalsVa = op.globalsVa;
     launch->config.residentBlocks = op.residentBlocks;
+    if (op.printfFifoBytes != 0) launch->config.printfFifoBytes = op.printfFifoBytes;
     launch->space = &space_.space();
     launch->spaceLock = space_.space().mappingsLock();
     bool backed = true;

@@ -144,7 +144,31 @@ void manyWarps() {
   RT_OK(cudaDeviceSynchronize());
 }
 
+// cudaLimitPrintfFifoSize bounds what a launch keeps: the buffer is circular, so the newest
+// records stay (CUDA C++ Programming Guide, "Formatted Output"). The records' size is the
+// hardware's own; mcsim's (16 bytes and 8 per argument, docs/ptx.md) keeps two of eight 40-byte
+// records in 100 bytes, so the count is checked on mcsim only.
+void fifoLimit() {
+  char* word = nullptr;
+  RT_OK(cudaMalloc(&word, 8));
+  RT_OK(cudaMemcpy(word, "fifo", 5, cudaMemcpyHostToDevice));
+  size_t before = 0;
+  RT_OK(cudaDeviceGetLimit(&before, cudaLimitPrintfFifoSize));
+  RT_OK(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 100));
+  const std::string out = captureStdout([&] {
+    rt_once<<<1, 8>>>(word);
+    RT_OK(cudaDeviceSynchronize());
+  });
+  RT_OK(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, before));
+  RT_OK(cudaFree(word));
+  size_t lines = 0;
+  for (char c : out) lines += c == '\n';
+  RT_EXPECT(lines >= 1 && lines < 8, "%zu lines of 8 with a 100-byte FIFO:\n%s", lines, out.c_str());
+  if (rtcheck::onMcsim()) RT_EXPECT(lines == 2, "%zu lines of 8 with a 100-byte FIFO on mcsim:\n%s", lines, out.c_str());
+}
+
 const rtcheck::Case kCases[] = {
+    {"fifo_limit", fifoLimit},
     {"at_synchronize", printfAtSynchronize},
     {"at_stream_sync_and_copy", printfAtStreamSyncAndCopy},
     {"from_a_graph", printfFromAGraph},
