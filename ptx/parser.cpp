@@ -56,11 +56,17 @@ bool specialByName(const std::string& n, Special* out, bool* vector) {
 
 class Parser {
  public:
-  Parser(std::vector<Token> toks, Module* m, bool lenient) : t_(std::move(toks)), m_(m), lenient_(lenient) {}
+  // survey: every refusal is recorded in `refusals` and parsing goes on past it (implies lenient).
+  Parser(std::vector<Token> toks, Module* m, bool lenient, std::vector<std::string>* refusals = nullptr)
+      : t_(std::move(toks)), m_(m), lenient_(lenient || refusals != nullptr), refusals_(refusals) {}
 
   bool run() {
     while (!at(TK::kEnd)) {
-      if (!topLevel()) return false;
+      const size_t start = p_;
+      if (topLevel()) continue;
+      if (!refusals_ || at(TK::kEnd)) return false;
+      record();
+      if (!statementDone(start)) skipStatement(/*inBody=*/false);
     }
     return true;
   }
@@ -82,6 +88,34 @@ class Parser {
       errorLine = line;
     }
     return false;
+  }
+  // A survey's refusal: the error so far is recorded and cleared.
+  void record() {
+    if (refusals_ && !error.empty()) refusals_->push_back(m_->name + ":" + std::to_string(errorLine) + ": " + error);
+    error.clear();
+    errorLine = 0;
+  }
+  // Whether the statement that began at `start` was read to its ';' before it was refused.
+  bool statementDone(size_t start) const { return p_ > start && t_[p_ - 1].kind == TK::kPunct && t_[p_ - 1].text == ";"; }
+  // Skips past the next ';' (or a braced block, at module level); in a body, stops before a '}'.
+  void skipStatement(bool inBody) {
+    while (!at(TK::kEnd)) {
+      if (atPunct(';')) {
+        ++p_;
+        return;
+      }
+      if (atPunct('}') && inBody) return;
+      if (atPunct('{')) {
+        ++p_;
+        for (int depth = 1; depth > 0 && !at(TK::kEnd); ++p_) {
+          if (atPunct('{')) ++depth;
+          if (atPunct('}')) --depth;
+        }
+        if (!inBody) return;
+        continue;
+      }
+      ++p_;
+    }
   }
   bool expectPunct(char c, const char* where) {
     if (!atPunct(c)) return fail(std::string("expected '") + c + "' " + where + ", found '" + peek().text + "'");
@@ -384,7 +418,9 @@ class Parser {
     if (functionBody(isExtern)) return true;
     fn_ = nullptr;
     if (!lenient_ || at(TK::kEnd)) return false;
-    const std::string why = m_->name + ":" + std::to_string(errorLine) + ": " + error;
+    const std::string why = firstInFunction_.empty() ? m_->name + ":" + std::to_string(errorLine) + ": " + error
+                                                     : firstInFunction_;
+    record();
     error.clear();
     errorLine = 0;
     p_ = start + 1;  // past .entry / .func
@@ -421,6 +457,7 @@ class Parser {
     f.isEntry = entry;
     f.line = peek().line;
     fn_ = &f;
+    firstInFunction_.clear();
     regs_.clear();
     labels_.clear();
     labelRefs_.clear();
@@ -431,7 +468,15 @@ class Parser {
     f.dynamicSharedAlign = moduleExternAlign_;
     if (atPunct('(')) {  // a .func's return parameters
       if (entry) return fail("a kernel (.entry) has no return value");
-      return fail("functions with return values (.func) are not implemented");
+      fail("functions with return values (.func) are not implemented");
+      if (!refusals_) return false;
+      surveyRefusal();
+      for (int parens = 0; !at(TK::kEnd);) {
+        if (atPunct('(')) ++parens;
+        if (atPunct(')')) --parens;
+        ++p_;
+        if (parens == 0) break;
+      }
     }
     if (!at(TK::kIdent)) return fail("expected a function name, found '" + peek().text + "'");
     f.name = next().text;
@@ -462,7 +507,11 @@ class Parser {
       if (!isExtern && entry) return fail("kernel '" + f.name + "' has no body");
       return true;
     }
-    if (!entry) return failAt(f.line, "device functions (.func '" + f.name + "') are not implemented yet");
+    if (!entry) {
+      failAt(f.line, "device functions (.func '" + f.name + "') are not implemented yet");
+      if (!refusals_) return false;
+      surveyRefusal();
+    }
     if (!expectPunct('{', "to open the function body")) return false;
     int depth = 1;
     while (depth > 0) {
@@ -473,11 +522,22 @@ class Parser {
       } else if (atPunct('}')) {
         ++p_;
         --depth;
-      } else if (!statement()) {
-        return false;
+      } else if (const size_t start = p_; !statement()) {
+        if (!refusals_) return false;
+        surveyRefusal();
+        if (!statementDone(start)) skipStatement(/*inBody=*/true);
+        for (auto& l : pendingLabel_) l.clear();
+        for (auto& b : pendingExtern_) b = false;
+        operandIndex_ = 0;
       }
     }
-    return finishFunction(&f);
+    const std::string name = f.name;
+    if (!finishFunction(&f)) return false;
+    if (firstInFunction_.empty()) return true;
+    // A survey read the whole body past its refusals: the function is refused all the same.
+    m_->functions.pop_back();
+    m_->refused[name] = firstInFunction_;
+    return true;
   }
 
   bool param(Function* f) {
@@ -809,7 +869,15 @@ class Parser {
   std::vector<Token> t_;
   size_t p_ = 0;
   Module* m_;
+  // In a survey: records the refusal, keeping the function's first.
+  void surveyRefusal() {
+    if (firstInFunction_.empty()) firstInFunction_ = m_->name + ":" + std::to_string(errorLine) + ": " + error;
+    record();
+  }
+
   const bool lenient_;
+  std::vector<std::string>* refusals_;
+  std::string firstInFunction_;  // a survey's first refusal in the current function
   Function* fn_ = nullptr;
   uint32_t moduleExternAlign_ = 1;
   std::map<std::string, Symbol> symbols_;    // module scope
@@ -826,7 +894,10 @@ class Parser {
 
 }  // namespace
 
-bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error, bool lenient) {
+namespace {
+
+bool parse(const std::string& text, const std::string& name, Module* out, std::string* error, bool lenient,
+           std::vector<std::string>* refusals) {
   *out = Module{};
   out->name = name;
   std::vector<Token> toks;
@@ -835,7 +906,7 @@ bool parseModule(const std::string& text, const std::string& name, Module* out, 
     *error = name + ":" + lexError.substr(5);  // "line N: msg" -> "name:N: msg"
     return false;
   }
-  Parser p(std::move(toks), out, lenient);
+  Parser p(std::move(toks), out, lenient, refusals);
   if (!p.run()) {
     *error = name + ":" + std::to_string(p.errorLine) + ": " + p.error;
     return false;
@@ -845,6 +916,18 @@ bool parseModule(const std::string& text, const std::string& name, Module* out, 
     return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error, bool lenient) {
+  return parse(text, name, out, error, lenient, nullptr);
+}
+
+bool surveyModule(const std::string& text, const std::string& name, Module* out, std::string* error,
+                  std::vector<std::string>* refusals) {
+  refusals->clear();
+  return parse(text, name, out, error, true, refusals);
 }
 
 }  // namespace mcsim::ptx
