@@ -337,7 +337,9 @@ void intOp(const Instruction& in, uint32_t mask, const uint64_t* const* s, uint6
       each(mask, [&](unsigned l) {
         U x = static_cast<U>(a[l]);
         if (std::is_signed_v<T> && A(l) < 0) x = static_cast<U>(~x);
-        d[l] = x == 0 ? 0xffffffffu : static_cast<uint64_t>(63 - __builtin_clzll(static_cast<uint64_t>(x)));
+        const unsigned pos = x == 0 ? 0 : static_cast<unsigned>(63 - __builtin_clzll(static_cast<uint64_t>(x)));
+        // .shiftamt: the left shift that brings that bit to the most significant position.
+        d[l] = x == 0 ? 0xffffffffu : in.shiftAmt ? W - 1 - pos : pos;
       });
       return;
     case Op::kBfe:

@@ -236,6 +236,10 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       in->voteMode = m == ".all" ? VoteMode::kAll : m == ".any" ? VoteMode::kAny : m == ".uni" ? VoteMode::kUni : VoteMode::kBallot;
     } else if (op == Op::kBar && m == ".arrive") {
       in->barMode = BarMode::kArrive;
+    } else if (op == Op::kBar && m == ".warp" && in->text.rfind("bar.", 0) == 0) {
+      in->barMode = BarMode::kWarpSync;
+    } else if (op == Op::kBfind && m == ".shiftamt") {
+      in->shiftAmt = true;
     } else if (op == Op::kTestp && (m == ".finite" || m == ".infinite" || m == ".number" || m == ".notanumber" ||
                                    m == ".normal" || m == ".subnormal")) {
       in->testpMode = m == ".finite"     ? TestpMode::kFinite

@@ -506,7 +506,7 @@ class Executor::Run {
       step(w, in);
       if (result_.fault != Fault::kNone) return;
       // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
-      if (in.op == Op::kBar) {
+      if (in.op == Op::kBar && in.barMode != BarMode::kWarpSync) {
         watching_ = false;
         return;
       }
@@ -1207,6 +1207,9 @@ class Executor::Run {
         }
         break;
       case Op::kBar:
+        // bar.warp.sync: min-PC scheduling already holds back lanes that are ahead until the lanes
+        // behind them have caught up, and every access is visible at once (docs/ptx.md).
+        if (in.barMode == BarMode::kWarpSync) break;
         if (exec != 0) {
           barrier(w, in, exec);
           return;

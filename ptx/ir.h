@@ -55,7 +55,8 @@ enum class BoolOp : uint8_t { kNone, kAnd, kOr, kXor };
 enum class AtomOp : uint8_t { kAdd, kMin, kMax, kExch, kCas, kAnd, kOr, kXor, kInc, kDec };
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
-enum class BarMode : uint8_t { kSync, kArrive };
+// kWarpSync: bar.warp.sync (docs/ptx.md: nothing to wait for under min-PC scheduling).
+enum class BarMode : uint8_t { kSync, kArrive, kWarpSync };
 // The three multimem instructions (PTX ISA 9.7.9.14); their operator is Instruction::atomOp.
 enum class MultimemOp : uint8_t { kLdReduce, kSt, kRed };
 enum class TestpMode : uint8_t { kFinite, kInfinite, kNumber, kNotANumber, kNormal, kSubnormal };
@@ -124,6 +125,7 @@ struct Instruction {
   bool uniform = false;     // bra.uni: the program promises that the branch does not diverge
   bool shfLeft = false;     // shf.l (else shf.r)
   bool shfClamp = false;    // shf .clamp (else .wrap)
+  bool shiftAmt = false;    // bfind.shiftamt: the shift that brings the found bit to the top
   uint8_t vec = 1;          // ld/st/mov/multimem vector width
   uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
   bool guardNegated = false;

@@ -272,15 +272,14 @@ TEST_F(NcclImage, WhatTheParserRefusesOfNcclsPtx) {
       {"unsupported modifier '.red' in 'barrier.red.or.pred'", 1214},
       {"unsupported modifier '.satfinite' in 'cvt.rn.satfinite.e4m3x2.f16x2'", 19328},
       {"unsupported modifier '.satfinite' in 'cvt.rn.satfinite.e5m2x2.f16x2'", 19328},
-      {"unsupported modifier '.shiftamt' in 'bfind.shiftamt.u32'", 1153},
-      {"unsupported modifier '.warp' in 'bar.warp.sync'", 11816},
   };
   EXPECT_EQ(reasons, expected) << "the refusals changed: update docs/nccl.md and this list";
   const std::map<std::string, size_t> expectedFirst = {
       {"device functions (.func '...') are not implemented yet", 672},
-      {"unsupported modifier '.e4m3x2' in 'cvt.rn.f16x2.e4m3x2'", 1},
-      {"unsupported modifier '.e5m2x2' in 'cvt.rn.f16x2.e5m2x2'", 1},
-      {"unsupported modifier '.warp' in 'bar.warp.sync'", 40},
+      {"parameters inside a body (calls) are not implemented yet", 1},
+      {"undefined symbol 'ncclDevFuncTable'", 31},
+      {"unsupported modifier '.e4m3x2' in 'cvt.rn.f16x2.e4m3x2'", 5},
+      {"unsupported modifier '.e5m2x2' in 'cvt.rn.f16x2.e5m2x2'", 5},
   };
   EXPECT_EQ(firstReasons, expectedFirst);
 }

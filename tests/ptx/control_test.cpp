@@ -288,6 +288,53 @@ TEST(PtxControl, TwoRunsAreIdentical) {
 namespace mcsim::ptx::test {
 namespace {
 
+TEST(PtxControl, WarpSyncAfterDivergenceSeesTheOtherLanesStores) {
+  // __syncwarp as nvcc emits it (bar.warp.sync): lanes that went two ways store to shared memory,
+  // meet at the barrier, and each reads its neighbour's store.
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<2>;
+  .shared .align 4 .b32 s[32];
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %laneid;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r5, s;
+  add.u32 %r6, %r5, %r2;
+  and.b32 %r3, %r1, 1;
+  setp.eq.u32 %p1, %r3, 1;
+  @%p1 bra ODD;
+  mul.lo.u32 %r4, %r1, 3;
+  st.shared.u32 [%r6], %r4;
+  bra.uni SYNC;
+ODD:
+  mul.lo.u32 %r4, %r1, 5;
+  st.shared.u32 [%r6], %r4;
+SYNC:
+  bar.warp.sync -1;
+  xor.b32 %r7, %r1, 1;
+  shl.b32 %r8, %r7, 2;
+  add.u32 %r8, %r5, %r8;
+  ld.shared.u32 %r9, [%r8];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r9;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(32 * 4);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 32);
+  for (uint32_t l = 0; l < 32; ++l) {
+    const uint32_t n = l ^ 1u;
+    EXPECT_EQ(v[l], n * ((n & 1u) ? 5u : 3u)) << l;
+  }
+}
+
 TEST(PtxControl, ArriveLetsAProducerWarpGoOn) {
   // Warp 0 produces and arrives at barrier 1 without waiting; warp 1 waits there, then reads.
   std::string text = std::string(kHeader) + R"(
