@@ -284,4 +284,44 @@ TEST_F(NcclImage, WhatTheParserRefusesOfNcclsPtx) {
   EXPECT_EQ(firstReasons, expectedFirst);
 }
 
+// The symmetric-memory kernels' images (ncclSymkDevKernel_*, the other 15 of .nv_fatbin; 11 with
+// compute_120 PTX, which mcsim takes on a compute-9.0 GPU: driver::bestPtx) through the survey.
+TEST_F(NcclImage, WhatTheParserRefusesOfTheSymmetricKernelsPtx) {
+  std::map<std::string, size_t> reasons;
+  std::vector<std::string> acceptedNames;
+  size_t modules = 0, kernels = 0, accepted = 0;
+  for (size_t i = 0; i < linked_->size(); ++i) {
+    for (const auto& p : (*linked_)[i].ptx) {
+      ++modules;
+      mcsim::ptx::Module m;
+      std::string error;
+      std::vector<std::string> refusals;
+      ASSERT_TRUE(mcsim::ptx::surveyModule(p.text, "nccl_linked" + std::to_string(i) + ".ptx", &m, &error, &refusals))
+          << error;
+      for (const std::string& r : refusals) ++reasons[reasonKind(r)];
+      kernels += m.functions.size() + m.refused.size();
+      accepted += m.functions.size();
+      for (const auto& f : m.functions) acceptedNames.push_back(f.name);
+    }
+  }
+  std::printf("the symmetric kernels' PTX: %zu modules, %zu functions, %zu accepted\n", modules, kernels, accepted);
+  for (const auto& [why, n] : reasons) std::printf("  %6zu  %s\n", n, why.c_str());
+  std::printf("accepted:");
+  for (const std::string& k : acceptedNames) std::printf(" %s", k.c_str());
+  std::printf("\n");
+  // docs/nccl.md, "The symmetric kernels".
+  EXPECT_EQ(modules, 11u);
+  EXPECT_EQ(kernels, 35u);
+  EXPECT_EQ(accepted, 15u);
+  const std::map<std::string, size_t> expected = {
+      {"'cvt.rn.bf16x2.f32': packed conversions are not implemented", 52},
+      {"'cvt.rn.f16x2.f32': packed conversions are not implemented", 52},
+      {"unsupported modifier '.e4m3x2' in 'cvt.rn.f16x2.e4m3x2'", 922},
+      {"unsupported modifier '.e5m2x2' in 'cvt.rn.f16x2.e5m2x2'", 922},
+      {"unsupported modifier '.satfinite' in 'cvt.rn.satfinite.e4m3x2.f32'", 106},
+      {"unsupported modifier '.satfinite' in 'cvt.rn.satfinite.e5m2x2.f32'", 106},
+  };
+  EXPECT_EQ(reasons, expected) << "the refusals changed: update docs/nccl.md and this list";
+}
+
 }  // namespace
