@@ -631,6 +631,15 @@ void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uin
   const Type t = in.type;
   switch (in.op) {
     case Op::kCvt:
+      if (t == Type::kF16x2 || t == Type::kBF16x2) {
+        // cvt.rn.{f16x2,bf16x2}.f32 d, a, b (PTX ISA, cvt): a rounded into the upper half, b the lower.
+        const bool bf = t == Type::kBF16x2;
+        RoundingScope rounding(Rounding::kRn);
+        each(mask, [&](unsigned l) {
+          d[l] = (uint64_t{floatToHalf(valueIn<float>(s[0][l]), bf)} << 16) | floatToHalf(valueIn<float>(s[1][l]), bf);
+        });
+        return;
+      }
       convert(in, mask, s[0], d);
       return;
     case Op::kSetp:

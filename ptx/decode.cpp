@@ -305,7 +305,10 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     return fail(error, "'" + in->text + "': conversions to f16/bf16 are implemented with .rn only");
   if (op == Op::kCvt && (in->type == Type::kF16 || in->type == Type::kBF16) && in->type2 == Type::kF64)
     return fail(error, "'" + in->text + "': conversions from f64 to f16/bf16 are not implemented");
-  if ((op == Op::kCvt) && (packed || in->type2 == Type::kF16x2 || in->type2 == Type::kBF16x2))
+  // cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 d, a, b (two f32 values packed, a in the upper half) is
+  // implemented; the other packed conversions are not.
+  const bool packFromF32 = packed && in->type2 == Type::kF32 && in->rounding == Rounding::kRn && !in->sat && !in->ftz;
+  if ((op == Op::kCvt) && !packFromF32 && (packed || in->type2 == Type::kF16x2 || in->type2 == Type::kBF16x2))
     return fail(error, "'" + in->text + "': packed conversions are not implemented");
   if ((op == Op::kAtom || op == Op::kRed) && half)
     return fail(error, "'" + in->text + "': f16/bf16 atomics are not implemented");
@@ -335,6 +338,7 @@ bool checkOperands(const Instruction& in, std::string* error) {
     case Op::kVote: lo = hi = 3; break;      // d, a, membermask
     default: lo = hi = 3; break;
   }
+  if (in.op == Op::kCvt && (in.type == Type::kF16x2 || in.type == Type::kBF16x2)) lo = hi = 3;  // d, a, b
   if (in.nops < lo || in.nops > hi)
     return fail(error, "'" + in.text + "' takes " + std::to_string(lo) + (hi != lo ? "-" + std::to_string(hi) : "") +
                            " operands, not " + std::to_string(in.nops));

@@ -150,6 +150,13 @@ TEST(PtxFloat, HalfPrecisionConversionsAndArithmetic) {
   EXPECT_EQ(to16[2] & 0xffff, 0x7bffu);  // 65504
   EXPECT_EQ(to16[3] >> 16, 0x3f80u);     // a tie, to even
   EXPECT_EQ(to16[4] >> 16, 0x3f82u);
+  // Packed: cvt.rn.f16x2.f32 d, a, b puts a in the upper half, b in the lower (PTX ISA, cvt).
+  const auto packed = runWords("mov.b64 {%r1, %r2}, %rd6;\n mov.b32 %f1, %r1;\n mov.b32 %f2, %r2;\n"
+                               "cvt.rn.f16x2.f32 %r3, %f1, %f2;\n cvt.rn.bf16x2.f32 %r4, %f1, %f2;\n"
+                               "mov.b64 %rd7, {%r3, %r4};",
+                               {pair(f32(1.0f), f32(-2.0f)), pair(f32(65520.0f), 0x3f808000)});
+  EXPECT_EQ(packed[0], pair((0x3c00u << 16) | 0xc000u, (0x3f80u << 16) | 0xc000u));
+  EXPECT_EQ(packed[1], pair((0x7c00u << 16) | 0x3c04u, (0x4780u << 16) | 0x3f80u));  // inf; 1.00390625 -> f16 exact, bf16 a tie to even
   const auto back = runWords("cvt.u16.u64 %h1, %rd6;\n cvt.f32.f16 %f1, %h1;\n mov.b32 %r1, %f1;\n cvt.u64.u32 %rd7, %r1;", {0x3c00, 0x0001});
   EXPECT_EQ(back, (std::vector<uint64_t>{f32(1.0f), f32(5.9604644775390625e-8f)}));
   // add.f16 1 + 1 = 2; mul.f16x2 {2, 3} * {0.5, -1}; fma.rn.f16 1.5 * 2 + 0.25
