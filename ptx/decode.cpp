@@ -236,6 +236,10 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       in->voteMode = m == ".all" ? VoteMode::kAll : m == ".any" ? VoteMode::kAny : m == ".uni" ? VoteMode::kUni : VoteMode::kBallot;
     } else if (op == Op::kBar && m == ".arrive") {
       in->barMode = BarMode::kArrive;
+    } else if (op == Op::kBar && m == ".red") {
+      in->barMode = BarMode::kRed;
+    } else if (op == Op::kBar && in->barMode == BarMode::kRed && (m == ".and" || m == ".or" || m == ".popc")) {
+      in->boolOp = m == ".and" ? BoolOp::kAnd : m == ".or" ? BoolOp::kOr : BoolOp::kNone;
     } else if (op == Op::kBar && m == ".warp" && in->text.rfind("bar.", 0) == 0) {
       in->barMode = BarMode::kWarpSync;
     } else if (op == Op::kBfind && m == ".shiftamt") {
@@ -313,6 +317,9 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   if ((op == Op::kAtom || op == Op::kRed) && half)
     return fail(error, "'" + in->text + "': f16/bf16 atomics are not implemented");
   if (op == Op::kVote && in->voteMode == VoteMode::kUni && in->type == Type::kNone) in->type = Type::kPred;
+  if (op == Op::kBar && in->barMode == BarMode::kRed &&
+      !(in->boolOp == BoolOp::kNone ? in->type == Type::kU32 : in->type == Type::kPred))
+    return fail(error, "'" + in->text + "' needs .popc.u32, .and.pred or .or.pred");
   return true;
 }
 
@@ -339,6 +346,7 @@ bool checkOperands(const Instruction& in, std::string* error) {
     default: lo = hi = 3; break;
   }
   if (in.op == Op::kCvt && (in.type == Type::kF16x2 || in.type == Type::kBF16x2)) lo = hi = 3;  // d, a, b
+  if (in.op == Op::kBar && in.barMode == BarMode::kRed) { lo = 3; hi = 4; }  // d, a, [b,] c
   if (in.nops < lo || in.nops > hi)
     return fail(error, "'" + in.text + "' takes " + std::to_string(lo) + (hi != lo ? "-" + std::to_string(hi) : "") +
                            " operands, not " + std::to_string(in.nops));
@@ -355,7 +363,7 @@ bool checkOperands(const Instruction& in, std::string* error) {
       return fail(error, "'" + in.text + "': a vector operand is not allowed here");
   }
   if (in.op == Op::kBra && in.ops[0].kind != K::kLabel) return fail(error, "'" + in.text + "' needs a label");
-  const bool writesFirst = !(isStore || in.op == Op::kBra || in.op == Op::kBar);
+  const bool writesFirst = !(isStore || in.op == Op::kBra || (in.op == Op::kBar && in.barMode != BarMode::kRed));
   if (writesFirst && in.nops > 0 && in.ops[0].kind != K::kReg && in.ops[0].kind != K::kVec)
     return fail(error, "'" + in.text + "': the destination must be a register");
   if ((in.op == Op::kLd || in.op == Op::kSt || in.op == Op::kMultimem) && in.vec > 1) {

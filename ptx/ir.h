@@ -55,8 +55,10 @@ enum class BoolOp : uint8_t { kNone, kAnd, kOr, kXor };
 enum class AtomOp : uint8_t { kAdd, kMin, kMax, kExch, kCas, kAnd, kOr, kXor, kInc, kDec };
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
-// kWarpSync: bar.warp.sync (docs/ptx.md: nothing to wait for under min-PC scheduling).
-enum class BarMode : uint8_t { kSync, kArrive, kWarpSync };
+// kWarpSync: bar.warp.sync (docs/ptx.md: nothing to wait for under min-PC scheduling). kRed:
+// bar.red / barrier.red, a bar.sync that reduces a predicate over the arriving threads (.popc.u32
+// counts, .and.pred / .or.pred in Instruction::boolOp).
+enum class BarMode : uint8_t { kSync, kArrive, kWarpSync, kRed };
 // The three multimem instructions (PTX ISA 9.7.9.14); their operator is Instruction::atomOp.
 enum class MultimemOp : uint8_t { kLdReduce, kSt, kRed };
 enum class TestpMode : uint8_t { kFinite, kInfinite, kNumber, kNotANumber, kNormal, kSubnormal };

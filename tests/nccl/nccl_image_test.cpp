@@ -269,7 +269,6 @@ TEST_F(NcclImage, WhatTheParserRefusesOfNcclsPtx) {
       {"unsupported directive '.callprototype' in a function body", 40},
       {"unsupported modifier '.e4m3x2' in 'cvt.rn.f16x2.e4m3x2'", 37961},
       {"unsupported modifier '.e5m2x2' in 'cvt.rn.f16x2.e5m2x2'", 37961},
-      {"unsupported modifier '.red' in 'barrier.red.or.pred'", 1214},
       {"unsupported modifier '.satfinite' in 'cvt.rn.satfinite.e4m3x2.f16x2'", 19328},
       {"unsupported modifier '.satfinite' in 'cvt.rn.satfinite.e5m2x2.f16x2'", 19328},
   };

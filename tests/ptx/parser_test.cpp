@@ -145,8 +145,8 @@ TEST(PtxParser, RejectsFeaturesNotImplementedYet) {
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b64 %rd<2>;\n  redux.sync.add.u32 %rd0, %rd1, 0xffffffff;\n}\n"),
             "bad.ptx:7: instruction 'redux' is not implemented yet");
   EXPECT_EQ(errorOf(".func f()\n{\n  ret;\n}\n"), "bad.ptx:4: device functions (.func 'f') are not implemented yet");
-  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  bar.red.popc.u32 %r0, 0, %r1;\n}\n"),
-            "bad.ptx:7: unsupported modifier '.red' in 'bar.red.popc.u32'");
+  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  bar.red.popc.pred %r0, 0, %r1;\n}\n"),
+            "bad.ptx:7: 'bar.red.popc.pred' needs .popc.u32, .and.pred or .or.pred");
   EXPECT_EQ(errorOf(".address_size 32\n"), "bad.ptx:4: .address_size 32 is not supported (only 64)");
 }
 
