@@ -211,6 +211,12 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     auto bad = [&] { return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'"); };
     if (auto t = types().find(m); t != types().end()) {
       ts.push_back(t->second);
+    } else if (op == Op::kCvt && (m == ".e4m3x2" || m == ".e5m2x2") && in->fp8 == 0) {
+      in->fp8 = m == ".e4m3x2" ? 1 : 2;
+      in->fp8Dest = ts.empty();
+      ts.push_back(Type::kB16);
+    } else if (op == Op::kCvt && m == ".satfinite") {
+      in->satfinite = true;
     } else if (auto r = roundings().find(m); r != roundings().end() && op != Op::kSetp) {
       in->rounding = r->second;
     } else if (m == ".ftz") {
@@ -312,8 +318,18 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   // cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 d, a, b (two f32 values packed, a in the upper half) is
   // implemented; the other packed conversions are not.
   const bool packFromF32 = packed && in->type2 == Type::kF32 && in->rounding == Rounding::kRn && !in->sat && !in->ftz;
-  if ((op == Op::kCvt) && !packFromF32 && (packed || in->type2 == Type::kF16x2 || in->type2 == Type::kBF16x2))
+  // fp8 pairs: cvt.rn.f16x2.{e4m3x2,e5m2x2} d, a; cvt.rn.satfinite.{e4m3x2,e5m2x2}.f16x2 d, a and
+  // .f32 d, a, b (PTX ISA, cvt: .satfinite is required for an fp8 destination).
+  if (op == Op::kCvt && in->fp8 != 0) {
+    const bool ok = in->rounding == Rounding::kRn && !in->sat && !in->ftz &&
+                    (in->fp8Dest ? in->satfinite && (in->type2 == Type::kF16x2 || in->type2 == Type::kF32)
+                                 : !in->satfinite && in->type == Type::kF16x2);
+    if (!ok) return fail(error, "'" + in->text + "': this fp8 conversion is not implemented");
+  } else if (op == Op::kCvt && in->satfinite) {
+    return fail(error, "unsupported modifier '.satfinite' in '" + in->text + "'");
+  } else if ((op == Op::kCvt) && !packFromF32 && (packed || in->type2 == Type::kF16x2 || in->type2 == Type::kBF16x2)) {
     return fail(error, "'" + in->text + "': packed conversions are not implemented");
+  }
   if ((op == Op::kAtom || op == Op::kRed) && half)
     return fail(error, "'" + in->text + "': f16/bf16 atomics are not implemented");
   if (op == Op::kVote && in->voteMode == VoteMode::kUni && in->type == Type::kNone) in->type = Type::kPred;
@@ -345,7 +361,8 @@ bool checkOperands(const Instruction& in, std::string* error) {
     case Op::kVote: lo = hi = 3; break;      // d, a, membermask
     default: lo = hi = 3; break;
   }
-  if (in.op == Op::kCvt && (in.type == Type::kF16x2 || in.type == Type::kBF16x2)) lo = hi = 3;  // d, a, b
+  if (in.op == Op::kCvt && (in.type == Type::kF16x2 || in.type == Type::kBF16x2) && in.fp8 == 0) lo = hi = 3;  // d, a, b
+  if (in.op == Op::kCvt && in.fp8Dest && in.type2 == Type::kF32) lo = hi = 3;  // d, a, b
   if (in.op == Op::kBar && in.barMode == BarMode::kRed) { lo = 3; hi = 4; }  // d, a, [b,] c
   if (in.nops < lo || in.nops > hi)
     return fail(error, "'" + in.text + "' takes " + std::to_string(lo) + (hi != lo ? "-" + std::to_string(hi) : "") +

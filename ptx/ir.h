@@ -128,6 +128,11 @@ struct Instruction {
   bool shfLeft = false;     // shf.l (else shf.r)
   bool shfClamp = false;    // shf .clamp (else .wrap)
   bool shiftAmt = false;    // bfind.shiftamt: the shift that brings the found bit to the top
+  // cvt with an fp8 pair (.e4m3x2 / .e5m2x2), held in a 16-bit register: 1 e4m3, 2 e5m2; whether
+  // it is the destination (then .satfinite, required, clamps to the largest finite value).
+  uint8_t fp8 = 0;
+  bool fp8Dest = false;
+  bool satfinite = false;   // cvt .satfinite
   uint8_t vec = 1;          // ld/st/mov/multimem vector width
   uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
   bool guardNegated = false;
