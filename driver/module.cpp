@@ -93,6 +93,8 @@ CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* name
   *names = std::move(read.entries);
   code->ptx = std::move(read.ptx);
   code->variants = std::move(read.variants);
+  code->prelinked = read.prelinked;
+  code->prelinkedWithPtx = read.prelinkedWithPtx;
   return CUDA_SUCCESS;
 }
 

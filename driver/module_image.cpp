@@ -489,6 +489,25 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
   return refused(f, "fatbin: no readable entry; first problem: " + firstError);
 }
 
+// Whether the fatbin at `p` (of unknown size: its header gives the extent) has a PTX entry, from
+// its entry headers alone.
+bool fatbinHasPtx(const uint8_t* p) {
+  if (!startsWith(p, kUnknownImageSize, kFatbinMagic)) return false;
+  Bytes head(p, kFatbinHeaderBytes);
+  const uint16_t headerBytes = head.at<uint16_t>(6);
+  const uint64_t fatSize = head.at<uint64_t>(8);
+  if (head.at<uint16_t>(4) != 1 || headerBytes < kFatbinHeaderBytes || fatSize > kMaxImageBytes) return false;
+  const Bytes image(p, headerBytes + fatSize);
+  for (uint64_t off = headerBytes; image.has(off, kFatbinEntryMinBytes);) {
+    if (image.at<uint16_t>(off) == kKindPtx) return true;
+    const uint32_t entryHeader = image.at<uint32_t>(off + 4);
+    const uint64_t payload = image.at<uint64_t>(off + 8);
+    if (entryHeader < kFatbinEntryMinBytes || !image.has(off, entryHeader) || !image.has(off + entryHeader, payload)) break;
+    off += entryHeader + payload;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool sassRunsOn(uint32_t sassArch, uint32_t cc) { return sassArch / 10 == cc / 10 && sassArch <= cc; }
@@ -542,6 +561,19 @@ ModuleImage readModuleImage(const void* image, size_t size) {
     ModuleImage r = parseFatbin(data, kUnknownImageSize);
     r.format = f;
     if (!r.ok) r.error = "fatbin wrapper: " + r.error;
+    const void* const* prelinked = nullptr;
+    std::memcpy(&prelinked, p + 16, sizeof prelinked);
+    if (version == 2 && prelinked != nullptr) {
+      // NULL-terminated (crt/link.stub); bounded, as nothing vouches for its length.
+      constexpr size_t kMaxPrelinked = size_t{1} << 20;
+      for (size_t i = 0; i < kMaxPrelinked; ++i) {
+        const void* fatbin = nullptr;
+        std::memcpy(&fatbin, prelinked + i, sizeof fatbin);
+        if (fatbin == nullptr) break;
+        ++r.prelinked;
+        if (fatbinHasPtx(static_cast<const uint8_t*>(fatbin))) ++r.prelinkedWithPtx;
+      }
+    }
     return r;
   }
 

@@ -8,7 +8,8 @@
 //    with zstd (what nvcc 12.8 and newer write by default) are decompressed; the older scheme
 //    (flag 0x2000) is not read. Every PTX entry's text is kept, for the executor (docs/ptx.md).
 //  - the __fatBinC_Wrapper_t that points at a fatbin (magic 0x466243B1, fatbinary_section.h), in
-//    memory only: it holds a pointer.
+//    memory only: it holds a pointer. Version 2 (a device-linked -rdc image) also points at the
+//    list of relocatable fatbins it was linked from (crt/link.stub); they are counted, not read.
 //  - a cubin (an ELF64 image for EM_CUDA): the entries are its global STT_FUNC symbols carrying
 //    the entry flag, each in a section named .text.<name>.
 //  - PTX text (starting with a .version directive): the names after `.entry`.
@@ -52,6 +53,11 @@ struct ModuleImage {
   std::vector<FatbinVariant> variants;
   int namesFrom = -1;                 // index into variants, -1 when not a fatbin
   std::vector<PtxEntry> ptx;          // every PTX entry (a fatbin's in image order), decompressed
+  // A version-2 wrapper (FATBINC_LINK_VERSION: a device-linked -rdc image): how many relocatable
+  // fatbins its NULL-terminated list of prelinked objects names, and how many of those carry PTX
+  // (read from their entry headers; nothing of them is decompressed or parsed).
+  size_t prelinked = 0;
+  size_t prelinkedWithPtx = 0;
 };
 
 // What of an image the simulator can run: its PTX entries, and its fatbin entries (to know for
@@ -59,6 +65,7 @@ struct ModuleImage {
 struct ModuleCode {
   std::vector<PtxEntry> ptx;
   std::vector<FatbinVariant> variants;
+  size_t prelinked = 0, prelinkedWithPtx = 0;  // as ModuleImage's
 };
 
 // The PTX entry a device of compute capability `cc` (90 for 9.0) runs: the highest virtual

@@ -36,8 +36,14 @@ CUresult ModulePtx::prepare(int device) {
   const uint32_t cc = computeCapability(device);
   const PtxEntry* entry = bestPtx(code_, cc);
   if (entry == nullptr) {
-    why_ = code_.ptx.empty() ? "the module carries no PTX (only SASS, which mcsim does not execute)"
-                            : "the module's PTX is for a newer architecture than the device's compute_" + std::to_string(cc);
+    why_ = !code_.ptx.empty()
+               ? "the module's PTX is for a newer architecture than the device's compute_" + std::to_string(cc)
+           : code_.prelinkedWithPtx != 0
+               ? "the module is a device-linked (-rdc) image that carries no PTX (only SASS, which mcsim does not "
+                 "execute); PTX is in " + std::to_string(code_.prelinkedWithPtx) + " of the " +
+                     std::to_string(code_.prelinked) + " relocatable objects it was linked from, which mcsim does not "
+                     "link yet (docs/nccl.md)"
+               : "the module carries no PTX (only SASS, which mcsim does not execute)";
     return result_ = CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
   const std::string name = entry->arch != 0 ? "compute_" + std::to_string(entry->arch) + ".ptx" : "module.ptx";
@@ -136,6 +142,7 @@ CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name,
     return CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
   if (r == CUDA_ERROR_NO_BINARY_FOR_GPU) {
+    if (m.ptxOnlyInPrelinked()) rebuild = "a kernel's PTX must be in the image that defines it (build without -rdc)";
     std::fprintf(stderr, "mcsim: kernel '%s' has no behavioural model and %s, so it cannot run in the "
                  "simulator: %s\n", name.c_str(), m.why().c_str(), rebuild);
     return r;

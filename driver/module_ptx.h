@@ -30,6 +30,8 @@ class ModulePtx {
   // CUDA_ERROR_NOT_SUPPORTED (the executor's parser refuses the PTX: why() says where).
   CUresult prepare(int device);
   const std::string& why() const { return why_; }
+  // A device-linked (-rdc) image whose relocatable objects carry the PTX (docs/nccl.md).
+  bool ptxOnlyInPrelinked() const { return code_.ptx.empty() && code_.prelinkedWithPtx != 0; }
 
   // After a successful prepare: the kernel's PTX (nullptr if the module's PTX lacks it), the
   // node's id of the module, and where a .global variable lives.

@@ -211,6 +211,12 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     auto bad = [&] { return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'"); };
     if (auto t = types().find(m); t != types().end()) {
       ts.push_back(t->second);
+    } else if (op == Op::kCvt && (m == ".e4m3x2" || m == ".e5m2x2") && in->fp8 == 0) {
+      in->fp8 = m == ".e4m3x2" ? 1 : 2;
+      in->fp8Dest = ts.empty();
+      ts.push_back(Type::kB16);
+    } else if (op == Op::kCvt && m == ".satfinite") {
+      in->satfinite = true;
     } else if (auto r = roundings().find(m); r != roundings().end() && op != Op::kSetp) {
       in->rounding = r->second;
     } else if (m == ".ftz") {
@@ -236,6 +242,14 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       in->voteMode = m == ".all" ? VoteMode::kAll : m == ".any" ? VoteMode::kAny : m == ".uni" ? VoteMode::kUni : VoteMode::kBallot;
     } else if (op == Op::kBar && m == ".arrive") {
       in->barMode = BarMode::kArrive;
+    } else if (op == Op::kBar && m == ".red") {
+      in->barMode = BarMode::kRed;
+    } else if (op == Op::kBar && in->barMode == BarMode::kRed && (m == ".and" || m == ".or" || m == ".popc")) {
+      in->boolOp = m == ".and" ? BoolOp::kAnd : m == ".or" ? BoolOp::kOr : BoolOp::kNone;
+    } else if (op == Op::kBar && m == ".warp" && in->text.rfind("bar.", 0) == 0) {
+      in->barMode = BarMode::kWarpSync;
+    } else if (op == Op::kBfind && m == ".shiftamt") {
+      in->shiftAmt = true;
     } else if (op == Op::kTestp && (m == ".finite" || m == ".infinite" || m == ".number" || m == ".notanumber" ||
                                    m == ".normal" || m == ".subnormal")) {
       in->testpMode = m == ".finite"     ? TestpMode::kFinite
@@ -301,11 +315,27 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     return fail(error, "'" + in->text + "': conversions to f16/bf16 are implemented with .rn only");
   if (op == Op::kCvt && (in->type == Type::kF16 || in->type == Type::kBF16) && in->type2 == Type::kF64)
     return fail(error, "'" + in->text + "': conversions from f64 to f16/bf16 are not implemented");
-  if ((op == Op::kCvt) && (packed || in->type2 == Type::kF16x2 || in->type2 == Type::kBF16x2))
+  // cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 d, a, b (two f32 values packed, a in the upper half) is
+  // implemented; the other packed conversions are not.
+  const bool packFromF32 = packed && in->type2 == Type::kF32 && in->rounding == Rounding::kRn && !in->sat && !in->ftz;
+  // fp8 pairs: cvt.rn.f16x2.{e4m3x2,e5m2x2} d, a; cvt.rn.satfinite.{e4m3x2,e5m2x2}.f16x2 d, a and
+  // .f32 d, a, b (PTX ISA, cvt: .satfinite is required for an fp8 destination).
+  if (op == Op::kCvt && in->fp8 != 0) {
+    const bool ok = in->rounding == Rounding::kRn && !in->sat && !in->ftz &&
+                    (in->fp8Dest ? in->satfinite && (in->type2 == Type::kF16x2 || in->type2 == Type::kF32)
+                                 : !in->satfinite && in->type == Type::kF16x2);
+    if (!ok) return fail(error, "'" + in->text + "': this fp8 conversion is not implemented");
+  } else if (op == Op::kCvt && in->satfinite) {
+    return fail(error, "unsupported modifier '.satfinite' in '" + in->text + "'");
+  } else if ((op == Op::kCvt) && !packFromF32 && (packed || in->type2 == Type::kF16x2 || in->type2 == Type::kBF16x2)) {
     return fail(error, "'" + in->text + "': packed conversions are not implemented");
+  }
   if ((op == Op::kAtom || op == Op::kRed) && half)
     return fail(error, "'" + in->text + "': f16/bf16 atomics are not implemented");
   if (op == Op::kVote && in->voteMode == VoteMode::kUni && in->type == Type::kNone) in->type = Type::kPred;
+  if (op == Op::kBar && in->barMode == BarMode::kRed &&
+      !(in->boolOp == BoolOp::kNone ? in->type == Type::kU32 : in->type == Type::kPred))
+    return fail(error, "'" + in->text + "' needs .popc.u32, .and.pred or .or.pred");
   return true;
 }
 
@@ -331,6 +361,9 @@ bool checkOperands(const Instruction& in, std::string* error) {
     case Op::kVote: lo = hi = 3; break;      // d, a, membermask
     default: lo = hi = 3; break;
   }
+  if (in.op == Op::kCvt && (in.type == Type::kF16x2 || in.type == Type::kBF16x2) && in.fp8 == 0) lo = hi = 3;  // d, a, b
+  if (in.op == Op::kCvt && in.fp8Dest && in.type2 == Type::kF32) lo = hi = 3;  // d, a, b
+  if (in.op == Op::kBar && in.barMode == BarMode::kRed) { lo = 3; hi = 4; }  // d, a, [b,] c
   if (in.nops < lo || in.nops > hi)
     return fail(error, "'" + in.text + "' takes " + std::to_string(lo) + (hi != lo ? "-" + std::to_string(hi) : "") +
                            " operands, not " + std::to_string(in.nops));
@@ -347,7 +380,7 @@ bool checkOperands(const Instruction& in, std::string* error) {
       return fail(error, "'" + in.text + "': a vector operand is not allowed here");
   }
   if (in.op == Op::kBra && in.ops[0].kind != K::kLabel) return fail(error, "'" + in.text + "' needs a label");
-  const bool writesFirst = !(isStore || in.op == Op::kBra || in.op == Op::kBar);
+  const bool writesFirst = !(isStore || in.op == Op::kBra || (in.op == Op::kBar && in.barMode != BarMode::kRed));
   if (writesFirst && in.nops > 0 && in.ops[0].kind != K::kReg && in.ops[0].kind != K::kVec)
     return fail(error, "'" + in.text + "': the destination must be a register");
   if ((in.op == Op::kLd || in.op == Op::kSt || in.op == Op::kMultimem) && in.vec > 1) {

@@ -330,6 +330,7 @@ class Executor::Run {
     uint32_t pc = 0;
     uint32_t nextPc = kNoPc;  // the lowest pc of the runnable lanes not active
     uint32_t barId = 0;
+    const Instruction* barRed = nullptr;  // the bar.red the blocked lanes wait at (its result is theirs)
     uint32_t lanePc[32] = {};
     uint64_t executed = 0;  // instructions this warp has issued (%clock64)
     std::vector<uint64_t> regs;
@@ -339,6 +340,7 @@ class Executor::Run {
   struct Barrier {
     uint32_t arrived = 0;
     uint32_t expected = 0;  // 0: every live thread of the block
+    uint32_t predTrue = 0;  // bar.red: arrived threads whose predicate is true
   };
   // A warp parked because it spins, and what it last read (for the report), until memory changes.
   struct Park {
@@ -527,7 +529,7 @@ class Executor::Run {
       step(w, in);
       if (result_.fault != Fault::kNone) return;
       // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
-      if (in.op == Op::kBar) {
+      if (in.op == Op::kBar && in.barMode != BarMode::kWarpSync) {
         watching_ = false;
         return;
       }
@@ -1073,6 +1075,15 @@ class Executor::Run {
     if (b.arrived < expected) return;
     for (Warp& w : warps_) {
       if (w.blocked != 0 && w.barId == id) {
+        if (w.barRed != nullptr) {  // bar.red: the reduction over every arrived thread
+          const Instruction& in = *w.barRed;
+          const uint64_t v = in.boolOp == BoolOp::kAnd ? (b.predTrue == b.arrived ? 1 : 0)
+                             : in.boolOp == BoolOp::kOr ? (b.predTrue != 0 ? 1 : 0)
+                                                        : b.predTrue;
+          uint64_t* d = row(w, in.ops[0].reg);
+          for (uint32_t m = w.blocked; m != 0; m &= m - 1) d[__builtin_ctz(m)] = v;
+          w.barRed = nullptr;
+        }
         w.blocked = 0;
         reschedule(w);
       }
@@ -1081,18 +1092,24 @@ class Executor::Run {
   }
 
   void barrier(Warp& w, const Instruction& in, uint32_t exec) {
-    uint64_t t0[32], t1[32];
+    uint64_t t0[32], t1[32], t2[32];
     const unsigned lane = static_cast<unsigned>(__builtin_ctz(exec));
-    const uint64_t id = source(w, in.ops[0], t0)[lane];
+    const bool red = in.barMode == BarMode::kRed;  // bar.red d, a, [b,] c: the id and count one operand on
+    const uint64_t id = source(w, in.ops[red ? 1 : 0], t0)[lane];
     if (id >= kBarriers) {
       fail(Fault::kTrap, w, lane, &in, "barrier id " + std::to_string(id) + " out of range 0-15");
       return;
     }
     Barrier& b = bars_[id];
-    if (in.nops > 1) b.expected = static_cast<uint32_t>(source(w, in.ops[1], t1)[lane]);
+    if (in.nops > (red ? 3 : 1)) b.expected = static_cast<uint32_t>(source(w, in.ops[red ? 2 : 1], t1)[lane]);
     b.arrived += static_cast<uint32_t>(__builtin_popcount(exec));
+    if (red) {
+      const uint64_t* c = source(w, in.ops[in.nops - 1], t2);
+      for (uint32_t m = exec; m != 0; m &= m - 1) b.predTrue += c[__builtin_ctz(m)] != 0 ? 1 : 0;
+      w.barRed = &in;
+    }
     for (uint32_t m = w.active; m != 0; m &= m - 1) w.lanePc[__builtin_ctz(m)] = w.pc + 1;
-    if (in.barMode == BarMode::kSync) {
+    if (in.barMode == BarMode::kSync || red) {
       w.blocked |= exec;
       w.barId = static_cast<uint32_t>(id);
     }
@@ -1236,6 +1253,9 @@ class Executor::Run {
         }
         break;
       case Op::kBar:
+        // bar.warp.sync: min-PC scheduling already holds back lanes that are ahead until the lanes
+        // behind them have caught up, and every access is visible at once (docs/ptx.md).
+        if (in.barMode == BarMode::kWarpSync) break;
         if (exec != 0) {
           barrier(w, in, exec);
           return;

@@ -55,7 +55,10 @@ enum class BoolOp : uint8_t { kNone, kAnd, kOr, kXor };
 enum class AtomOp : uint8_t { kAdd, kMin, kMax, kExch, kCas, kAnd, kOr, kXor, kInc, kDec };
 enum class ShflMode : uint8_t { kUp, kDown, kBfly, kIdx };
 enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
-enum class BarMode : uint8_t { kSync, kArrive };
+// kWarpSync: bar.warp.sync (docs/ptx.md: nothing to wait for under min-PC scheduling). kRed:
+// bar.red / barrier.red, a bar.sync that reduces a predicate over the arriving threads (.popc.u32
+// counts, .and.pred / .or.pred in Instruction::boolOp).
+enum class BarMode : uint8_t { kSync, kArrive, kWarpSync, kRed };
 // The three multimem instructions (PTX ISA 9.7.9.14); their operator is Instruction::atomOp.
 enum class MultimemOp : uint8_t { kLdReduce, kSt, kRed };
 enum class TestpMode : uint8_t { kFinite, kInfinite, kNumber, kNotANumber, kNormal, kSubnormal };
@@ -124,6 +127,12 @@ struct Instruction {
   bool uniform = false;     // bra.uni: the program promises that the branch does not diverge
   bool shfLeft = false;     // shf.l (else shf.r)
   bool shfClamp = false;    // shf .clamp (else .wrap)
+  bool shiftAmt = false;    // bfind.shiftamt: the shift that brings the found bit to the top
+  // cvt with an fp8 pair (.e4m3x2 / .e5m2x2), held in a 16-bit register: 1 e4m3, 2 e5m2; whether
+  // it is the destination (then .satfinite, required, clamps to the largest finite value).
+  uint8_t fp8 = 0;
+  bool fp8Dest = false;
+  bool satfinite = false;   // cvt .satfinite
   uint8_t vec = 1;          // ld/st/mov/multimem vector width
   uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
   bool guardNegated = false;

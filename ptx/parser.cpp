@@ -59,11 +59,17 @@ bool specialByName(const std::string& n, Special* out, bool* vector) {
 
 class Parser {
  public:
-  Parser(std::vector<Token> toks, Module* m, bool lenient) : t_(std::move(toks)), m_(m), lenient_(lenient) {}
+  // survey: every refusal is recorded in `refusals` and parsing goes on past it (implies lenient).
+  Parser(std::vector<Token> toks, Module* m, bool lenient, std::vector<std::string>* refusals = nullptr)
+      : t_(std::move(toks)), m_(m), lenient_(lenient || refusals != nullptr), refusals_(refusals) {}
 
   bool run() {
     while (!at(TK::kEnd)) {
-      if (!topLevel()) return false;
+      const size_t start = p_;
+      if (topLevel()) continue;
+      if (!refusals_ || at(TK::kEnd)) return false;
+      record();
+      if (!statementDone(start)) skipStatement(/*inBody=*/false);
     }
     return linkKernels();
   }
@@ -85,6 +91,34 @@ class Parser {
       errorLine = line;
     }
     return false;
+  }
+  // A survey's refusal: the error so far is recorded and cleared.
+  void record() {
+    if (refusals_ && !error.empty()) refusals_->push_back(m_->name + ":" + std::to_string(errorLine) + ": " + error);
+    error.clear();
+    errorLine = 0;
+  }
+  // Whether the statement that began at `start` was read to its ';' before it was refused.
+  bool statementDone(size_t start) const { return p_ > start && t_[p_ - 1].kind == TK::kPunct && t_[p_ - 1].text == ";"; }
+  // Skips past the next ';' (or a braced block, at module level); in a body, stops before a '}'.
+  void skipStatement(bool inBody) {
+    while (!at(TK::kEnd)) {
+      if (atPunct(';')) {
+        ++p_;
+        return;
+      }
+      if (atPunct('}') && inBody) return;
+      if (atPunct('{')) {
+        ++p_;
+        for (int depth = 1; depth > 0 && !at(TK::kEnd); ++p_) {
+          if (atPunct('{')) ++depth;
+          if (atPunct('}')) --depth;
+        }
+        if (!inBody) return;
+        continue;
+      }
+      ++p_;
+    }
   }
   bool expectPunct(char c, const char* where) {
     if (!atPunct(c)) return fail(std::string("expected '") + c + "' " + where + ", found '" + peek().text + "'");
@@ -389,7 +423,9 @@ class Parser {
     if (functionBody(isExtern)) return true;
     fn_ = nullptr;
     if (!lenient_ || at(TK::kEnd)) return false;
-    const std::string why = m_->name + ":" + std::to_string(errorLine) + ": " + error;
+    const std::string why = firstInFunction_.empty() ? m_->name + ":" + std::to_string(errorLine) + ": " + error
+                                                     : firstInFunction_;
+    record();
     error.clear();
     errorLine = 0;
     p_ = start + 1;  // past .entry / .func
@@ -426,6 +462,7 @@ class Parser {
     f.isEntry = entry;
     f.line = peek().line;
     fn_ = &f;
+    firstInFunction_.clear();
     regs_.clear();
     labels_.clear();
     labelRefs_.clear();
@@ -488,11 +525,22 @@ class Parser {
       } else if (atPunct('}')) {
         ++p_;
         --depth;
-      } else if (!statement()) {
-        return false;
+      } else if (const size_t start = p_; !statement()) {
+        if (!refusals_) return false;
+        surveyRefusal();
+        if (!statementDone(start)) skipStatement(/*inBody=*/true);
+        for (auto& l : pendingLabel_) l.clear();
+        for (auto& b : pendingExtern_) b = false;
+        operandIndex_ = 0;
       }
     }
-    return finishFunction(&f);
+    const std::string name = f.name;
+    if (!finishFunction(&f)) return false;
+    if (firstInFunction_.empty()) return true;
+    // A survey read the whole body past its refusals: the function is refused all the same.
+    m_->functions.pop_back();
+    m_->refused[name] = firstInFunction_;
+    return true;
   }
 
   // A kernel's parameter (in its parameter space), or a device function's parameter or return
@@ -1054,7 +1102,15 @@ class Parser {
   std::vector<Token> t_;
   size_t p_ = 0;
   Module* m_;
+  // In a survey: records the refusal, keeping the function's first.
+  void surveyRefusal() {
+    if (firstInFunction_.empty()) firstInFunction_ = m_->name + ":" + std::to_string(errorLine) + ": " + error;
+    record();
+  }
+
   const bool lenient_;
+  std::vector<std::string>* refusals_;
+  std::string firstInFunction_;  // a survey's first refusal in the current function
   Function* fn_ = nullptr;
   uint32_t moduleExternAlign_ = 1;
   std::map<std::string, Symbol> symbols_;    // module scope
@@ -1074,7 +1130,10 @@ class Parser {
 
 }  // namespace
 
-bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error, bool lenient) {
+namespace {
+
+bool parse(const std::string& text, const std::string& name, Module* out, std::string* error, bool lenient,
+           std::vector<std::string>* refusals) {
   *out = Module{};
   out->name = name;
   std::vector<Token> toks;
@@ -1083,7 +1142,7 @@ bool parseModule(const std::string& text, const std::string& name, Module* out, 
     *error = name + ":" + lexError.substr(5);  // "line N: msg" -> "name:N: msg"
     return false;
   }
-  Parser p(std::move(toks), out, lenient);
+  Parser p(std::move(toks), out, lenient, refusals);
   if (!p.run()) {
     *error = name + ":" + std::to_string(p.errorLine) + ": " + p.error;
     return false;
@@ -1093,6 +1152,18 @@ bool parseModule(const std::string& text, const std::string& name, Module* out, 
     return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error, bool lenient) {
+  return parse(text, name, out, error, lenient, nullptr);
+}
+
+bool surveyModule(const std::string& text, const std::string& name, Module* out, std::string* error,
+                  std::vector<std::string>* refusals) {
+  refusals->clear();
+  return parse(text, name, out, error, true, refusals);
 }
 
 }  // namespace mcsim::ptx

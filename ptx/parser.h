@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ptx/ir.h"
 
@@ -18,5 +19,13 @@ namespace mcsim::ptx {
 // holds kernels of several kinds); errors outside functions still fail the parse.
 bool parseModule(const std::string& text, const std::string& name, Module* out, std::string* error,
                  bool lenient = false);
+
+// A survey of what the parser refuses in `text`: a lenient parse that goes on past every refusal
+// (an instruction, a directive, a function header, a module-level declaration), skipping to the
+// end of the statement, and records each in `refusals` ("name:line: why", in text order); a
+// function with any refusal is left out of `out` and listed in Module::refused with its first.
+// For a whole module's list of what is missing (docs/nccl.md: NCCL's PTX); never used to run code.
+bool surveyModule(const std::string& text, const std::string& name, Module* out, std::string* error,
+                  std::vector<std::string>* refusals);
 
 }  // namespace mcsim::ptx

@@ -1,8 +1,9 @@
 // NCCL's communicator set-up on the simulated node: ncclCommInitAll over the GPUs named on the
 // command line (all of the node's by default), each communicator's rank, size and device checked,
 // then destroyed. NCCL finds the node through mcsim's libcuda.so.1 and libnvidia-ml.so.1
-// (docs/nvml.md); its collectives do not run yet (its kernels carry no PTX for the GPUs mcsim
-// simulates), so this program stops at set-up.
+// (docs/nvml.md); its collectives do not run yet (the image of its kernels is device-linked and
+// carries SASS only; their PTX is in relocatable objects mcsim does not link yet: docs/nccl.md), so
+// this program stops at set-up.
 #include <cuda_runtime.h>
 #include <nccl.h>
 

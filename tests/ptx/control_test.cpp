@@ -288,6 +288,92 @@ TEST(PtxControl, TwoRunsAreIdentical) {
 namespace mcsim::ptx::test {
 namespace {
 
+TEST(PtxControl, WarpSyncAfterDivergenceSeesTheOtherLanesStores) {
+  // __syncwarp as nvcc emits it (bar.warp.sync): lanes that went two ways store to shared memory,
+  // meet at the barrier, and each reads its neighbour's store.
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<2>;
+  .shared .align 4 .b32 s[32];
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %laneid;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r5, s;
+  add.u32 %r6, %r5, %r2;
+  and.b32 %r3, %r1, 1;
+  setp.eq.u32 %p1, %r3, 1;
+  @%p1 bra ODD;
+  mul.lo.u32 %r4, %r1, 3;
+  st.shared.u32 [%r6], %r4;
+  bra.uni SYNC;
+ODD:
+  mul.lo.u32 %r4, %r1, 5;
+  st.shared.u32 [%r6], %r4;
+SYNC:
+  bar.warp.sync -1;
+  xor.b32 %r7, %r1, 1;
+  shl.b32 %r8, %r7, 2;
+  add.u32 %r8, %r5, %r8;
+  ld.shared.u32 %r9, [%r8];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r9;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(32 * 4);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 32);
+  for (uint32_t l = 0; l < 32; ++l) {
+    const uint32_t n = l ^ 1u;
+    EXPECT_EQ(v[l], n * ((n & 1u) ? 5u : 3u)) << l;
+  }
+}
+
+TEST(PtxControl, BarrierRedReducesAPredicateOverTheBlock) {
+  // __syncthreads_or as nvcc writes it (NCCL's PTX), then .and and .popc: 96 threads, three warps.
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  setp.eq.u32 %p1, %r1, 37;
+  mov.u32 %r2, 0;
+  mov.u32 %r3, 96;
+  { .reg .pred p; barrier.red.or.pred p, %r2, %r3, %p1; selp.s32 %r4, 1, 0, p; }
+  setp.ne.u32 %p2, %r1, 5;
+  bar.red.and.pred %p3, 1, %p2;
+  selp.s32 %r5, 1, 0, %p3;
+  and.b32 %r6, %r1, 1;
+  setp.eq.u32 %p2, %r6, 1;
+  bar.red.popc.u32 %r7, 2, !%p2;
+  shl.b32 %r5, %r5, 8;
+  shl.b32 %r7, %r7, 16;
+  or.b32 %r8, %r4, %r5;
+  or.b32 %r8, %r8, %r7;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r8;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(96 * 4);
+  const LaunchResult r = p.launch("k", {}, {96, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 96);
+  // or: one thread's predicate is true; and: thread 5's is false; popc: the 48 even threads.
+  for (uint32_t t = 0; t < 96; ++t) EXPECT_EQ(v[t], 1u | (0u << 8) | (48u << 16)) << t;
+}
+
 TEST(PtxControl, ArriveLetsAProducerWarpGoOn) {
   // Warp 0 produces and arrives at barrier 1 without waiting; warp 1 waits there, then reads.
   std::string text = std::string(kHeader) + R"(

@@ -150,6 +150,29 @@ TEST(PtxFloat, HalfPrecisionConversionsAndArithmetic) {
   EXPECT_EQ(to16[2] & 0xffff, 0x7bffu);  // 65504
   EXPECT_EQ(to16[3] >> 16, 0x3f80u);     // a tie, to even
   EXPECT_EQ(to16[4] >> 16, 0x3f82u);
+  // Packed: cvt.rn.f16x2.f32 d, a, b puts a in the upper half, b in the lower (PTX ISA, cvt).
+  const auto packed = runWords("mov.b64 {%r1, %r2}, %rd6;\n mov.b32 %f1, %r1;\n mov.b32 %f2, %r2;\n"
+                               "cvt.rn.f16x2.f32 %r3, %f1, %f2;\n cvt.rn.bf16x2.f32 %r4, %f1, %f2;\n"
+                               "mov.b64 %rd7, {%r3, %r4};",
+                               {pair(f32(1.0f), f32(-2.0f)), pair(f32(65520.0f), 0x3f808000)});
+  EXPECT_EQ(packed[0], pair((0x3c00u << 16) | 0xc000u, (0x3f80u << 16) | 0xc000u));
+  EXPECT_EQ(packed[1], pair((0x7c00u << 16) | 0x3c04u, (0x4780u << 16) | 0x3f80u));  // inf; 1.00390625 -> f16 exact, bf16 a tie to even
+  // fp8 pairs (e4m3: bias 7, 3 fraction bits, largest 448, no infinity, NaN 0x7f; e5m2: f16's
+  // upper byte): to fp8 rounded to nearest even with .satfinite (infinity to the largest finite,
+  // NaN to 0x7f), the first source in the upper byte; back to f16x2, exactly.
+  const auto to8 = runWords("mov.b64 {%r1, %r2}, %rd6;\n mov.b32 %f1, %r1;\n mov.b32 %f2, %r2;\n"
+                            "cvt.rn.satfinite.e4m3x2.f32 %h1, %f1, %f2;\n cvt.rn.satfinite.e5m2x2.f32 %h2, %f1, %f2;\n"
+                            "mov.b32 %r3, {%h1, %h2};\n cvt.u64.u32 %rd7, %r3;",
+                            {pair(f32(1.0f), f32(-448.0f)), pair(f32(500.0f), 0x7fc00000u),
+                             pair(f32(0.001953125f), f32(0.0009765625f)), pair(0x7f800000u, f32(1.25f))});
+  EXPECT_EQ(to8, (std::vector<uint64_t>{0x3cdf38feu, 0x607f7e7fu, 0x18140100u, 0x7b3d7e3au}));
+  const auto from8 = runWords("cvt.u16.u64 %h1, %rd6;\n cvt.rn.f16x2.e4m3x2 %r1, %h1;\n cvt.rn.f16x2.e5m2x2 %r2, %h1;\n"
+                              "mov.b64 %rd7, {%r1, %r2};",
+                              {0x38fe, 0x3c7c});
+  EXPECT_EQ(from8, (std::vector<uint64_t>{pair(0x3c00df00u, 0x38007fffu), pair(0x3e005e00u, 0x3c007c00u)}));
+  EXPECT_EQ(runWords("cvt.u32.u64 %r1, %rd6;\n cvt.rn.satfinite.e4m3x2.f16x2 %h1, %r1;\n cvt.u64.u16 %rd7, %h1;",
+                     {0x3c003e00u})[0],
+            0x383cu);
   const auto back = runWords("cvt.u16.u64 %h1, %rd6;\n cvt.f32.f16 %f1, %h1;\n mov.b32 %r1, %f1;\n cvt.u64.u32 %rd7, %r1;", {0x3c00, 0x0001});
   EXPECT_EQ(back, (std::vector<uint64_t>{f32(1.0f), f32(5.9604644775390625e-8f)}));
   // add.f16 1 + 1 = 2; mul.f16x2 {2, 3} * {0.5, -1}; fma.rn.f16 1.5 * 2 + 0.25

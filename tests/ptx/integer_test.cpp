@@ -89,6 +89,17 @@ TEST(PtxInteger, UnaryBitOperations) {
   EXPECT_EQ(out[1], 0 | (32u << 8) | (0xffu << 16));
   // 0x80000001: popc 2, clz 0, bfind 31, brev 0x80000001
   EXPECT_EQ(out[2], 2 | (0u << 8) | (31u << 16) | (uint64_t{0x80000001u} << 32));
+  // bfind.shiftamt: the left shift that brings the found bit to the top (PTX ISA, bfind): 31 - 2
+  // for 6, none for 0, 0 for 0x80000001; .s32 looks for the first bit unlike the sign: for -6
+  // (...11111010) bit 2, for -1 none.
+  const auto shiftamt = runWords("cvt.u32.u64 %r1, %rd6;\n bfind.shiftamt.u32 %r2, %r1;\n bfind.shiftamt.s32 %r3, %r1;\n"
+                                 "mov.b64 %rd7, {%r2, %r3};",
+                                 {6, 0, 0x80000001u, static_cast<uint32_t>(-6), 0xffffffffu});
+  EXPECT_EQ(shiftamt[0], pair(29, 29));
+  EXPECT_EQ(shiftamt[1], pair(0xffffffffu, 0xffffffffu));
+  EXPECT_EQ(shiftamt[2], pair(0, 1));  // .s32 of 0x80000001: bit 30 is the first unlike the sign
+  EXPECT_EQ(shiftamt[3], pair(0, 29));
+  EXPECT_EQ(shiftamt[4], pair(0, 0xffffffffu));
   const auto negabs = runWords("cvt.u32.u64 %r1, %rd6;\n neg.s32 %r2, %r1;\n abs.s32 %r3, %r1;\n not.b32 %r4, %r1;\n"
                                "mov.b64 %rd7, {%r2, %r3};\n xor.b64 %rd7, %rd7, 0;",
                                {5, static_cast<uint32_t>(-9)});

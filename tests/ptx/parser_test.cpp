@@ -144,8 +144,8 @@ TEST(PtxParser, RejectsUnknownInstructionsAndModifiers) {
 TEST(PtxParser, RejectsFeaturesNotImplementedYet) {
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b64 %rd<2>;\n  redux.sync.add.u32 %rd0, %rd1, 0xffffffff;\n}\n"),
             "bad.ptx:7: instruction 'redux' is not implemented yet");
-  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  bar.red.popc.u32 %r0, 0, %r1;\n}\n"),
-            "bad.ptx:7: unsupported modifier '.red' in 'bar.red.popc.u32'");
+  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  bar.red.popc.pred %r0, 0, %r1;\n}\n"),
+            "bad.ptx:7: 'bar.red.popc.pred' needs .popc.u32, .and.pred or .or.pred");
   EXPECT_EQ(errorOf(".address_size 32\n"), "bad.ptx:4: .address_size 32 is not supported (only 64)");
 }
 
@@ -174,6 +174,43 @@ TEST(PtxParser, LenientParseLeavesRefusedFunctionsOut) {
   EXPECT_NE(std::string::npos, lenient.refused.at("helper").find("mixed.ptx:10:")) << lenient.refused.at("helper");
   // Outside functions, an error still fails the parse.
   EXPECT_FALSE(parseModule(std::string(kHeader) + ".wobble 3;\n", "bad.ptx", &m, &err, /*lenient=*/true));
+}
+
+// A survey goes on past every refusal, in functions (the rest of the body, a device function's
+// body) and outside them, and lists them all in text order; the refused functions are left out.
+TEST(PtxParser, SurveyListsEveryRefusal) {
+  const std::string text = std::string(kHeader) +
+                           ".extern .global .align 8 .b8 table[];\n"                      // 4
+                           ".global .align 4 .b32 after = 7;\n"                            // 5
+                           ".visible .entry k(.param .u64 p) {\n"                          // 6
+                           "  .reg .b32 %r<4>;\n"
+                           "  frobnicate.u32 %r1;\n"                                       // 8
+                           "  add.s32 %r1, %r2, %r3;\n"
+                           "  add.wobbly.s32 %r1, %r2, %r3;\n"                             // 10
+                           "  ret;\n"
+                           "}\n"
+                           ".func helper(.param .b32 x) {\n"                               // 13
+                           "  .reg .b32 %r<2>;\n"
+                           "  redux.sync.add.u32 %r0, %r1, 0xffffffff;\n"                  // 15
+                           "  ret;\n"
+                           "}\n"
+                           ".visible .entry plain() { ret; }\n";
+  Module m;
+  std::string err;
+  std::vector<std::string> refusals;
+  ASSERT_TRUE(surveyModule(text, "s.ptx", &m, &err, &refusals)) << err;
+  EXPECT_EQ(refusals, (std::vector<std::string>{
+                          "s.ptx:4: 'table' has no size",
+                          "s.ptx:8: unknown instruction 'frobnicate'",
+                          "s.ptx:10: unsupported modifier '.wobbly' in 'add.wobbly.s32'",
+                          "s.ptx:15: instruction 'redux' is not implemented yet",
+                      }));
+  ASSERT_NE(nullptr, m.find("plain"));
+  EXPECT_EQ(nullptr, m.find("k"));
+  EXPECT_EQ(m.refused.at("k"), "s.ptx:8: unknown instruction 'frobnicate'");
+  EXPECT_EQ(m.refused.at("helper"), "s.ptx:15: instruction 'redux' is not implemented yet");
+  ASSERT_EQ(m.variables.size(), 1u);  // the declaration after a refused one is read
+  EXPECT_EQ(m.variables[0].name, "after");
 }
 
 TEST(PtxParser, RejectsUndefinedNames) {
