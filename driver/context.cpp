@@ -2,6 +2,7 @@
 #include "driver/context.h"
 
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -50,12 +51,16 @@ struct ContextStackTag;
 std::vector<CUctx_st*>& threadStack() { return threadOwned<std::vector<CUctx_st*>, ContextStackTag>(); }
 
 // The limits a context starts with: the defaults the CUDA programming guide gives (1 KiB of stack
-// per thread, a 1 MiB printf FIFO, an 8 MiB device heap, sync depth 2, 2048 pending launches) and
-// the 64-byte L2 fetch granularity; no persisting L2, no shared-memory carve-out limit.
+// per thread, an 8 MiB device heap, sync depth 2, 2048 pending launches), the printf FIFO a real
+// H200 reports (8,650,752 bytes, driver 580.159.04; docs/real-driver.md) and the 64-byte L2 fetch
+// granularity; no persisting L2, no shared-memory carve-out limit.
+constexpr size_t kDefaultPrintfFifoBytes = 8650752;
+constexpr size_t kMinPrintfFifoBytes = 512 << 10;
+
 void setDefaultLimits(CUctx_st* ctx) {
   for (size_t& l : ctx->limits) l = 0;
   ctx->limits[CU_LIMIT_STACK_SIZE] = 1024;
-  ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+  ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = kDefaultPrintfFifoBytes;
   ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
   ctx->limits[CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2;
   ctx->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
@@ -449,6 +454,15 @@ CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
   }
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
+  if (limit == CU_LIMIT_PRINTF_FIFO_SIZE) {
+    // As a real H200 answers (driver 580.159.04, docs/real-driver.md): fixed once a kernel that
+    // calls printf was launched; at least 512 KiB (a smaller size reads back as 512 KiB).
+    if (ctx->printfLaunched.load()) {
+      return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "the printf FIFO size cannot change after a kernel that calls "
+                          "printf was launched in the context");
+    }
+    value = std::max<size_t>(value, kMinPrintfFifoBytes);
+  }
   std::lock_guard<std::mutex> lock(contexts().mu);
   ctx->limits[limit] = value;
   return CUDA_SUCCESS;

@@ -30,6 +30,9 @@ struct CUctx_st {
   mcsim::OrderedMutex submitOrder{mcsim::LockRank::kDriverSubmission};
   // cuCtxGetLimit / cuCtxSetLimit, by CUlimit; back to the defaults when a primary is reset.
   size_t limits[CU_LIMIT_MAX] = {};
+  // A kernel that calls printf was launched in the context: its printf FIFO size is fixed from then
+  // on (cuCtxSetLimit).
+  std::atomic<bool> printfLaunched{false};
 };
 
 namespace mcsim::driver {

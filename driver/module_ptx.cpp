@@ -201,6 +201,9 @@ CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name,
   // executor does not need, such as registers a PTX kernel has not been allocated).
   op.residentBlocks = std::max<uint64_t>(resident, 1);
   op.printfFifoBytes = ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE];
+  for (const ptx::Callee& c : fn->callees) {
+    if (c.builtin == ptx::Builtin::kVprintf) ctx->printfLaunched.store(true);
+  }
   return enqueue(st.get(), std::move(op));
 }
 

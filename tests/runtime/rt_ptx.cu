@@ -169,10 +169,14 @@ void outOfBounds() {
   rt_out_of_bounds<<<1, n>>>(dx, n);
   RT_OK(cudaGetLastError());  // the launch itself succeeds
   const cudaError_t sync = cudaDeviceSynchronize();
-  RT_EXPECT(sync == cudaErrorIllegalAddress, "synchronize: %s", cudaGetErrorName(sync));
+  // mcsim: an illegal address. A real H200 (driver 580.159.04) answers either, by what happens to
+  // be mapped around: 256 MiB past a lone allocation cudaErrorIllegalAddress, past one made after
+  // the other cases' cudaErrorInvalidAddressSpace (4 GiB past: that always; docs/real-driver.md).
+  const bool expected = sync == cudaErrorIllegalAddress || (!rtcheck::onMcsim() && sync == cudaErrorInvalidAddressSpace);
+  RT_EXPECT(expected, "synchronize: %s", cudaGetErrorName(sync));
   int* more = nullptr;
   const cudaError_t after = cudaMalloc(&more, 4);
-  RT_EXPECT(after == cudaErrorIllegalAddress, "the error is sticky: cudaMalloc answered %s", cudaGetErrorName(after));
+  RT_EXPECT(after == sync, "the error is sticky: cudaMalloc answered %s", cudaGetErrorName(after));
 }
 
 const rtcheck::Case kCases[] = {
