@@ -32,6 +32,7 @@
 #include "fabric/node_host.h"
 #include "fabric/node_ipc.h"
 #include "fabric/unique_fd.h"
+#include "model/status.h"
 #include "model/thread_owned.h"
 
 namespace mcsim::fabric {
@@ -408,6 +409,10 @@ class ClientNode final : public Node {
       std::fprintf(stderr, "mcsim: node '%s' reports:\n%s", name_.c_str(), report.c_str());
       std::fflush(stderr);
       if (local_.hang.abortOnHang) std::abort();
+    } else if (s != Status::kOk) {
+      // The node's reason for a refusal, for this process's call log (MCSIM_DEBUG).
+      const std::string why = r.getString();
+      if (!why.empty() && r.ok()) refuse(s, [&] { return why; });
     }
     if (s == Status::kOk) {
       outs(r);

@@ -16,7 +16,12 @@ class Dispatch::Answer {
   Answer(wire::Writer& w, NodeHost& host) : w_(w), host_(host) {}
   wire::Writer& operator()(Status s) {
     w_.put(s);
-    if (s == Status::kHang) w_.put(host_.lastHangReport());
+    if (s == Status::kHang) {
+      w_.put(host_.lastHangReport());
+    } else if (s != Status::kOk) {
+      // Why the node refused, for the client's call log (MCSIM_DEBUG; model/status.h).
+      w_.put(takeFailureReason());
+    }
     return w_;
   }
   // A NODE_WIRE reply, after kOk.
@@ -46,6 +51,7 @@ void Dispatch::handle(AttachedProcess& p, wire::Reader& r, wire::Writer& w, Requ
   r.read(&header);
   request->tag = header.tag;
   request->traced = header.traced;
+  clearFailureReason();  // a reason is the refusal of this request, never of one before
   {
     std::lock_guard<std::mutex> lock(p.workMu);
     for (uint64_t id : header.released) p.work.erase(id);

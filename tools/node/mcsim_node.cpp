@@ -14,6 +14,7 @@
 #include "fabric/node_server.h"
 #include "fabric/preset.h"
 #include "model/timeline.h"
+#include "model/status.h"
 #include "settings/settings.h"
 
 int main(int argc, char** argv) {
@@ -36,6 +37,8 @@ int main(int argc, char** argv) {
   app.add_option("--follow-patience", o.followPatienceSeconds,
                  "Replay: seconds a request may wait for its turn with nothing moving before the order is given up");
   CLI11_PARSE(app, argc, argv);
+  // Refusals carry their reason back to the client, whose call log prints it (MCSIM_DEBUG).
+  mcsim::gExplainFailures = true;
   // The node's own settings: its hang policy, whether data moves, its timeline (the devices').
   const mcsim::settings::Settings settings = mcsim::settings::fromEnvironment();
   o.settings = mcsim::fabric::NodeSettings::from(settings);
