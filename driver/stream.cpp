@@ -149,8 +149,12 @@ CUresult resolveStream(CUstream s, bool perThreadDefault, StreamRef* out) {
   }
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.created.find(s);
-  if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
-  if (!usableContext(it->second->ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (it == t.created.end()) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "the stream is not one this process created, or it was destroyed");
+  }
+  if (!usableContext(it->second->ctx)) {
+    return MCSIM_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED, "the stream's context was destroyed");
+  }
   // A stream of a context a kernel poisoned answers with the context's sticky error.
   const CUresult sticky = it->second->ctx->stickyError.load();
   if (sticky != CUDA_SUCCESS) return sticky;
@@ -412,7 +416,9 @@ CUresult checkEvent(CUevent e, EventRef* out) {
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   auto it = t.events.find(e);
-  if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (it == t.events.end()) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "the event is not one this process created, or it was destroyed");
+  }
   *out = it->second;
   return CUDA_SUCCESS;
 }
@@ -455,7 +461,7 @@ CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
   // An event belongs to its context; it records on that context's streams only.
-  if (st->ctx != ev->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (st->ctx != ev->ctx) return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "the event and the stream belong to different contexts");
   return recordEvent(ev.get(), st.get(), false);
 }
 
@@ -511,7 +517,7 @@ CUresult eventRecordWithFlagsEntry(CUevent e, CUstream s, unsigned flags, bool p
   MCSIM_TRY(checkEvent(e, &ev));
   StreamRef st;
   MCSIM_TRY(resolveStream(s, perThreadDefault, &st));
-  if (st->ctx != ev->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (st->ctx != ev->ctx) return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "the event and the stream belong to different contexts");
   return recordEvent(ev.get(), st.get(), (flags & CU_EVENT_RECORD_EXTERNAL) != 0);
 }
 
@@ -657,8 +663,10 @@ static CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) 
   MCSIM_TRY(checkEvent(hStart, &a));
   MCSIM_TRY(checkEvent(hEnd, &b));
   const mcsim::fabric::WorkDone ra = recordedWork(a.get()), rb = recordedWork(b.get());
-  if (((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
-  if (!ra || !rb) return CUDA_ERROR_INVALID_HANDLE;
+  if (((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "an event made with CU_EVENT_DISABLE_TIMING has no time");
+  }
+  if (!ra || !rb) return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "an event that was never recorded has no time");
   bool doneA = false, doneB = false;
   MCSIM_TRY(toResult(node().isDone(ra, &doneA)));
   MCSIM_TRY(toResult(node().isDone(rb, &doneB)));

@@ -179,6 +179,28 @@ TEST_F(CallLog, ALookingCheckLeavesNoReasonBehind) {
   unsetenv("MCSIM_FAULTS");
 }
 
+// Streams and events say why a handle is refused.
+TEST_F(CallLog, AnEventNeverRecordedHasNoTime) {
+  setLog("WARN", nullptr);
+  EXPECT_EXIT(
+      {
+        CUcontext ctx = nullptr;
+        if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
+            cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+          std::abort();
+        }
+        CUevent a = nullptr;
+        CUevent b = nullptr;
+        if (cuEventCreate(&a, 0) != CUDA_SUCCESS || cuEventCreate(&b, 0) != CUDA_SUCCESS) std::abort();
+        float ms = 0;
+        if (cuEventElapsedTime(&ms, a, b) != CUDA_ERROR_INVALID_HANDLE) std::abort();
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "^mcsim\\[[0-9]+\\] WARN cuEventElapsedTime(_v2)?\\(.*\\) = CUDA_ERROR_INVALID_HANDLE: an event that was never "
+      "recorded has no time\n$");
+}
+
 // Unset, the log says nothing, failing calls included.
 TEST_F(CallLog, UnsetSaysNothing) {
   unsetenv("MCSIM_DEBUG");
