@@ -1,9 +1,7 @@
 // Contexts: primary contexts, created contexts, the per-thread context stack, peer access.
 #include "driver/context.h"
 
-
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -11,9 +9,9 @@
 #include "driver/driver.h"
 #include "driver/graph.h"
 #include "driver/export_tables.h"
-#include "model/thread_owned.h"
 #include "driver/leaks.h"
 #include "driver/stream.h"
+#include "model/thread_owned.h"
 
 namespace mcsim::driver {
 
@@ -109,8 +107,9 @@ void addContextsToDigest(model::Digest& d) {
     d.add(p != nullptr && p->active ? 1 : 0);
   }
   d.add(contexts().nextCreatedId);
-  d.add(threadStack().size());
-  for (const CUctx_st* c : threadStack()) d.add(c->id);
+  const std::vector<CUctx_st*>& stack = threadStack();
+  d.add(stack.size());
+  for (const CUctx_st* c : stack) d.add(c->id);
 }
 
 CUcontext primaryContextObject(int device) {
@@ -138,8 +137,9 @@ static CUresult noCurrentContext() {
 }
 
 CUresult currentContext(CUctx_st** ctx) {
-  if (threadStack().empty()) return noCurrentContext();
-  CUctx_st* top = threadStack().back();
+  const std::vector<CUctx_st*>& stack = threadStack();
+  if (stack.empty()) return noCurrentContext();
+  CUctx_st* top = stack.back();
   std::lock_guard<std::mutex> lock(contexts().mu);
   if (!usableLocked(top)) return MCSIM_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED, "the current context was destroyed");
   const CUresult sticky = top->stickyError.load();
@@ -300,7 +300,8 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     if (!ctx->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     ctx->alive = false;
   }
-  if (!threadStack().empty() && threadStack().back() == ctx) threadStack().pop_back();
+  std::vector<CUctx_st*>& stack = threadStack();
+  if (!stack.empty() && stack.back() == ctx) stack.pop_back();
   releaseContextResources(ctx, "destroyed");
   return CUDA_SUCCESS;
 }
@@ -308,20 +309,22 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   MCSIM_REQUIRE_INIT();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *pctx = threadStack().empty() ? nullptr : threadStack().back();
+  const std::vector<CUctx_st*>& stack = threadStack();
+  *pctx = stack.empty() ? nullptr : stack.back();
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
+  std::vector<CUctx_st*>& stack = threadStack();
   if (ctx == nullptr) {
-    if (!threadStack().empty()) threadStack().pop_back();
+    if (!stack.empty()) stack.pop_back();
     return CUDA_SUCCESS;
   }
   // A destroyed context may be made current; calls then report it (as the real driver does).
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (threadStack().empty()) threadStack().push_back(ctx);
-  else threadStack().back() = ctx;
+  if (stack.empty()) stack.push_back(ctx);
+  else stack.back() = ctx;
   return CUDA_SUCCESS;
 }
 
@@ -335,9 +338,10 @@ CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
 
 CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   MCSIM_REQUIRE_INIT();
-  if (threadStack().empty()) return noCurrentContext();
-  if (pctx != nullptr) *pctx = threadStack().back();
-  threadStack().pop_back();
+  std::vector<CUctx_st*>& stack = threadStack();
+  if (stack.empty()) return noCurrentContext();
+  if (pctx != nullptr) *pctx = stack.back();
+  stack.pop_back();
   return CUDA_SUCCESS;
 }
 
@@ -345,8 +349,9 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   MCSIM_REQUIRE_INIT();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // The device of the current context is known even when the context is no longer usable.
-  if (threadStack().empty()) return noCurrentContext();
-  *device = threadStack().back()->device;
+  const std::vector<CUctx_st*>& stack = threadStack();
+  if (stack.empty()) return noCurrentContext();
+  *device = stack.back()->device;
   return CUDA_SUCCESS;
 }
 
@@ -364,8 +369,9 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   // Not through cuCtxGetDevice: a second entry would count as a second call in fault plans.
   if (ctx == nullptr) {
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    if (threadStack().empty()) return noCurrentContext();
-    *device = threadStack().back()->device;
+    const std::vector<CUctx_st*>& stack = threadStack();
+    if (stack.empty()) return noCurrentContext();
+    *device = stack.back()->device;
     return CUDA_SUCCESS;
   }
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -308,7 +308,6 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
   return r;
 }
 
-
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
   if (!pending(w)) {
     if (w) flushPrintf(w);

@@ -28,6 +28,19 @@ const char* const kSubsystems[] = {"INIT", "CTX", "MEM", "VMM", "MULTICAST", "ST
 
 bool startsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// The names of an MCSIM_DEBUG_SUBSYS list, past its leading '^' if any ("" gives none).
+std::vector<std::string> subsystemNames(const std::string& spec) {
+  std::vector<std::string> names;
+  if (spec.empty()) return names;
+  for (size_t at = spec[0] == '^' ? 1 : 0; at <= spec.size();) {
+    size_t comma = spec.find(',', at);
+    if (comma == std::string::npos) comma = spec.size();
+    names.push_back(spec.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return names;
+}
+
 // One argument as the log shows it: numbers in decimal, addresses and pointers in hex, strings
 // quoted.
 std::string argText(const ParamDesc& p, uint64_t slot) {
@@ -121,27 +134,15 @@ const char* subsystemOf(const std::string& b) {
 
 bool subsystemSelected(const std::string& spec, const std::string& subsystem) {
   if (spec.empty()) return true;
-  const bool invert = spec[0] == '^';
   bool listed = false;
-  size_t at = invert ? 1 : 0;
-  while (at <= spec.size()) {
-    size_t comma = spec.find(',', at);
-    if (comma == std::string::npos) comma = spec.size();
-    const std::string name = spec.substr(at, comma - at);
-    if (name == "ALL" || name == subsystem) listed = true;
-    at = comma + 1;
-  }
-  return invert ? !listed : listed;
+  for (const std::string& name : subsystemNames(spec)) listed = listed || name == "ALL" || name == subsystem;
+  return spec[0] == '^' ? !listed : listed;
 }
 
 void startCallLog(const settings::Settings& s) {
   if (s.debug.empty()) return;
   // Names the log does not know are said once; the others still count.
-  size_t at = !s.debugSubsys.empty() && s.debugSubsys[0] == '^' ? 1 : 0;
-  while (at <= s.debugSubsys.size() && !s.debugSubsys.empty()) {
-    size_t comma = s.debugSubsys.find(',', at);
-    if (comma == std::string::npos) comma = s.debugSubsys.size();
-    const std::string name = s.debugSubsys.substr(at, comma - at);
+  for (const std::string& name : subsystemNames(s.debugSubsys)) {
     bool known = name == "ALL";
     for (const char* k : kSubsystems) known = known || name == k;
     if (!known) {
@@ -149,7 +150,6 @@ void startCallLog(const settings::Settings& s) {
       for (const char* k : kSubsystems) std::fprintf(stderr, ", %s", k);
       std::fprintf(stderr, ")\n");
     }
-    at = comma + 1;
   }
   auto* selected = new std::vector<bool>(callCount(), false);  // kept for the process's life
   for (size_t i = 0; i < callCount(); ++i) {
