@@ -39,6 +39,15 @@ void bindNonShareableMemory() {
   if (cuMulticastBindMem(mc, 0, mem, 0, k2M, 0) != CUDA_ERROR_INVALID_VALUE) std::abort();
 }
 
+// Asks for a multicast object of 4 KiB, not a multiple of the granularity: refused by the driver's
+// own argument check (INVALID_VALUE), the one failing call of the program.
+void createUnalignedMulticastObject() {
+  if (cuInit(0) != CUDA_SUCCESS) std::abort();
+  CUmulticastObjectProp mp = cutest::mcProp(2, 4096);
+  CUmemGenericAllocationHandle mc = 0;
+  if (cuMulticastCreate(&mc, &mp) != CUDA_ERROR_INVALID_VALUE) std::abort();
+}
+
 class CallLog : public ::testing::Test {
  protected:
   void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
@@ -46,6 +55,7 @@ class CallLog : public ::testing::Test {
     unsetenv("MCSIM_DEBUG");
     unsetenv("MCSIM_DEBUG_SUBSYS");
     unsetenv("MCSIM_LEAK_CHECK");
+    unsetenv("MCSIM_FAULTS");
   }
 };
 
@@ -68,10 +78,7 @@ TEST_F(CallLog, WarnGivesTheArgumentRule) {
   setLog("WARN", nullptr);
   EXPECT_EXIT(
       {
-        if (cuInit(0) != CUDA_SUCCESS) std::abort();
-        CUmulticastObjectProp mp = cutest::mcProp(2, 4096);
-        CUmemGenericAllocationHandle mc = 0;
-        if (cuMulticastCreate(&mc, &mp) != CUDA_ERROR_INVALID_VALUE) std::abort();
+        createUnalignedMulticastObject();
         std::exit(0);
       },
       ::testing::ExitedWithCode(0),
@@ -167,16 +174,12 @@ TEST_F(CallLog, ALookingCheckLeavesNoReasonBehind) {
   setenv("MCSIM_FAULTS", "cuMemAlloc device=7 : nth=1 -> return CUDA_ERROR_OUT_OF_MEMORY", 1);
   EXPECT_EXIT(
       {
-        if (cuInit(0) != CUDA_SUCCESS) std::abort();
-        CUmulticastObjectProp mp = cutest::mcProp(2, 4096);
-        CUmemGenericAllocationHandle mc = 0;
-        if (cuMulticastCreate(&mc, &mp) != CUDA_ERROR_INVALID_VALUE) std::abort();
+        createUnalignedMulticastObject();
         std::exit(0);
       },
       ::testing::ExitedWithCode(0),
       "^mcsim\\[[0-9]+\\] WARN cuMulticastCreate\\(.*\\) = CUDA_ERROR_INVALID_VALUE: prop->size must be a nonzero "
       "multiple");
-  unsetenv("MCSIM_FAULTS");
 }
 
 // Streams and events say why a handle is refused.
