@@ -457,13 +457,17 @@ class ClientNode final : public Node {
   }
 
   // The recorded admission number the thread's next request is to take (0: none).
-  static uint64_t nextTag() { return tNextTag < tags().size() ? tags()[tNextTag++] : 0; }
+  static uint64_t nextTag() {
+    const std::vector<uint64_t>& t = tags();
+    return tNextTag < t.size() ? t[tNextTag++] : 0;
+  }
 
   // Tags of a replayed call that its requests did not use: the node passes their turns over.
   // Called while the thread's requests are not traced.
   void giveUpTags() {
-    std::vector<uint64_t> unused(tags().begin() + static_cast<long>(std::min(tNextTag, tags().size())), tags().end());
-    tags().clear();
+    std::vector<uint64_t>& given = tags();
+    std::vector<uint64_t> unused(given.begin() + static_cast<long>(std::min(tNextTag, given.size())), given.end());
+    given.clear();
     tNextTag = 0;
     channel::Reply<Op::skipAdmissions> none;
     if (!unused.empty()) ask<Op::skipAdmissions>({unused}, &none);

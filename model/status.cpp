@@ -1,7 +1,6 @@
 #include "model/status.h"
 
-#include <algorithm>
-#include <cstring>
+#include "model/thread_owned.h"
 
 namespace mcsim {
 
@@ -33,12 +32,10 @@ const char* statusName(Status s) {
 bool gExplainFailures = false;
 
 namespace {
-// A plain buffer, not a std::string: the driver is called on threads whose thread-local objects
-// were already destroyed (the CUDA runtime's exit handlers, NCCL's proxy threads as they end), and
-// a trivially destructible thread-local stays usable for the thread's whole life.
-constexpr size_t kReasonCapacity = 480;
-thread_local char tReason[kReasonCapacity];
-thread_local size_t tReasonLength = 0;
+// The calling thread's reason, kept where the driver can still reach it as the thread ends and
+// the process exits (model/thread_owned.h): the CUDA runtime's exit handlers fail calls there.
+struct ReasonTag;
+std::string& reason() { return threadOwned<std::string, ReasonTag>(); }
 thread_local int tQuietDepth = 0;
 }  // namespace
 
@@ -47,17 +44,16 @@ QuietChecks::~QuietChecks() { --tQuietDepth; }
 bool QuietChecks::active() { return tQuietDepth != 0; }
 
 void explainFailure(std::string why) {
-  if (tReasonLength != 0 || why.empty()) return;
-  tReasonLength = std::min(why.size(), kReasonCapacity);
-  std::memcpy(tReason, why.data(), tReasonLength);
+  std::string& r = reason();
+  if (r.empty()) r = std::move(why);
 }
 
 std::string takeFailureReason() {
-  std::string out(tReason, tReasonLength);
-  tReasonLength = 0;
+  std::string out;
+  out.swap(reason());
   return out;
 }
 
-void clearFailureReason() { tReasonLength = 0; }
+void clearFailureReason() { reason().clear(); }
 
 }  // namespace mcsim

@@ -163,7 +163,7 @@ void startCallLog(const settings::Settings& s) {
 
 CallLog::CallLog(int call, const uint64_t* slots) : call_(call), slots_(slots), outermost_(tDepth == 0) {
   ++tDepth;
-  if (outermost_) clearFailureReason();
+  if (outermost_ && gLogging) clearFailureReason();
 }
 
 CallLog::~CallLog() { --tDepth; }
