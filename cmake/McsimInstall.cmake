@@ -2,7 +2,7 @@
 #
 #   P/bin/                      mcsim, mcsim-node and the programs mcsim starts (workloads, samples,
 #                               the all-reduce benchmark)
-#   P/<libdir>/mcsim/           libcuda.so.1 (and libcuda.so) and libnvidia-ml.so.1: a directory of its own, so that the
+#   P/<libdir>/mcsim/           libcuda.so.1 (and libcuda.so), libnvidia-ml.so.1 and libmcsim-nvtx.so: a directory of its own, so that the
 #                               simulator never shadows a real driver by accident
 #   P/<libdir>/mcsim/record-real/libcuda.so.1   the recording library for real drivers
 #   P/<libdir>/libmcsim_kernels.a               the kernel library's image (mcsim/kernels.h)
@@ -24,7 +24,7 @@ install(TARGETS cuda mcsim_api mcsim_kernels EXPORT mcsimTargets
         LIBRARY DESTINATION ${MCSIM_INSTALL_DRIVER_DIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS nvidia-ml LIBRARY DESTINATION ${MCSIM_INSTALL_DRIVER_DIR})
+install(TARGETS nvidia-ml mcsim-nvtx LIBRARY DESTINATION ${MCSIM_INSTALL_DRIVER_DIR})
 install(TARGETS cuda_record_real LIBRARY DESTINATION ${MCSIM_INSTALL_DRIVER_DIR}/record-real)
 install(TARGETS mcsim mcsim-node
                 mcsim_workload_nccl mcsim_workload_pytorch mcsim_workload_vmm

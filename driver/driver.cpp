@@ -131,7 +131,7 @@ CUresult bringUpNode() {
   DriverState& s = state();
   const settings::Settings& settings = driverSettings();
   // This process's driver calls (and an embedded node's devices) go on the timeline.
-  model::Timeline::writeTo(settings.timeline);
+  model::Timeline::start(settings.timeline, settings.timelineSummary);
   if (!settings.node.empty()) return attachToSharedNode(settings.node);
   const std::string which = !settings.topology.empty() ? settings.topology : fabric::defaultPresetName();
   try {
@@ -179,6 +179,10 @@ void noteCall(const char* symbol) {
   symbol = exportedName(symbol);
   static const model::TimelineTrack track = model::Timeline::active()->track("Host", "driver calls");
   track.instant(node().nowPs(), symbol);
+}
+
+uint64_t timelineFlow() {
+  return timelineActive() ? model::Timeline::active()->flowFromLastCall() : 0;
 }
 
 bool consultFaults(const char* symbol, int device, const fabric::FaultArgument* args, size_t argCount,

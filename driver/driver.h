@@ -113,6 +113,9 @@ inline bool planLoaded() { return state().nodeUp.load(std::memory_order_acquire)
 // simulated time it was made.
 bool timelineActive();
 void noteCall(const char* symbol);
+// The timeline's arrow from the driver call this thread is in to the work it queues (0: no
+// timeline is kept).
+uint64_t timelineFlow();
 
 // Every entry point but cuInit, cuDriverGetVersion, cuGetProcAddress and the error-string calls
 // begins here: the init check, the node's (a shared node known to be gone fails every call with

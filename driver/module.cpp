@@ -285,6 +285,13 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   op.blocks = l.grid.count();
   op.bytesInFlightPerThread = steps.bytesInFlightPerThread();
   op.label = fn->name;
+  op.gridX = grid.x;
+  op.gridY = grid.y;
+  op.gridZ = grid.z;
+  op.blockX = block.x;
+  op.blockY = block.y;
+  op.blockZ = block.z;
+  op.dynamicShared = sharedMem;
   Status submitted = Status::kOk;
   const CUresult r = enqueue(st.get(), std::move(op), nullptr, nullptr, &submitted);
   if (submitted == Status::kIllegalAddress || submitted == Status::kMisaligned) {

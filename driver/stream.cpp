@@ -237,6 +237,7 @@ CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone
   }
   op.engineDevice = st->ctx->device;
   op.stream = st->name;
+  op.flowId = timelineFlow();
   fabric::WorkDone w;
   const Status s = node().submit(op, after, &w);
   if (submitted != nullptr) *submitted = s;
@@ -275,6 +276,7 @@ CUresult submitAfter(CUstream_st* st, CUctx_st* ctx, fabric::DeviceOp op, const 
   }
   op.engineDevice = ctx->device;
   op.stream = st->name;
+  op.flowId = timelineFlow();
   std::lock_guard<mcsim::OrderedMutex> order(ctx->submitOrder);
   fabric::WorkDone w;
   const Status s = node().submit(op, pendingAfter, &w);

@@ -139,6 +139,9 @@ struct DeviceOp {
   // The context's CU_LIMIT_PRINTF_FIFO_SIZE: how many bytes of printf records a launch keeps
   // (0: the executor's default).
   uint64_t printfFifoBytes = 0;
+  // The timeline's arrow from the driver call that queued it (model::Timeline::flowFromLastCall;
+  // 0: none). Not sent to a shared node, which keeps a timeline of its own.
+  uint64_t flowId = 0;
 };
 
 class Node {

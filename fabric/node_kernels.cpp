@@ -460,10 +460,6 @@ void NodeModel::executeKernel(DeviceWork& w) {
     engine.waitUntil(last);
   }
   memoryChanged();  // its stores are in memory
-  if (Timeline::active() != nullptr && !w.stream.empty()) {
-    Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream)
-        .span(start, Engine::simNowPs(), w.label.c_str());
-  }
 }
 
 }  // namespace mcsim::fabric

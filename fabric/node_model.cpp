@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 
+#include "fabric/work_slice.h"
 #include "model/engine.h"
 
 namespace mcsim::fabric {
@@ -115,6 +116,15 @@ void NodeModel::moveData(DeviceWork& w, bool syncOnly) {
 }
 
 void NodeModel::execute(DeviceWork& w) {
+  // Work that never ends (a kernel still waiting when the program exits) leaves its slice open,
+  // and so does a kernel stopped because its process died: neither finished.
+  WorkSlice slice(w, Engine::simNowPs());
+  executeWork(w);
+  if (w.abandoned != nullptr && w.abandoned->load()) return;
+  slice.close(Engine::simNowPs(), w.sliceResult);
+}
+
+void NodeModel::executeWork(DeviceWork& w) {
   Engine& engine = engine_;
   const uint64_t start = Engine::simNowPs();
   if (w.kind == DeviceWork::Kind::kKernel) {
@@ -154,9 +164,6 @@ void NodeModel::execute(DeviceWork& w) {
   }
   engine.waitUntil(last);
   memoryChanged();  // the copy or memset is in memory
-  if (Timeline::active() != nullptr && !w.stream.empty()) {
-    Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream).span(start, Engine::simNowPs(), w.label.c_str());
-  }
 }
 
 uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left) {

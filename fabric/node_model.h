@@ -29,6 +29,7 @@
 #include "model/bandwidth_server.h"
 #include "model/completion.h"
 #include "model/engine.h"
+#include "model/timeline.h"
 #include "model/gpu.h"
 #include "model/ordered_mutex.h"
 #include "ptx/executor.h"
@@ -138,6 +139,10 @@ struct DeviceWork {
   std::shared_ptr<const model::WorkFault> fault;
   // Set by a PTX kernel whose printf calls wrote something (docs/ptx.md, "printf and assert").
   std::shared_ptr<const std::string> output;
+  // Its slice on the timeline, when one is kept (fabric/work_slice.h), and what the work adds to
+  // the slice's arguments when it ends (a JSON object, or empty).
+  model::SliceDetail slice;
+  std::string sliceResult;
 };
 
 class NodeModel : public std::enable_shared_from_this<NodeModel> {
@@ -176,7 +181,9 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
     model::BandwidthServer reduce;  // the multicast reduction engine, counting operand bytes in
     uint64_t latencyPs = 0;
   };
+  // Runs `work` as its slice of the timeline (fabric/work_slice.h); executeWork does it.
   void execute(DeviceWork& work);
+  void executeWork(DeviceWork& work);
   // Moves `bytes` of piece `p` starting `offset` bytes in, leaving at `t`; returns arrival.
   uint64_t moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t);
   // `left` (if given): when the last byte has left the switches for `to` (see writeSpan).

@@ -422,9 +422,10 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     w.fault = std::move(f);
   }
   if (!result.printfOutput.empty()) w.output = std::make_shared<const std::string>(result.printfOutput);
-  if (model::Timeline::active() != nullptr && !w.stream.empty()) {
-    model::Timeline::trackIfActive("GPU " + std::to_string(w.engineGpu), "stream " + w.stream)
-        .span(start, Engine::simNowPs(), w.label.c_str());
+  if (!w.slice.category.empty()) {
+    w.sliceResult = "{\"global bytes read\":" + std::to_string(result.globalBytesRead) +
+                    ",\"global bytes written\":" + std::to_string(result.globalBytesWritten) +
+                    ",\"warp instructions\":" + std::to_string(result.warpInstructions) + "}";
   }
 }
 

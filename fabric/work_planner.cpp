@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "fabric/work_slice.h"
 #include "model/reduction.h"
+#include "model/timeline.h"
 
 namespace mcsim::fabric {
 
@@ -270,6 +272,13 @@ Status WorkPlanner::plan(const AddressSpace& space, const std::shared_ptr<std::a
   work->engineGpu = op.engineDevice;
   work->functional = functional_;
   work->stream = op.stream;
+  const Status s = planWork(space, abandoned, op, work);
+  if (s == Status::kOk && model::Timeline::active() != nullptr) work->slice = describeWork(op, *work);
+  return s;
+}
+
+Status WorkPlanner::planWork(const AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,
+                             const DeviceOp& op, DeviceWork* work) {
   if (op.kind == DeviceOp::Kind::kKernel) return planKernel(space, abandoned, op, work);
   if (op.kind == DeviceOp::Kind::kWaitValue) return planWaitValue(space, abandoned, op, work);
   if (op.kind == DeviceOp::Kind::kMarker) {

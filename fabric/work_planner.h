@@ -43,6 +43,9 @@ class WorkPlanner {
                       MemorySpan* span, DeviceWork* work);
   Status resolveMulticast(const model::AddressSpace& space, uint64_t va, uint64_t bytes, int accessor,
                           std::vector<int>* gpus, std::vector<MemorySpan>* members, DeviceWork* work);
+  // plan() without the timeline's description of the work.
+  Status planWork(const model::AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,
+                  const DeviceOp& op, DeviceWork* work);
   Status planKernel(const model::AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,
                     const DeviceOp& op, DeviceWork* work);
   Status planWaitValue(const model::AddressSpace& space, const std::shared_ptr<std::atomic<bool>>& abandoned,

@@ -1,7 +1,7 @@
 # cmake -DNM=nm -DLIBRARY=libcuda.so.1 -DHEADER=include/mcsim/mcsim.h -P check_exports.cmake
 # Fails unless LIBRARY exports exactly what driver/exports.map promises: the driver's C ABI (cu*),
 # every function of the C API that HEADER declares and no other mcsim_* but the trace recorder's
-# hooks (mcsim_trace_*), the NVML library's bridge (mcsim_nvml_*, driver/nvml_bridge.h), and SystemC's sc_main. Anything else (a C++ symbol, SystemC or Boost
+# hooks (mcsim_trace_*), the NVML library's bridge (mcsim_nvml_*, driver/nvml_bridge.h), the NVTX injection library's (mcsim_nvtx_*, driver/nvtx_bridge.h), and SystemC's sc_main. Anything else (a C++ symbol, SystemC or Boost
 # internals, the driver's mcsim_impl_* entry points) is named in the failure.
 execute_process(COMMAND "${NM}" -D --defined-only "${LIBRARY}" OUTPUT_VARIABLE listing RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -34,7 +34,7 @@ foreach(line IN LISTS lines)
   set(symbol "${CMAKE_MATCH_1}")
   string(REGEX REPLACE "@.*" "" symbol "${symbol}")  # a version suffix, if any
   list(APPEND exported ${symbol})
-  if(symbol MATCHES "^cu[A-Z][A-Za-z0-9_]*$" OR symbol MATCHES "^mcsim_trace_[a-z_]+$" OR symbol MATCHES "^mcsim_nvml_[a-z_]+$" OR symbol STREQUAL "sc_main")
+  if(symbol MATCHES "^cu[A-Z][A-Za-z0-9_]*$" OR symbol MATCHES "^mcsim_trace_[a-z_]+$" OR symbol MATCHES "^mcsim_nvml_[a-z_]+$" OR symbol MATCHES "^mcsim_nvtx_[a-z_]+$" OR symbol STREQUAL "sc_main")
     continue()
   endif()
   list(FIND api "${symbol}" at)
@@ -44,7 +44,7 @@ foreach(line IN LISTS lines)
 endforeach()
 
 set(missing)
-foreach(name IN LISTS api ITEMS cuInit cuGetProcAddress_v2 sc_main mcsim_nvml_attach)
+foreach(name IN LISTS api ITEMS cuInit cuGetProcAddress_v2 sc_main mcsim_nvml_attach mcsim_nvtx_attach)
   list(FIND exported ${name} at)
   if(at EQUAL -1)
     list(APPEND missing ${name})
@@ -55,7 +55,7 @@ if(unexpected OR missing)
   list(JOIN unexpected "\n  " unexpected_text)
   list(JOIN missing "\n  " missing_text)
   message(FATAL_ERROR "${LIBRARY}: exports differ from driver/exports.map's promise\n"
-          "exported but neither cu*, the C API of ${HEADER}, mcsim_trace_*, mcsim_nvml_* nor sc_main:\n  ${unexpected_text}\n"
+          "exported but neither cu*, the C API of ${HEADER}, mcsim_trace_*, mcsim_nvml_*, mcsim_nvtx_* nor sc_main:\n  ${unexpected_text}\n"
           "not exported:\n  ${missing_text}")
 endif()
 message(STATUS "${LIBRARY}: cu*, ${count} C API functions, mcsim_trace_*, sc_main; nothing else")

@@ -81,15 +81,15 @@ TEST(NodeSettings, ANodeMovesDataByDefault) {
   EXPECT_TRUE(NodeHost(loadPreset("single-h100"), NodeSettings()).movesData());
 }
 
-TEST(NodeSettings, TheTimelineIsWrittenOnlyWhereTold) {
+TEST(NodeSettings, TheTimelineIsKeptOnlyWhereTold) {
   ASSERT_EQ(model::Timeline::active(), nullptr);
-  model::Timeline::writeTo("");
+  model::Timeline::start("", false);
   EXPECT_EQ(model::Timeline::active(), nullptr);
   const std::string path = ::testing::TempDir() + "node_settings_timeline.json";
-  model::Timeline::writeTo(path);
+  model::Timeline::start(path, false);
   ASSERT_NE(model::Timeline::active(), nullptr);
   model::Timeline* first = model::Timeline::active();
-  model::Timeline::writeTo(path + ".second");  // one timeline per process: the first stays
+  model::Timeline::start(path + ".second", true);  // one timeline per process: the first stays
   EXPECT_EQ(model::Timeline::active(), first);
   EXPECT_TRUE(first->flush());
 }

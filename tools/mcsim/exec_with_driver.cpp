@@ -63,6 +63,8 @@ int execWithDriver(const char* who, const DriverSettings& s, const std::vector<s
   if (s.seed) setEnv("MCSIM_SEED", std::to_string(*s.seed));
   if (s.driverVersion) setEnv("MCSIM_DRIVER_VERSION", std::to_string(*s.driverVersion));
   if (s.timingOnly) setEnv("MCSIM_TIMING_ONLY", "1");
+  if (!s.timeline.empty()) setEnv("MCSIM_TIMELINE", absolutePath(s.timeline));
+  if (s.timelineSummary) setEnv("MCSIM_TIMELINE_SUMMARY", "1");
 
   const DriverLibraryDir lib = findDriverLibraryDir();
   if (lib.dir.empty()) {
@@ -71,6 +73,14 @@ int execWithDriver(const char* who, const DriverSettings& s, const std::vector<s
   }
   const char* old = std::getenv("LD_LIBRARY_PATH");
   setEnv("LD_LIBRARY_PATH", (old != nullptr && *old != '\0') ? lib.dir + ":" + old : lib.dir);
+  // The program's NVTX ranges go on the timeline through mcsim's injection library
+  // (docs/timeline.md); a tool the user named keeps its place.
+  const char* timeline = std::getenv("MCSIM_TIMELINE");
+  const char* summary = std::getenv("MCSIM_TIMELINE_SUMMARY");
+  const bool keptTimeline = (timeline != nullptr && *timeline != '\0') || (summary != nullptr && std::strcmp(summary, "1") == 0);
+  if (keptTimeline && std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
+    setEnv("NVTX_INJECTION64_PATH", lib.dir + "/libmcsim-nvtx.so");
+  }
 
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));

@@ -18,12 +18,16 @@ struct DriverSettings {
   std::optional<uint64_t> seed;        // MCSIM_SEED
   std::optional<int> driverVersion;    // MCSIM_DRIVER_VERSION
   bool timingOnly = false;             // MCSIM_TIMING_ONLY=1: time everything, move no data
+  std::string timeline;                // MCSIM_TIMELINE
+  bool timelineSummary = false;        // MCSIM_TIMELINE_SUMMARY=1
 };
 
 // Refuses a preset or fault plan the driver would refuse (reported as `who`: "mcsim run"), so
 // that the user sees the loader's message rather than the program's report of
 // CUDA_ERROR_NO_DEVICE; then exports the settings and replaces this process with `command`
-// (command[0] is found on PATH when it has no slash). Returns only when it fails: the exit status.
+// (command[0] is found on PATH when it has no slash). When a timeline is kept (by `settings` or the
+// environment), NVTX_INJECTION64_PATH names mcsim's NVTX injection library unless it names one
+// already, so that the program's NVTX ranges are on it. Returns only when it fails: the exit status.
 int execWithDriver(const char* who, const DriverSettings& settings, const std::vector<std::string>& command);
 
 }  // namespace mcsim::tools

@@ -49,6 +49,11 @@ Command addRunCommand(CLI::App& parent) {
   cmd->add_option("--faults", o->driver.faults, "Fault plan file to install at cuInit (MCSIM_FAULTS_FILE; docs/faults.md)");
   cmd->add_option("--record", o->driver.record, "Record every driver call to this trace (MCSIM_RECORD; docs/traces.md)");
   cmd->add_flag("--timing-only", o->driver.timingOnly, "Time everything but move no data (MCSIM_TIMING_ONLY=1)");
+  cmd->add_option("--timeline", o->driver.timeline,
+                  "Write the simulated activity, NVTX ranges included, to this Perfetto / Chrome trace-event JSON file "
+                  "at exit (MCSIM_TIMELINE; docs/timeline.md)");
+  cmd->add_flag("--timeline-summary", o->driver.timelineSummary,
+                "At exit, print simulated time per kernel, per copy kind, per link and switch (MCSIM_TIMELINE_SUMMARY=1)");
   o->seedOption = cmd->add_option("--seed", o->seed, "Seed of every random choice (MCSIM_SEED)");
   o->versionOption = cmd->add_option("--driver-version", o->driverVersion,
                                      "Driver version to emulate, e.g. 12080 (MCSIM_DRIVER_VERSION)")

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   // The node's own settings: its hang policy, whether data moves, its timeline (the devices').
   const mcsim::settings::Settings settings = mcsim::settings::fromEnvironment();
   o.settings = mcsim::fabric::NodeSettings::from(settings);
-  mcsim::model::Timeline::writeTo(settings.timeline);
+  mcsim::model::Timeline::start(settings.timeline, settings.timelineSummary);
 
   auto fail = [&](const std::string& problem) {
     if (readyFd >= 0) {
