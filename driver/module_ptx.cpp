@@ -84,44 +84,95 @@ CUresult ModulePtx::prepare(int device) {
   return result_ = CUDA_SUCCESS;
 }
 
+namespace {
+
+// A device-linked image's relocatable objects, read (their fitting PTX decompressed) and scanned
+// once per process, and each kernel's linked PTX: every context that loads the image (the CUDA
+// runtime registers it with each device's) shares them.
+struct LinkedImage {
+  std::mutex mu;
+  bool read = false;
+  std::string why;  // why the objects' PTX cannot be used, when `objects` is empty
+  std::vector<PtxEntry> objects;
+  std::unique_ptr<ptx::PtxLinker> linker;
+  std::map<std::string, std::shared_ptr<const ptx::LinkedPtx>> kernels;
+};
+
+// The image of `code`'s prelinked objects for compute capability `cc`. Known by the objects'
+// fatbin addresses and headers (magic, version, sizes): the program's own image, which stays
+// mapped while it runs; an image loaded later at the same addresses with the same sizes would be
+// taken for it.
+std::shared_ptr<LinkedImage> linkedImage(const ModuleCode& code, uint32_t cc) {
+  using Key = std::pair<std::vector<uint8_t>, uint32_t>;
+  static std::mutex mu;
+  static auto* cache = new std::map<Key, std::shared_ptr<LinkedImage>>();  // leaked: outlives static destruction
+  Key key{{}, cc};
+  for (const void* f : code.prelinkedFatbins) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&f);
+    key.first.insert(key.first.end(), p, p + sizeof f);
+    key.first.insert(key.first.end(), static_cast<const uint8_t*>(f), static_cast<const uint8_t*>(f) + 16);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<LinkedImage>& slot = (*cache)[key];
+  if (slot == nullptr) slot = std::make_shared<LinkedImage>();
+  return slot;
+}
+
+}  // namespace
+
 ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r) {
   *r = CUDA_SUCCESS;
   if (!ptxOnlyInPrelinked()) return this;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = linked_.find(name);
   if (it != linked_.end()) return it->second.get();
-  if (!objectsRead_) {
-    objectsRead_ = true;
-    std::string error;
-    if (!prelinkedPtx(code_, computeCapability(device), &objects_, &error)) {
-      objects_.clear();
-      why_ = "the module is a device-linked (-rdc) image that carries no PTX of its own, and the PTX of the "
-             "relocatable objects it was linked from cannot be used: " + error;
+  const std::shared_ptr<LinkedImage> image = linkedImage(code_, computeCapability(device));
+  std::shared_ptr<const ptx::LinkedPtx> linked;
+  {
+    std::lock_guard<std::mutex> imageLock(image->mu);
+    if (!image->read) {
+      image->read = true;
+      std::string error;
+      if (!prelinkedPtx(code_, computeCapability(device), &image->objects, &error)) {
+        image->objects.clear();
+        image->why = "the module is a device-linked (-rdc) image that carries no PTX of its own, and the PTX of the "
+                     "relocatable objects it was linked from cannot be used: " + error;
+      } else {
+        std::vector<ptx::LinkObject> objects;
+        for (size_t i = 0; i < image->objects.size(); ++i) {
+          objects.push_back({"relocatable object " + std::to_string(i) + " (compute_" +
+                                 std::to_string(image->objects[i].arch) + ".ptx)",
+                             &image->objects[i].text});
+        }
+        image->linker = std::make_unique<ptx::PtxLinker>(std::move(objects));
+      }
     }
-  }
-  if (objects_.empty()) {
-    *r = CUDA_ERROR_NO_BINARY_FOR_GPU;
-    return nullptr;
-  }
-  std::vector<ptx::LinkObject> objects;
-  for (size_t i = 0; i < objects_.size(); ++i)
-    objects.push_back({"relocatable object " + std::to_string(i) + " (compute_" + std::to_string(objects_[i].arch) + ".ptx)",
-                       &objects_[i].text});
-  ptx::LinkedPtx linked;
-  std::string error;
-  if (!ptx::linkPtx(objects, {name}, &linked, &error)) {
-    why_ = "linking the PTX of the relocatable objects it was linked from: " + error;
-    *r = CUDA_ERROR_NOT_SUPPORTED;
-    return nullptr;
+    if (image->linker == nullptr) {
+      why_ = image->why;
+      *r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+      return nullptr;
+    }
+    auto k = image->kernels.find(name);
+    if (k == image->kernels.end()) {
+      auto l = std::make_shared<ptx::LinkedPtx>();
+      std::string error;
+      if (!image->linker->scan(&error) || !image->linker->link({name}, l.get(), &error)) {
+        why_ = "linking the PTX of the relocatable objects it was linked from: " + error;
+        *r = CUDA_ERROR_NOT_SUPPORTED;
+        return nullptr;
+      }
+      k = image->kernels.emplace(name, std::move(l)).first;
+    }
+    linked = k->second;
   }
   ModuleCode code;
-  code.ptx.push_back(PtxEntry{objects_.front().arch, std::move(linked.text)});
+  code.ptx.push_back(PtxEntry{image->objects.front().arch, linked->text});
   code.variants = code_.variants;  // the device-linked image's SASS: what makes newer PTX fit (bestPtx)
   auto m = std::make_unique<ModulePtx>(std::move(code));
   *r = m->prepare(device);
   // Messages about the linked text name the object and line it came from.
-  m->why_ = linked.translate(m->why_);
-  for (auto& [fn, why] : m->module_.refused) why = linked.translate(why);
+  m->why_ = linked->translate(m->why_);
+  for (auto& [fn, why] : m->module_.refused) why = linked->translate(why);
   if (*r != CUDA_SUCCESS) {
     why_ = m->why_;
     return nullptr;

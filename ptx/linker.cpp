@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -240,20 +241,36 @@ std::string LinkedPtx::translate(const std::string& message) const {
   return at.empty() ? message : at + message.substr(end);
 }
 
-bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::string>& roots, LinkedPtx* out,
-             std::string* error) {
-  *out = LinkedPtx{};
-  std::vector<ObjectInfo> info(objects.size());
+struct PtxLinker::State {
+  std::vector<LinkObject> objects;
+  std::vector<ObjectInfo> info;
   // Definitions visible to every object: name -> (object, statement); weak ones yield.
   std::unordered_map<std::string, Ref> global;
   std::unordered_map<std::string, bool> globalWeak;
+  bool scanned = false;
+  std::string error;
+};
+
+PtxLinker::PtxLinker(std::vector<LinkObject> objects) : s_(std::make_unique<State>()) { s_->objects = std::move(objects); }
+PtxLinker::~PtxLinker() = default;
+
+bool PtxLinker::scan(std::string* error) {
+  if (s_->scanned) {
+    *error = s_->error;
+    return s_->error.empty();
+  }
+  s_->scanned = true;
+  const std::vector<LinkObject>& objects = s_->objects;
+  std::vector<ObjectInfo>& info = s_->info;
+  auto& global = s_->global;
+  auto& globalWeak = s_->globalWeak;
+  info.resize(objects.size());
   for (uint32_t o = 0; o < objects.size(); ++o) {
     ObjectInfo& oi = info[o];
     oi.object = &objects[o];
-    out->objectNames.push_back(objects[o].name);
     std::string why;
     if (!Scanner(*objects[o].text).run(&oi.stmts, &why)) {
-      *error = objects[o].name + ": " + why;
+      *error = s_->error = objects[o].name + ": " + why;
       return false;
     }
     for (uint32_t k = 0; k < oi.stmts.size(); ++k) {
@@ -273,7 +290,7 @@ bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::stri
         global.emplace(st.name, Ref{o, k});
         globalWeak[st.name] = weak;
       } else if (!weak && !globalWeak[st.name]) {
-        *error = "'" + st.name + "' is defined in both " + objects[it->second.first].name + " (line " +
+        *error = s_->error = "'" + st.name + "' is defined in both " + objects[it->second.first].name + " (line " +
                  std::to_string(info[it->second.first].stmts[it->second.second].line) + ") and " + objects[o].name +
                  " (line " + std::to_string(st.line) + ")";
         return false;
@@ -283,6 +300,19 @@ bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::stri
       }
     }
   }
+  return true;
+}
+
+bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error) const {
+  *out = LinkedPtx{};
+  if (!s_->scanned || !s_->error.empty()) {
+    *error = s_->scanned ? s_->error : "the objects were not scanned";
+    return false;
+  }
+  const std::vector<LinkObject>& objects = s_->objects;
+  const std::vector<ObjectInfo>& info = s_->info;
+  const auto& global = s_->global;
+  for (const LinkObject& o : objects) out->objectNames.push_back(o.name);
   out->objectsScanned = objects.size();
 
   // What the roots reach. A function is defined (its body emitted) when code names it, declared
@@ -461,6 +491,12 @@ bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::stri
     ++out->functionsDefined;
   }
   return true;
+}
+
+bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::string>& roots, LinkedPtx* out,
+             std::string* error) {
+  PtxLinker linker(objects);
+  return linker.scan(error) && linker.link(roots, out, error);
 }
 
 }  // namespace mcsim::ptx
