@@ -303,7 +303,8 @@ bool PtxLinker::scan(std::string* error) {
   return true;
 }
 
-bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error) const {
+bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error,
+                     size_t tableBytes) const {
   *out = LinkedPtx{};
   if (!s_->scanned || !s_->error.empty()) {
     *error = s_->scanned ? s_->error : "the objects were not scanned";
@@ -346,10 +347,14 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
              "), is defined in none of the " + std::to_string(objects.size()) + " objects";
     return -1;
   };
+  size_t added = 0;  // bytes of statements taken in
   auto want = [&](const Ref& r, bool body) {
     const Stmt& st = info[r.first].stmts[r.second];
     if (st.kind == Stmt::Kind::kVariable) {
-      if (variables.insert(r).second) todo.push_back(r);
+      if (variables.insert(r).second) {
+        todo.push_back(r);
+        added += st.end - st.begin;
+      }
       return;
     }
     const bool hasBody = st.bodyBegin != std::string::npos && st.linkage != Stmt::Linkage::kExtern;
@@ -360,7 +365,10 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
     } else if (body && hasBody && !it->second) {
       it->second = true;
       todo.push_back(r);
+    } else {
+      return;
     }
+    if (body && hasBody) added += st.end - st.begin;
   };
   for (const std::string& root : roots) {
     auto g = global.find(root);
@@ -370,6 +378,8 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
     }
     want(g->second, true);
   }
+  // Takes in what the statements in `todo` name, transitively.
+  auto drain = [&]() -> bool {
   while (!todo.empty()) {
     const Ref r = todo.back();
     todo.pop_back();
@@ -406,6 +416,42 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
       } else {
         ++i;
       }
+    }
+  }
+
+    return true;
+  };
+  if (!drain()) return false;
+  // Functions only an initialiser names (tables of function pointers): defined too, with what
+  // they reach, while that adds at most `tableBytes` of PTX; beyond, all of them stay declared only.
+  {
+    const auto savedFunctions = functions;
+    const auto savedVariables = variables;
+    added = 0;
+    bool over = false;
+    for (;;) {
+      std::vector<Ref> tables;
+      for (const auto& [r, body] : functions) {
+        const Stmt& st = info[r.first].stmts[r.second];
+        if (!body && st.bodyBegin != std::string::npos && st.linkage != Stmt::Linkage::kExtern) tables.push_back(r);
+      }
+      if (tables.empty()) break;
+      for (const Ref& r : tables) want(r, true);
+      if (added > tableBytes) {
+        over = true;
+        break;
+      }
+      if (!drain()) return false;
+      if (added > tableBytes) {
+        over = true;
+        break;
+      }
+    }
+    if (over) {
+      functions = savedFunctions;
+      variables = savedVariables;
+      todo.clear();
+      out->tablesDeclaredOnly = true;
     }
   }
 

@@ -6,10 +6,11 @@
 // Lazy by design: the objects are scanned at module level only (a function's body is skipped by
 // its braces, never parsed), and the output holds the bodies of the kernels asked for and of
 // the functions they call directly or whose address their code takes (`mov`), transitively, and
-// the variables any of those name. A function that only a variable's initialiser names (a table
-// of function pointers) is declared, not defined: it has an address, and an indirect call to it
-// stops the kernel as a call to a function defined nowhere does (docs/nccl.md says why:
-// NCCL's table names every one of its 671 device functions).
+// the variables any of those name. Functions that only a variable's initialiser names (a table
+// of function pointers) are defined too, with what they reach, while that adds at most
+// kTableBytes of PTX; beyond that all of them are declared, not defined: they have addresses, and
+// an indirect call to one stops the kernel as a call to a function defined nowhere does
+// (docs/nccl.md says why: NCCL's table names all 671 of its device functions, 131 MB of PTX).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,8 @@
 #include <vector>
 
 namespace mcsim::ptx {
+
+constexpr size_t kTableBytes = size_t{16} << 20;
 
 // One relocatable object: its name (for messages: "nccl_rel12.ptx") and its PTX text, which
 // must outlive the link.
@@ -39,6 +42,7 @@ struct LinkedPtx {
   size_t objectsScanned = 0;     // every object given
   size_t functionsDefined = 0;   // bodies in `text`
   size_t functionsDeclared = 0;  // functions only declared (an initialiser names them)
+  bool tablesDeclaredOnly = false;  // their definitions would have added more than kTableBytes
   size_t variables = 0;
 
   // "obj.ptx:123" for line `line` of `text` ("" when it is not from an object). And a parser
@@ -58,8 +62,10 @@ class PtxLinker {
   // Scans the objects (once; later calls answer as the first did). False with `error`: an object
   // cannot be scanned, or two objects define the same .visible symbol.
   bool scan(std::string* error);
-  // Links `roots` (after a successful scan), as linkPtx below.
-  bool link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error) const;
+  // Links `roots` (after a successful scan), as linkPtx below; `tableBytes`: the most PTX that
+  // defining the functions only initialisers name may add.
+  bool link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error,
+            size_t tableBytes = kTableBytes) const;
 
  private:
   struct State;

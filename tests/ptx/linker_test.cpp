@@ -77,12 +77,16 @@ const std::string kB = std::string(kHeader) + R"(
 }
 )";
 
-// Object c: the table of functions (only declared by the link: no code names them), the visible
-// bias, the shared variable, and a function nothing reaches with something the parser refuses
-// (so the link must not have parsed it).
+// Object c: a table of functions (no code names them: the link defines them while they are
+// small, declares them otherwise), the visible bias, the shared variable, and a function nothing
+// reaches with something the parser refuses (so the link must not have parsed it).
 const std::string kC = std::string(kHeader) + R"(
 .extern .func (.param .b32 func_retval0) scale(.param .b32 scale_param_0);
 .visible .func never_called()
+{
+  ret;
+}
+.visible .func orphan()
 {
   frobnicate.wobbly %r1;
 }
@@ -96,8 +100,9 @@ TEST(PtxLinker, ResolvesAcrossObjectsAndRuns) {
   std::string error;
   ASSERT_TRUE(linkPtx({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}}, {"k"}, &linked, &error)) << error;
   EXPECT_EQ(linked.objectsScanned, 3u);
-  EXPECT_EQ(linked.functionsDefined, 3u);   // k, scale, helper
-  EXPECT_EQ(linked.functionsDeclared, 1u);  // never_called: named by the table only
+  EXPECT_EQ(linked.functionsDefined, 4u);   // k, scale, helper, never_called (named by the table)
+  EXPECT_EQ(linked.functionsDeclared, 0u);
+  EXPECT_FALSE(linked.tablesDeclaredOnly);
   EXPECT_EQ(linked.variables, 5u);          // both $str, bias (c's), ops, common (not dyn: unused)
   EXPECT_EQ(linked.text.find("frobnicate"), std::string::npos);
   // The two objects' own $str are renamed apart.
@@ -127,7 +132,7 @@ TEST(PtxLinker, ErrorsNameTheSymbolAndTheObjects) {
   EXPECT_EQ(error, "'scale', declared .extern in a.ptx (line 5), is defined in none of the 2 objects");
   const std::string dup = std::string(kHeader) + ".visible .global .align 4 .u32 bias = 9;\n";
   EXPECT_FALSE(linkPtx({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}, {"d.ptx", &dup}}, {"k"}, &linked, &error));
-  EXPECT_EQ(error, "'bias' is defined in both c.ptx (line 10) and d.ptx (line 4)");
+  EXPECT_EQ(error, "'bias' is defined in both c.ptx (line 14) and d.ptx (line 4)");
   EXPECT_FALSE(linkPtx({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}}, {"nothing"}, &linked, &error));
   EXPECT_EQ(error, "no object defines a kernel 'nothing'");
   const std::string open = std::string(kHeader) + ".visible .entry k2()\n{\n  ret;\n";
@@ -135,9 +140,10 @@ TEST(PtxLinker, ErrorsNameTheSymbolAndTheObjects) {
   EXPECT_EQ(error, "open.ptx: line 7: a body is not closed");
 }
 
-// An indirect call to a function the table names but no code does: declared, not linked, so the
-// kernel stops with an illegal address that names it.
-TEST(PtxLinker, TableFunctionsAreDeclaredOnly) {
+// An indirect call to a function the table names but no code does: linked while the table's
+// functions are small; beyond the limit declared only, and the kernel stops with an illegal
+// address that names it.
+TEST(PtxLinker, TableFunctionsAreLinkedUpToALimit) {
   const std::string k = std::string(kHeader) + R"(
 .extern .global .align 8 .b8 ops[];
 .visible .entry call_second()
@@ -150,9 +156,21 @@ TEST(PtxLinker, TableFunctionsAreDeclaredOnly) {
   ret;
 }
 )";
-  LinkedPtx linked;
+  PtxLinker linker({{"k.ptx", &k}, {"b.ptx", &kB}, {"c.ptx", &kC}});
   std::string error;
-  ASSERT_TRUE(linkPtx({{"k.ptx", &k}, {"b.ptx", &kB}, {"c.ptx", &kC}}, {"call_second"}, &linked, &error)) << error;
+  ASSERT_TRUE(linker.scan(&error)) << error;
+  LinkedPtx small;
+  ASSERT_TRUE(linker.link({"call_second"}, &small, &error)) << error;
+  EXPECT_EQ(small.functionsDefined, 4u);  // call_second, scale, helper, never_called
+  Program ok(small.text, "linked.ptx");
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  const LaunchResult fine = ok.launch("call_second", {}, {1, 1, 1}, {});
+  EXPECT_EQ(fine.fault, Fault::kNone) << fine.message;
+  LinkedPtx linked;
+  ASSERT_TRUE(linker.link({"call_second"}, &linked, &error, /*tableBytes=*/100)) << error;
+  EXPECT_TRUE(linked.tablesDeclaredOnly);
+  EXPECT_EQ(linked.functionsDefined, 1u);
+  EXPECT_EQ(linked.functionsDeclared, 2u);
   Program p(linked.text, "linked.ptx");
   ASSERT_TRUE(p.ok()) << p.error();
   const LaunchResult r = p.launch("call_second", {}, {1, 1, 1}, {});
