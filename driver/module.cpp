@@ -95,6 +95,7 @@ CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* name
   code->variants = std::move(read.variants);
   code->prelinked = read.prelinked;
   code->prelinkedWithPtx = read.prelinkedWithPtx;
+  code->prelinkedFatbins = std::move(read.prelinkedFatbins);
   return CUDA_SUCCESS;
 }
 

@@ -350,7 +350,9 @@ ModuleImage parseCubin(const uint8_t* p, size_t size) {
 // ---------------------------------------------------------------------------------------------
 // fatbin
 
-ModuleImage parseFatbin(const uint8_t* p, size_t size) {
+// ptxOnly: only the PTX entries are decompressed and kept, and no names are read (a relocatable
+// object's PTX for linking, docs/nccl.md); its SASS entries are listed, never decompressed.
+ModuleImage parseFatbin(const uint8_t* p, size_t size, bool ptxOnly = false) {
   const ImageFormat f = ImageFormat::kFatbin;
   const bool sized = size != kUnknownImageSize;
   if (sized && size < kFatbinHeaderBytes) return refused(f, "fatbin: truncated header (" + std::to_string(size) + " bytes)");
@@ -417,6 +419,7 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
   std::vector<std::string> unreadable(payloads.size());
   for (size_t i = 0; i < payloads.size(); ++i) {
     const Payload& pl = payloads[i];
+    if (ptxOnly && r.variants[i].kind != kKindPtx) continue;
     if (pl.oldScheme) {
       unreadable[i] = "compressed with the scheme of CUDA before 12.8 (flag 0x2000), which mcsim does not read "
                       "(rebuild with a newer nvcc, or with --no-compress)";
@@ -440,6 +443,10 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size) {
     // The payload is padded with NULs; the text ends at the first one.
     const size_t len = strnlen(plain[i].data(), plain[i].size());
     r.ptx.push_back(PtxEntry{r.variants[i].arch, plain[i].substr(0, len)});
+  }
+  if (ptxOnly) {
+    r.ok = true;
+    return r;
   }
 
   // ELF first (what the driver would run), then PTX; within a kind, image order.
@@ -510,6 +517,27 @@ bool fatbinHasPtx(const uint8_t* p) {
 
 }  // namespace
 
+bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* out, std::string* error) {
+  out->clear();
+  for (size_t i = 0; i < code.prelinkedFatbins.size(); ++i) {
+    ModuleImage object = parseFatbin(static_cast<const uint8_t*>(code.prelinkedFatbins[i]), kUnknownImageSize, true);
+    if (!object.ok) {
+      *error = "relocatable object " + std::to_string(i) + ": " + object.error;
+      return false;
+    }
+    ModuleCode c;
+    c.ptx = std::move(object.ptx);
+    c.variants = std::move(object.variants);
+    const PtxEntry* best = bestPtx(c, cc);
+    if (best == nullptr) {
+      *error = "relocatable object " + std::to_string(i) + " carries no PTX for compute_" + std::to_string(cc);
+      return false;
+    }
+    out->push_back(*best);
+  }
+  return true;
+}
+
 bool sassRunsOn(uint32_t sassArch, uint32_t cc) { return sassArch / 10 == cc / 10 && sassArch <= cc; }
 
 const PtxEntry* bestPtx(const ModuleCode& code, uint32_t cc) {
@@ -571,6 +599,7 @@ ModuleImage readModuleImage(const void* image, size_t size) {
         std::memcpy(&fatbin, prelinked + i, sizeof fatbin);
         if (fatbin == nullptr) break;
         ++r.prelinked;
+        r.prelinkedFatbins.push_back(fatbin);
         if (fatbinHasPtx(static_cast<const uint8_t*>(fatbin))) ++r.prelinkedWithPtx;
       }
     }

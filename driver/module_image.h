@@ -58,6 +58,8 @@ struct ModuleImage {
   // (read from their entry headers; nothing of them is decompressed or parsed).
   size_t prelinked = 0;
   size_t prelinkedWithPtx = 0;
+  // Their fatbins, as the list names them (memory of the program's own image, which stays mapped).
+  std::vector<const void*> prelinkedFatbins;
 };
 
 // What of an image the simulator can run: its PTX entries, and its fatbin entries (to know for
@@ -66,7 +68,13 @@ struct ModuleCode {
   std::vector<PtxEntry> ptx;
   std::vector<FatbinVariant> variants;
   size_t prelinked = 0, prelinkedWithPtx = 0;  // as ModuleImage's
+  std::vector<const void*> prelinkedFatbins;
 };
+
+// The PTX of each of `code`'s prelinked relocatable objects that fits a device of compute
+// capability `cc` (bestPtx's rule), decompressed (their SASS is not): what linking them takes
+// (ptx/linker.h, docs/nccl.md). False with `error` when an object cannot be read or has none.
+bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* out, std::string* error);
 
 // The PTX entry a device of compute capability `cc` (90 for 9.0) runs: the highest virtual
 // architecture not above it, as the real driver JIT-compiles. Where there is none but the image

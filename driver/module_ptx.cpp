@@ -9,6 +9,7 @@
 #include "driver/driver.h"
 #include "driver/stream.h"
 #include "ptx/executor.h"
+#include "ptx/linker.h"
 #include "ptx/parser.h"
 
 namespace mcsim::driver {
@@ -41,8 +42,8 @@ CUresult ModulePtx::prepare(int device) {
            : code_.prelinkedWithPtx != 0
                ? "the module is a device-linked (-rdc) image that carries no PTX (only SASS, which mcsim does not "
                  "execute); PTX is in " + std::to_string(code_.prelinkedWithPtx) + " of the " +
-                     std::to_string(code_.prelinked) + " relocatable objects it was linked from, which mcsim does not "
-                     "link yet (docs/nccl.md)"
+                     std::to_string(code_.prelinked) + " relocatable objects it was linked from, which mcsim links "
+                     "kernel by kernel at their first launches (docs/nccl.md)"
                : "the module carries no PTX (only SASS, which mcsim does not execute)";
     return result_ = CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
@@ -83,6 +84,102 @@ CUresult ModulePtx::prepare(int device) {
   return result_ = CUDA_SUCCESS;
 }
 
+namespace {
+
+// A device-linked image's relocatable objects, read (their fitting PTX decompressed) and scanned
+// once per process, and each kernel's linked PTX: every context that loads the image (the CUDA
+// runtime registers it with each device's) shares them.
+struct LinkedImage {
+  std::mutex mu;
+  bool read = false;
+  std::string why;  // why the objects' PTX cannot be used, when `objects` is empty
+  std::vector<PtxEntry> objects;
+  std::unique_ptr<ptx::PtxLinker> linker;
+  std::map<std::string, std::shared_ptr<const ptx::LinkedPtx>> kernels;
+};
+
+// The image of `code`'s prelinked objects for compute capability `cc`. Known by the objects'
+// fatbin addresses and headers (magic, version, sizes): the program's own image, which stays
+// mapped while it runs; an image loaded later at the same addresses with the same sizes would be
+// taken for it.
+std::shared_ptr<LinkedImage> linkedImage(const ModuleCode& code, uint32_t cc) {
+  using Key = std::pair<std::vector<uint8_t>, uint32_t>;
+  static std::mutex mu;
+  static auto* cache = new std::map<Key, std::shared_ptr<LinkedImage>>();  // leaked: outlives static destruction
+  Key key{{}, cc};
+  for (const void* f : code.prelinkedFatbins) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&f);
+    key.first.insert(key.first.end(), p, p + sizeof f);
+    key.first.insert(key.first.end(), static_cast<const uint8_t*>(f), static_cast<const uint8_t*>(f) + 16);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<LinkedImage>& slot = (*cache)[key];
+  if (slot == nullptr) slot = std::make_shared<LinkedImage>();
+  return slot;
+}
+
+}  // namespace
+
+ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r) {
+  *r = CUDA_SUCCESS;
+  if (!ptxOnlyInPrelinked()) return this;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = linked_.find(name);
+  if (it != linked_.end()) return it->second.get();
+  const std::shared_ptr<LinkedImage> image = linkedImage(code_, computeCapability(device));
+  std::shared_ptr<const ptx::LinkedPtx> linked;
+  {
+    std::lock_guard<std::mutex> imageLock(image->mu);
+    if (!image->read) {
+      image->read = true;
+      std::string error;
+      if (!prelinkedPtx(code_, computeCapability(device), &image->objects, &error)) {
+        image->objects.clear();
+        image->why = "the module is a device-linked (-rdc) image that carries no PTX of its own, and the PTX of the "
+                     "relocatable objects it was linked from cannot be used: " + error;
+      } else {
+        std::vector<ptx::LinkObject> objects;
+        for (size_t i = 0; i < image->objects.size(); ++i) {
+          objects.push_back({"relocatable object " + std::to_string(i) + " (compute_" +
+                                 std::to_string(image->objects[i].arch) + ".ptx)",
+                             &image->objects[i].text});
+        }
+        image->linker = std::make_unique<ptx::PtxLinker>(std::move(objects));
+      }
+    }
+    if (image->linker == nullptr) {
+      why_ = image->why;
+      *r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+      return nullptr;
+    }
+    auto k = image->kernels.find(name);
+    if (k == image->kernels.end()) {
+      auto l = std::make_shared<ptx::LinkedPtx>();
+      std::string error;
+      if (!image->linker->scan(&error) || !image->linker->link({name}, l.get(), &error)) {
+        why_ = "linking the PTX of the relocatable objects it was linked from: " + error;
+        *r = CUDA_ERROR_NOT_SUPPORTED;
+        return nullptr;
+      }
+      k = image->kernels.emplace(name, std::move(l)).first;
+    }
+    linked = k->second;
+  }
+  ModuleCode code;
+  code.ptx.push_back(PtxEntry{image->objects.front().arch, linked->text});
+  code.variants = code_.variants;  // the device-linked image's SASS: what makes newer PTX fit (bestPtx)
+  auto m = std::make_unique<ModulePtx>(std::move(code));
+  *r = m->prepare(device);
+  // Messages about the linked text name the object and line it came from.
+  m->why_ = linked->translate(m->why_);
+  for (auto& [fn, why] : m->module_.refused) why = linked->translate(why);
+  if (*r != CUDA_SUCCESS) {
+    why_ = m->why_;
+    return nullptr;
+  }
+  return linked_.emplace(name, std::move(m)).first->second.get();
+}
+
 const ptx::Function* ModulePtx::kernel(const std::string& name) const {
   const ptx::Function* f = module_.find(name);
   return f != nullptr && f->isEntry ? f : nullptr;
@@ -107,6 +204,7 @@ void ModulePtx::release() {
   std::lock_guard<std::mutex> lock(mu_);
   if (globalsVa_ != 0) (void)node().freeLinear(globalsVa_);
   globalsVa_ = 0;
+  for (auto& [name, m] : linked_) m->release();
 }
 
 CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes) {
@@ -126,11 +224,19 @@ CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes) {
   return *buffer != nullptr && sized ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name, CUctx_st* ctx, Dim3 grid, Dim3 block,
-                         unsigned sharedMem, CUstream stream, bool perThreadDefault, void** kernelParams,
+CUresult launchPtxKernel(ModulePtx& image, CUfunc_st* func, const std::string& name, CUctx_st* ctx, Dim3 grid,
+                         Dim3 block, unsigned sharedMem, CUstream stream, bool perThreadDefault, void** kernelParams,
                          void** extra, bool cooperative) {
+  CUresult r = CUDA_SUCCESS;
+  ModulePtx* linked = image.forKernel(ctx->device, name, &r);
+  if (linked == nullptr) {
+    std::fprintf(stderr, "mcsim: kernel '%s' has no behavioural model and cannot run in the simulator: %s\n",
+                 name.c_str(), image.why().c_str());
+    return r;
+  }
+  ModulePtx& m = *linked;
   const char* rebuild = "rebuild with -gencode arch=compute_90,code=[sm_90,compute_90] to include PTX";
-  CUresult r = m.prepare(ctx->device);
+  r = m.prepare(ctx->device);
   const ptx::Function* fn = r == CUDA_SUCCESS ? m.kernel(name) : nullptr;
   if (r == CUDA_SUCCESS && fn == nullptr && m.refusedWhy(name) != nullptr) {
     std::fprintf(stderr, "mcsim: kernel '%s' cannot run in the simulator: %s\n", name.c_str(), m.refusedWhy(name)->c_str());
@@ -163,8 +269,10 @@ CUresult launchPtxKernel(ModulePtx& m, CUfunc_st* func, const std::string& name,
     const uint8_t* buffer = nullptr;
     size_t bytes = 0;
     MCSIM_TRY(extraBuffer(extra, &buffer, &bytes));
-    if (bytes < fn->paramBytes) return CUDA_ERROR_INVALID_VALUE;
-    params.assign(buffer, buffer + fn->paramBytes);
+    // A buffer shorter than the parameters gives their first bytes, the rest zero: NCCL passes
+    // only the part of its 4096-byte argument storage it uses (docs/nccl.md), as real drivers take.
+    params.assign(fn->paramBytes, 0);
+    std::memcpy(params.data(), buffer, std::min<size_t>(bytes, fn->paramBytes));
   } else if (fn->paramBytes != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -9,6 +9,8 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -32,6 +34,13 @@ class ModulePtx {
   const std::string& why() const { return why_; }
   // A device-linked (-rdc) image whose relocatable objects carry the PTX (docs/nccl.md).
   bool ptxOnlyInPrelinked() const { return code_.ptx.empty() && code_.prelinkedWithPtx != 0; }
+  // The module kernel `name` runs from: this one, or for a device-linked image whose PTX is in its
+  // relocatable objects, a module of its own linked from them (ptx/linker.h) at the kernel's
+  // first launch, with the kernel, what it calls and the variables they name (docs/nccl.md,
+  // "Linking"). nullptr with `*r` and why() when linking fails (CUDA_ERROR_NO_BINARY_FOR_GPU:
+  // an object without fitting PTX; CUDA_ERROR_NOT_SUPPORTED: a symbol unresolved or defined
+  // twice, or PTX the parser refuses).
+  ModulePtx* forKernel(int device, const std::string& name, CUresult* r);
 
   // After a successful prepare: the kernel's PTX (nullptr if the module's PTX lacks it), the
   // node's id of the module, and where a .global variable lives.
@@ -53,6 +62,10 @@ class ModulePtx {
   ptx::Module module_;
   uint64_t nodeModule_ = 0;
   uint64_t globalsVa_ = 0;
+  // A device-linked image's objects' PTX (read at the first link) and its kernels' linked modules.
+  bool objectsRead_ = false;
+  std::vector<PtxEntry> objects_;
+  std::map<std::string, std::unique_ptr<ModulePtx>> linked_;
 };
 
 // The packed parameter buffer a launch's `extra` names (CU_LAUNCH_PARAM_BUFFER_POINTER and

@@ -319,6 +319,7 @@ class Executor::Run {
   struct Frame {
     uint32_t returnPc = 0;
     uint32_t site = 0;
+    uint32_t callee = 0;  // index in Function::callees (an indirect call's differs lane by lane)
     std::vector<uint64_t> regs;
     std::vector<uint8_t> local;
   };
@@ -1295,6 +1296,10 @@ class Executor::Run {
   // copied into the callee's parameters; a recursive callee's registers and locals are saved.
   void call(Warp& w, const Instruction& in, uint32_t exec) {
     const CallSite& site = fn_.calls[in.ops[0].target];
+    if (site.indirect) {
+      indirectCall(w, in, exec);
+      return;
+    }
     const Callee& c = fn_.callees[site.callee];
     if (c.builtin != Builtin::kNone) {
       if (exec != 0) builtin(w, in, exec, site, c);
@@ -1313,20 +1318,68 @@ class Executor::Run {
              "call stack overflow: " + std::to_string(kMaxCallDepth) + " calls deep calling '" + c.name + "'");
         return;
       }
-      Frame f;
-      f.returnPc = w.pc + 1;
-      f.site = in.ops[0].target;
-      uint8_t* local = laneLocal(w, l);
-      if (c.recursive) {
-        f.regs.resize(c.regCount);
-        for (uint32_t r = 0; r < c.regCount; ++r) f.regs[r] = row(w, c.regBase + r)[l];
-        f.local.assign(local + c.localBase, local + c.localBase + c.localBytes);
-      }
-      frames.push_back(std::move(f));
-      for (size_t k = 0; k < c.params.size() && k < site.args.size(); ++k)
-        std::memcpy(local + c.params[k].first, local + site.args[k].first, std::min(c.params[k].second, site.args[k].second));
+      enter(w, l, in.ops[0].target, site.callee);
     }
     split(w, exec, c.entryPc, w.pc + 1);
+  }
+
+  // Lane `l` enters callee `callee` from call site `site`: its frame is pushed (a recursive
+  // callee's registers and locals saved) and the arguments copied into the callee's parameters.
+  void enter(Warp& w, unsigned l, uint32_t siteIndex, uint32_t callee) {
+    const CallSite& site = fn_.calls[siteIndex];
+    const Callee& c = fn_.callees[callee];
+    Frame f;
+    f.returnPc = w.pc + 1;
+    f.site = siteIndex;
+    f.callee = callee;
+    uint8_t* local = laneLocal(w, l);
+    if (c.recursive) {
+      f.regs.resize(c.regCount);
+      for (uint32_t r = 0; r < c.regCount; ++r) f.regs[r] = row(w, c.regBase + r)[l];
+      f.local.assign(local + c.localBase, local + c.localBase + c.localBytes);
+    }
+    w.frames[l].push_back(std::move(f));
+    for (size_t k = 0; k < c.params.size() && k < site.args.size(); ++k)
+      std::memcpy(local + c.params[k].first, local + site.args[k].first, std::min(c.params[k].second, site.args[k].second));
+  }
+
+  // An indirect call (docs/ptx.md, "Indirect calls"): each lane goes to the function whose address
+  // its register holds, among those linked into the kernel (Function::indirect); lanes calling
+  // different functions diverge and reconverge at the return as any other lanes. An address that
+  // is not such a function's stops the kernel with an illegal address before any lane enters.
+  void indirectCall(Warp& w, const Instruction& in, uint32_t exec) {
+    const uint64_t* target = row(w, in.ops[0].reg);
+    uint32_t callee[32];
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      auto it = std::lower_bound(fn_.indirect.begin(), fn_.indirect.end(), std::make_pair(target[l], uint32_t{0}));
+      if (it == fn_.indirect.end() || it->first != target[l]) {
+        const std::string* name = ex_.module_.functionAt(target[l]);
+        char addr[24];
+        std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(target[l]));
+        fail(Fault::kIllegalAddress, w, l, &in,
+             name == nullptr ? std::string("indirect call to ") + addr + ", which is not a function's address"
+                             : std::string("indirect call to ") + addr + ", the address of '" + *name +
+                                   "', which is declared but not defined in this module");
+        return;
+      }
+      if (w.frames[l].size() >= kMaxCallDepth) {
+        fail(Fault::kIllegalAddress, w, l, &in,
+             "call stack overflow: " + std::to_string(kMaxCallDepth) + " calls deep calling '" + fn_.callees[it->second].name + "'");
+        return;
+      }
+      callee[l] = it->second;
+    }
+    for (uint32_t m = w.active; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      if ((exec >> l) & 1u) {
+        enter(w, l, in.ops[0].target, callee[l]);
+        w.lanePc[l] = fn_.callees[callee[l]].entryPc;
+      } else {
+        w.lanePc[l] = w.pc + 1;
+      }
+    }
+    reschedule(w);
   }
 
   // The lanes `exec` execute ret: those in a call return to their callers (the return values
@@ -1343,7 +1396,7 @@ class Executor::Run {
       }
       Frame& f = frames.back();
       const CallSite& site = fn_.calls[f.site];
-      const Callee& c = fn_.callees[site.callee];
+      const Callee& c = fn_.callees[f.callee];
       uint8_t* local = laneLocal(w, l);
       uint8_t ret[64];
       std::vector<uint8_t> big;

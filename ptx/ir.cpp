@@ -48,6 +48,12 @@ const Function* Module::find(const std::string& fn) const {
   return nullptr;
 }
 
+const std::string* Module::functionAt(uint64_t address) const {
+  if (address < kFunctionWindow || (address - kFunctionWindow) % kFunctionStride != 0) return nullptr;
+  const uint64_t n = (address - kFunctionWindow) / kFunctionStride;
+  return n < functionNames.size() ? &functionNames[n] : nullptr;
+}
+
 std::string Module::sourceOf(const Instruction& in) const {
   if (in.srcFile == 0 || in.srcLine == 0) return "";
   for (const auto& [n, file] : files) {

@@ -83,6 +83,12 @@ constexpr uint64_t kModuleGlobalWindow = 0xfc00000000000000ull;
 constexpr uint64_t kConstWindow = 0xfb00000000000000ull;
 constexpr uint64_t kParamWindow = 0xfa00000000000000ull;
 constexpr uint64_t kWindowSize = 0x0100000000000000ull;
+// Function addresses (`mov.u64 %rd, f;`, a `.global .u64` initialiser naming a function): the
+// module's n-th declared function (Module::functionNames) is at kFunctionWindow + n *
+// kFunctionStride. Not memory: an indirect call (`call %rd, ...`) takes such an address, and any
+// access through one is an illegal address as any other address outside device memory.
+constexpr uint64_t kFunctionWindow = 0xf900000000000000ull;
+constexpr uint64_t kFunctionStride = 16;
 
 struct VecElem {
   bool isImm = false;
@@ -160,9 +166,13 @@ enum class Builtin : uint8_t {
 
 // A `call` as the parser reads it: the callee and the caller's `.param` variables that carry the
 // arguments and receive the return values (offsets and sizes in the caller's local memory, where
-// a body's `.param` variables live). Linking (below) sets `callee`.
+// a body's `.param` variables live). Linking (below) sets `callee`. An indirect call (through a
+// register holding a function's address, with a `.callprototype` or `.calltargets` label) has
+// `indirect` set, the register in its instruction's ops[0].reg, the label in `name`, and no
+// callee: the executor finds it by the address (Function::indirect).
 struct CallSite {
   std::string name;
+  bool indirect = false;
   uint32_t line = 0;
   std::vector<std::pair<uint32_t, uint32_t>> args, rets;  // (local offset, bytes)
   uint32_t callee = 0;  // after linking: index in Function::callees
@@ -195,6 +205,9 @@ struct Function {
   // A kernel after linking: the device functions it calls, directly or not, placed after its own
   // code, registers and local memory, in the order first called (callees[0] is the kernel itself).
   std::vector<Callee> callees;
+  // A kernel after linking that makes indirect calls: (function address, index in callees) of
+  // every function whose address the module takes, sorted by address (docs/ptx.md, "Indirect calls").
+  std::vector<std::pair<uint64_t, uint32_t>> indirect;
   uint32_t paramBytes = 0;
   std::vector<Type> regTypes;    // per register slot
   std::vector<std::string> regNames;
@@ -224,10 +237,17 @@ struct Module {
   std::vector<uint8_t> constInit;    // its .const variables, initialised
   uint32_t moduleShared = 0;         // bytes of module-level static .shared
   std::vector<std::pair<unsigned, std::string>> files;  // .file number -> name
+  // Every function declared or defined, in the order first declared: the n-th is at address
+  // kFunctionWindow + n * kFunctionStride. `addressTaken`: those whose address the module takes
+  // (a mov or an initialiser names them), which a kernel with indirect calls links in.
+  std::vector<std::string> functionNames;
+  std::vector<bool> addressTaken;
   // A lenient parse's functions left out: name -> why ("k.ptx:12: instruction ... not implemented").
   std::map<std::string, std::string> refused;
 
   const Function* find(const std::string& fn) const;
+  // The name of the function at `address` (kFunctionWindow ...), or nullptr.
+  const std::string* functionAt(uint64_t address) const;
   // "k.cu:12" for an instruction with a .loc, "" otherwise.
   std::string sourceOf(const Instruction& in) const;
 };

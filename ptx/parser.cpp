@@ -1,6 +1,7 @@
 #include "ptx/parser.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -343,8 +344,39 @@ class Parser {
       return expectPunct('}', "after an initialiser list");
     }
     uint64_t v;
+    if (at(TK::kIdent)) {
+      // A function's address (a table of device functions), or a .global / .const variable's.
+      const std::string n = next().text;
+      if (typeBytes(type) != 8) return fail("an address ('" + n + "') initialises only a 64-bit element");
+      if (functionAddress(n, &v)) {
+        out->push_back(v);
+        return true;
+      }
+      auto it = symbols_.find(n);
+      if (it == symbols_.end() || (it->second.space != Space::kGlobal && it->second.space != Space::kConst))
+        return fail("undefined symbol '" + n + "' in an initialiser");
+      v = it->second.address + (it->second.space == Space::kGlobal ? kModuleGlobalWindow : kConstWindow);
+      out->push_back(v);
+      return true;
+    }
     if (!constant(type, &v)) return false;
     out->push_back(v);
+    return true;
+  }
+
+  // Functions get an address when first declared (ir.h: kFunctionWindow); naming one as a value
+  // takes its address (Module::addressTaken).
+  void declareFunction(const std::string& name) {
+    if (!declared_.insert(name).second) return;
+    functionIds_[name] = static_cast<uint32_t>(m_->functionNames.size());
+    m_->functionNames.push_back(name);
+    m_->addressTaken.push_back(false);
+  }
+  bool functionAddress(const std::string& name, uint64_t* addr) {
+    auto it = functionIds_.find(name);
+    if (it == functionIds_.end()) return false;
+    m_->addressTaken[it->second] = true;
+    *addr = kFunctionWindow + uint64_t{it->second} * kFunctionStride;
     return true;
   }
 
@@ -468,6 +500,8 @@ class Parser {
     labelRefs_.clear();
     externRefs_.clear();
     fnSymbols_.clear();
+    prototypes_.clear();
+    callTargets_.clear();
     loc_ = {0, 0};
     f.staticShared = m_->moduleShared;
     f.dynamicSharedAlign = moduleExternAlign_;
@@ -510,11 +544,11 @@ class Parser {
     if (atPunct(';')) {  // a prototype
       ++p_;
       if (!isExtern && entry) return fail("kernel '" + f.name + "' has no body");
-      declared_.insert(f.name);
+      declareFunction(f.name);
       fn_ = nullptr;
       return true;
     }
-    declared_.insert(f.name);  // a function may call itself
+    declareFunction(f.name);  // a function may call itself
     if (!expectPunct('{', "to open the function body")) return false;
     int depth = 1;
     while (depth > 0) {
@@ -617,8 +651,14 @@ class Parser {
         ++p_;
         return variable(Space::kLocal, false, true, /*frameParam=*/true);
       }
-      if (d == ".callprototype") return fail("indirect calls (.callprototype, call through a register) are not supported");
+      if (d == ".callprototype" || d == ".calltargets") return fail(d + " needs a label ('name: " + d + " ...')");
       return fail("unsupported directive '" + d + "' in a function body");
+    }
+    if (tk.kind == TK::kIdent && peek(1).kind == TK::kPunct && peek(1).text == ":" && peek(2).kind == TK::kDirective &&
+        (peek(2).text == ".callprototype" || peek(2).text == ".calltargets")) {
+      const std::string label = tk.text;
+      p_ += 2;
+      return next().text == ".callprototype" ? callPrototype(label) : callTargetList(label);
     }
     if (tk.kind == TK::kIdent && peek(1).kind == TK::kPunct && peek(1).text == ":") {
       if (labels_.count(tk.text) != 0) return fail("label '" + tk.text + "' is defined twice");
@@ -871,7 +911,13 @@ class Parser {
     const Symbol* s = nullptr;
     if (auto it = fnSymbols_.find(n); it != fnSymbols_.end()) s = &it->second;
     else if (auto jt = symbols_.find(n); jt != symbols_.end()) s = &jt->second;
-    if (s == nullptr) return fail("undefined symbol '" + n + "'");
+    if (s == nullptr) {
+      if (uint64_t fa; functionAddress(n, &fa)) {
+        *addr = fa;
+        return true;
+      }
+      return fail("undefined symbol '" + n + "'");
+    }
     *addr = s->address + (s->space == Space::kGlobal ? kModuleGlobalWindow : 0);
     if (s->isExtern) pendingExtern_[index] = true;
     if (s->space == Space::kLocal) pendingLocal_[index] = true;
@@ -879,8 +925,63 @@ class Parser {
     return true;
   }
 
+  // label: .callprototype [(ret)] _ [(params)] [.noreturn] ; (PTX ISA, "Control Flow
+  // Directives: .callprototype"): the signature of an indirect call; its counts are checked
+  // against the calls that name it.
+  bool callPrototype(const std::string& label) {
+    if (prototypes_.count(label) != 0 || callTargets_.count(label) != 0) return fail("label '" + label + "' is defined twice");
+    auto list = [&](size_t* n) {
+      if (!expectPunct('(', "in .callprototype")) return false;
+      while (!atPunct(')')) {
+        if (!atDir(".param") && !atDir(".reg")) return fail("expected .param in .callprototype, found '" + peek().text + "'");
+        ++p_;
+        while (at(TK::kDirective) || at(TK::kInt)) ++p_;  // .align N, the type, .ptr ...
+        if (!at(TK::kIdent) || peek().text != "_") return fail("expected '_' in .callprototype, found '" + peek().text + "'");
+        ++p_;
+        if (atPunct('[')) {
+          ++p_;
+          uint64_t ignored;
+          if (!expectInt(&ignored, "an array size") || !expectPunct(']', "after an array size")) return false;
+        }
+        ++*n;
+        if (!atPunct(',')) break;
+        ++p_;
+      }
+      return expectPunct(')', "to close a .callprototype list");
+    };
+    size_t rets = 0, params = 0;
+    if (atPunct('(') && !list(&rets)) return false;
+    if (!at(TK::kIdent) || peek().text != "_") return fail("expected '_' in .callprototype, found '" + peek().text + "'");
+    ++p_;
+    if (atPunct('(') && !list(&params)) return false;
+    while (atDir(".noreturn")) ++p_;
+    if (!expectPunct(';', "after .callprototype")) return false;
+    prototypes_[label] = {rets, params};
+    return true;
+  }
+
+  // label: .calltargets f, g ... ; the functions an indirect call naming it may reach: their
+  // addresses are taken (they are linked into a kernel making indirect calls).
+  bool callTargetList(const std::string& label) {
+    if (prototypes_.count(label) != 0 || callTargets_.count(label) != 0) return fail("label '" + label + "' is defined twice");
+    std::vector<std::string> names;
+    for (;;) {
+      if (!at(TK::kIdent)) return fail("expected a function in .calltargets, found '" + peek().text + "'");
+      const std::string n = next().text;
+      uint64_t ignored;
+      if (!functionAddress(n, &ignored)) return fail("'" + n + "' in .calltargets is not a declared function");
+      names.push_back(n);
+      if (!atPunct(',')) break;
+      ++p_;
+    }
+    if (!expectPunct(';', "after .calltargets")) return false;
+    callTargets_[label] = std::move(names);
+    return true;
+  }
+
   // call[.uni] [(ret, ...),] callee [, (arg, ...)] ; the return values and arguments are the
-  // caller's `.param` variables. A call through a register (with a prototype) is refused.
+  // caller's `.param` variables. An indirect call names a register for the callee and ends with
+  // a .callprototype or .calltargets label: call[.uni] [(ret, ...),] %rd [, (arg, ...)], label ;
   bool call(Instruction* in) {
     ++p_;
     while (at(TK::kDirective)) {
@@ -917,18 +1018,44 @@ class Parser {
     }
     if (!at(TK::kIdent)) return fail("expected the function a call calls, found '" + peek().text + "'");
     site.name = next().text;
-    if (regs_.count(site.name) != 0 || site.name[0] == '%')
-      return failAt(in->line, "indirect call through register '" + site.name + "' is not supported");
-    if (declared_.count(site.name) == 0) return failAt(in->line, "call to undeclared function '" + site.name + "'");
-    if (atPunct(',')) {
+    if (regs_.count(site.name) != 0) {
+      const uint32_t reg = regs_.at(site.name);
+      if (typeBits(fn_->regTypes[reg]) != 64) return failAt(in->line, "an indirect call's address '" + site.name + "' must be a 64-bit register");
+      site.indirect = true;
+      in->ops[0].kind = Operand::Kind::kReg;
+      in->ops[0].reg = reg;
+      in->nops = 1;
+    } else if (site.name[0] == '%') {
+      return failAt(in->line, "'" + site.name + "' is not a declared register");
+    } else if (declared_.count(site.name) == 0) {
+      return failAt(in->line, "call to undeclared function '" + site.name + "'");
+    }
+    if (atPunct(',') && peek(1).kind == TK::kPunct && peek(1).text == "(") {
       ++p_;
-      if (!atPunct('(')) return fail("expected the call's arguments '(...)', found '" + peek().text + "'");
       if (!list(&site.args)) return false;
     }
-    if (atPunct(',')) return failAt(in->line, "indirect calls with a prototype are not supported");
+    if (site.indirect) {
+      if (!atPunct(',')) return failAt(in->line, "an indirect call needs a .callprototype or .calltargets label after its arguments");
+      ++p_;
+      if (!at(TK::kIdent)) return fail("expected a .callprototype or .calltargets label, found '" + peek().text + "'");
+      const std::string label = next().text;
+      if (auto it = prototypes_.find(label); it != prototypes_.end()) {
+        if (it->second.first != site.rets.size() || it->second.second != site.args.size())
+          return failAt(in->line, "the call passes " + std::to_string(site.args.size()) + " arguments and takes " +
+                                      std::to_string(site.rets.size()) + " return values, but prototype '" + label + "' has " +
+                                      std::to_string(it->second.second) + " and " + std::to_string(it->second.first));
+      } else if (callTargets_.count(label) == 0 && symbols_.count(label) == 0) {
+        // flist may also name a call table: an array initialised with function names.
+        return failAt(in->line, "'" + label + "' is not a .callprototype or .calltargets label of this function, nor a call table");
+      }
+      site.name = label;
+    } else if (atPunct(',')) {
+      return failAt(in->line, "a direct call takes no prototype");
+    } else {
+      in->nops = 0;
+    }
     if (!expectPunct(';', "after 'call'")) return false;
     in->ops[0].target = static_cast<uint32_t>(fn_->calls.size());
-    in->nops = 0;
     fn_->calls.push_back(std::move(site));
     fn_->code.push_back(std::move(*in));
     return true;
@@ -983,14 +1110,31 @@ class Parser {
     uint32_t codeEnd = static_cast<uint32_t>(entry.code.size());
     uint32_t regEnd = self.regCount, localEnd = entry.localBytes;
     std::vector<std::vector<uint32_t>> edges(1);
+    // An indirect call may reach any function whose address the module takes: all of them are
+    // placed (in the order of their declaration) where a function makes one.
+    std::vector<std::string> addressTaken;
+    for (size_t n = 0; n < m_->functionNames.size(); ++n) {
+      auto dt = defined.find(m_->functionNames[n]);
+      if (m_->addressTaken[n] && dt != defined.end() && !dt->second->isEntry) addressTaken.push_back(m_->functionNames[n]);
+    }
+    bool indirect = false;
     for (size_t i = 0; i < placed.size(); ++i) {
       if (placed[i] == nullptr) continue;
+      std::vector<std::pair<std::string, uint32_t>> targets;  // (callee, line of the call)
       for (const CallSite& cs : placed[i]->calls) {
-        auto it = index.find(cs.name);
+        if (!cs.indirect) {
+          targets.emplace_back(cs.name, cs.line);
+          continue;
+        }
+        indirect = true;
+        for (const std::string& t : addressTaken) targets.emplace_back(t, cs.line);
+      }
+      for (const auto& cs : targets) {
+        auto it = index.find(cs.first);
         if (it == index.end()) {
           Callee c;
-          c.name = cs.name;
-          auto dt = defined.find(cs.name);
+          c.name = cs.first;
+          auto dt = defined.find(cs.first);
           if (dt != defined.end() && dt->second->isEntry) dt = defined.end();  // a kernel is not a callee
           if (dt != defined.end()) {
             // A program's own definition of a builtin's name is the program's function.
@@ -1007,17 +1151,17 @@ class Parser {
             localEnd = c.localBase + c.localBytes;
             placed.push_back(&g);
           } else {
-            c.builtin = builtinByName(cs.name);
+            c.builtin = builtinByName(cs.first);
             if (c.builtin == Builtin::kNone) {
-              *line = cs.line;
-              auto rt = m_->refused.find(cs.name);
-              *why = rt != m_->refused.end() ? "call to '" + cs.name + "', which is not supported (" + rt->second + ")"
-                                             : "call to '" + cs.name + "', which is declared but not defined in this module";
+              *line = cs.second;
+              auto rt = m_->refused.find(cs.first);
+              *why = rt != m_->refused.end() ? "call to '" + cs.first + "', which is not supported (" + rt->second + ")"
+                                             : "call to '" + cs.first + "', which is declared but not defined in this module";
               return false;
             }
             placed.push_back(nullptr);
           }
-          it = index.emplace(cs.name, static_cast<uint32_t>(out->callees.size())).first;
+          it = index.emplace(cs.first, static_cast<uint32_t>(out->callees.size())).first;
           out->callees.push_back(c);
           edges.emplace_back();
         }
@@ -1034,7 +1178,7 @@ class Parser {
         CallSite site = cs;
         for (auto& a : site.args) a.first += base.localBase;
         for (auto& r : site.rets) r.first += base.localBase;
-        site.callee = index.at(cs.name);
+        if (!cs.indirect) site.callee = index.at(cs.name);
         out->calls.push_back(site);
       }
       if (i == 0) {
@@ -1062,6 +1206,13 @@ class Parser {
       for (const std::string& n : f.regNames) out->regNames.push_back(f.name + ":" + n);
     }
     out->localBytes = localEnd;
+    if (indirect) {
+      for (const std::string& t : addressTaken) {
+        const uint32_t id = functionIds_.at(t);
+        out->indirect.emplace_back(kFunctionWindow + uint64_t{id} * kFunctionStride, index.at(t));
+      }
+      std::sort(out->indirect.begin(), out->indirect.end());
+    }
     // Recursive: a function from which a chain of calls leads back to itself.
     for (size_t c = 1; c < out->callees.size(); ++c) {
       std::vector<bool> seen(out->callees.size(), false);
@@ -1126,6 +1277,11 @@ class Parser {
   bool pendingLocal_[8] = {};
   bool frameParam_ = false;               // the instruction names a frame parameter (Symbol::frame)
   std::set<std::string> declared_;        // functions declared or defined so far
+  std::map<std::string, uint32_t> functionIds_;  // their index in Module::functionNames
+  // The current body's `.callprototype` labels (their parameter and return counts) and
+  // `.calltargets` labels (their functions).
+  std::map<std::string, std::pair<size_t, size_t>> prototypes_;
+  std::map<std::string, std::vector<std::string>> callTargets_;
 };
 
 }  // namespace

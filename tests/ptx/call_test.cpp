@@ -281,18 +281,7 @@ TEST(PtxCall, RefusedAtLoad) {
 }
 )"),
             "calls.ptx:7: call to undeclared function 'nowhere'");
-  // An indirect call through a register, with its prototype.
-  EXPECT_EQ(refusal(R"(
-.visible .entry k(.param .u64 f)
-{
-  .reg .b64 %rd<2>;
-  ld.param.u64 %rd1, [f];
-  prototype_0 : .callprototype ()_ ();
-  call %rd1, prototype_0;
-  ret;
-}
-)"),
-            "calls.ptx:9: indirect calls (.callprototype, call through a register) are not supported");
+  // An indirect call needs a prototype or a list of targets, matching its arguments.
   EXPECT_EQ(refusal(R"(
 .visible .entry k(.param .u64 f)
 {
@@ -302,7 +291,181 @@ TEST(PtxCall, RefusedAtLoad) {
   ret;
 }
 )"),
-            "calls.ptx:9: indirect call through register '%rd1' is not supported");
+            "calls.ptx:9: an indirect call needs a .callprototype or .calltargets label after its arguments");
+  EXPECT_EQ(refusal(R"(
+.visible .entry k(.param .u64 f)
+{
+  .reg .b64 %rd<2>;
+  .param .b32 param0;
+  ld.param.u64 %rd1, [f];
+  prototype_0 : .callprototype ()_ ();
+  call %rd1, (param0), prototype_0;
+  ret;
+}
+)"),
+            "calls.ptx:11: the call passes 1 arguments and takes 0 return values, but prototype 'prototype_0' has 0 and 0");
+  EXPECT_EQ(refusal(R"(
+.visible .entry k(.param .u64 f)
+{
+  .reg .b32 %r<2>;
+  prototype_0 : .callprototype ()_ ();
+  call %r1, prototype_0;
+  ret;
+}
+)"),
+            "calls.ptx:9: an indirect call's address '%r1' must be a 64-bit register");
+  EXPECT_EQ(refusal(R"(
+.visible .entry k(.param .u64 f)
+{
+  .reg .b64 %rd<2>;
+  call %rd1, nothing;
+  ret;
+}
+)"),
+            "calls.ptx:8: 'nothing' is not a .callprototype or .calltargets label of this function, nor a call table");
+}
+
+// Indirect calls (PTX ISA, "Control Flow Instructions: call", its indirect forms): a table of
+// function addresses as a .global initialiser, an address taken with mov, a .callprototype and a
+// .calltargets list; the lanes of one warp call different functions, and some none.
+const char* kIndirect = R"(
+.func (.param .b32 func_retval0) add100(.param .b32 add100_param_0)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [add100_param_0];
+  add.s32 %r2, %r1, 100;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+.func (.param .b32 func_retval0) mul3(.param .b32 mul3_param_0)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [mul3_param_0];
+  mul.lo.s32 %r2, %r1, 3;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+.func (.param .b32 func_retval0) square(.param .b32 square_param_0)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [square_param_0];
+  mul.lo.s32 %r2, %r1, %r1;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+.func (.param .b32 func_retval0) unused(.param .b32 unused_param_0)
+{
+  st.param.b32 [func_retval0+0], 0;
+  ret;
+}
+.extern .func (.param .b32 func_retval0) elsewhere(.param .b32 elsewhere_param_0);
+.global .align 8 .u64 table[3] = {add100, mul3, elsewhere};
+// out[t] = table[t % 2](t) for t < 20, square(t) through .calltargets for 20 <= t < 28, t above.
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r3, %r1;
+  setp.ge.u32 %p1, %r1, 20;
+  setp.ge.u32 %p2, %r1, 28;
+  .param .b32 param0;
+  .param .b32 retval0;
+  st.param.b32 [param0+0], %r1;
+  @%p2 bra $L_join;
+  @%p1 bra $L_targets;
+  and.b32 %r2, %r1, 1;
+  mul.wide.u32 %rd2, %r2, 8;
+  mov.u64 %rd3, table;
+  add.s64 %rd4, %rd3, %rd2;
+  ld.global.u64 %rd5, [%rd4];
+  prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);
+  call (retval0), %rd5, (param0), prototype_0;
+  ld.param.b32 %r3, [retval0+0];
+  bra.uni $L_join;
+$L_targets:
+  mov.u64 %rd6, square;
+  targets_0 : .calltargets square;
+  call.uni (retval0), %rd6, (param0), targets_0;
+  ld.param.b32 %r3, [retval0+0];
+$L_join:
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd4, %rd1, %rd2;
+  st.global.u32 [%rd4], %r3;
+  ret;
+}
+// Calls the address in `f`: whatever the host passes.
+.visible .entry call_address(.param .u64 f)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [f];
+  prototype_0 : .callprototype ()_ ();
+  call %rd1, prototype_0;
+  ret;
+}
+// The same, the call table as the list of targets.
+.visible .entry call_address_table(.param .u64 f)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [f];
+  call %rd1, table;
+  ret;
+}
+// Calls table[2], the address of a function declared but defined nowhere.
+.visible .entry call_elsewhere()
+{
+  .reg .b64 %rd<3>;
+  .reg .b32 %r<2>;
+  .param .b32 param0;
+  .param .b32 retval0;
+  st.param.b32 [param0+0], 1;
+  mov.u64 %rd1, table;
+  ld.global.u64 %rd2, [%rd1+16];
+  prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);
+  call (retval0), %rd2, (param0), prototype_0;
+  ret;
+}
+)";
+
+TEST(PtxCall, IndirectCalls) {
+  Program p(std::string(kHeader) + kIndirect);
+  ASSERT_TRUE(p.ok()) << p.error();
+  // The kernel links the functions whose addresses the module takes, not `unused`.
+  const Function* k = p.module().find("k");
+  ASSERT_NE(k, nullptr);
+  std::vector<std::string> callees;
+  for (const Callee& c : k->callees) callees.push_back(c.name);
+  EXPECT_EQ(callees, (std::vector<std::string>{"k", "add100", "mul3", "square"}));
+  EXPECT_EQ(k->indirect.size(), 3u);
+  const uint64_t out = p.buffer(40 * 4);
+  const LaunchResult r = p.launch("k", {}, {40, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 40);
+  for (uint32_t t = 0; t < 40; ++t) {
+    const uint32_t want = t >= 28 ? t : t >= 20 ? t * t : t % 2 == 0 ? t + 100 : 3 * t;
+    EXPECT_EQ(v[t], want) << t;
+  }
+}
+
+// Calling an address that is not a function's: the PTX ISA leaves it undefined; mcsim stops the
+// kernel with an illegal address (CUDA_ERROR_ILLEGAL_ADDRESS on the node) that says which.
+TEST(PtxCall, IndirectCallToANonFunctionIsAnIllegalAddress) {
+  Program p(std::string(kHeader) + kIndirect);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t data = p.buffer(64);
+  for (uint64_t bad : {uint64_t{0}, data, kFunctionWindow + 1, kFunctionWindow + 4096 * kFunctionStride}) {
+    const LaunchResult r = p.launch(bad == data ? "call_address_table" : "call_address", {}, {32, 1, 1}, {bad});
+    EXPECT_EQ(r.fault, Fault::kIllegalAddress) << bad;
+    EXPECT_NE(r.message.find("which is not a function's address"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("in 'call' at test.ptx:"), std::string::npos) << r.message;
+  }
+  // The address of a function declared (.extern) but defined nowhere.
+  const LaunchResult r = p.launch("call_elsewhere", {}, {1, 1, 1}, {});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("the address of 'elsewhere', which is declared but not defined in this module"), std::string::npos)
+      << r.message;
 }
 
 // Malformed calls and declarations are refused with a message, whatever is cut off where.
@@ -311,7 +474,10 @@ TEST(PtxCall, MalformedCallsAreRefused) {
   const std::string head = decl + ".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  .param .b32 a;\n  .param .b32 b;\n";
   for (const char* tail : {"call", "call (", "call (b", "call (b)", "call (b), ", "call (b), f", "call (b), f, (",
                                   "call (b), f, (a", "call (b), f, (a,", "call (b), f, (%r0);", "call (b), f, (a), %r1;",
-                                  "call.wobbly f;", "call (b) f, (a);", "call (nothing), f, (a);"}) {
+                                  "call.wobbly f;", "call (b) f, (a);", "call (nothing), f, (a);",
+                                  "call %rd1, (a), proto;", "proto: .callprototype", "proto: .callprototype (",
+                                  "proto: .callprototype (.param", "proto: .callprototype (.param .b32 _) _ (.param .b32 x);",
+                                  "proto: .calltargets nothing;", "proto: .calltargets f"}) {
     Module m;
     std::string error;
     EXPECT_FALSE(parseModule(std::string(kHeader) + head + "  " + tail, "cut.ptx", &m, &error)) << tail;

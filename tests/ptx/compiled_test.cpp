@@ -160,6 +160,19 @@ void checkDeviceCalls(Program& p) {
     ASSERT_EQ(out[t], static_cast<int>(in[t] & 0xffff) - static_cast<int>(in[t] >> 16) + fibonacci(t % 12)) << t;
 }
 
+// function_pointers: out[t] = f(f(t)) with f = op_table[t % 3], plus op_table[1](t) for even t.
+void checkFunctionPointers(Program& p) {
+  const int n = 40;
+  const uint64_t dout = p.buffer(n * 4);
+  const LaunchResult r = p.launch("function_pointers", {}, {n, 1, 1}, {dout});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<int>(dout, n);
+  for (int t = 0; t < n; ++t) {
+    auto f = [&](int x) { return t % 3 == 0 ? x + 7 : t % 3 == 1 ? 2 * x : fibonacci(x % 12); };
+    ASSERT_EQ(out[t], f(f(t)) + (t % 2 == 0 ? 2 * t : 0)) << t;
+  }
+}
+
 void checkStructCalls(Program& p) {
   const int n = 40;
   const uint64_t dout = p.buffer(n * 8);
@@ -177,6 +190,7 @@ TEST_F(PtxCompiled, DeviceFunctionsAndRecursion) {
   checkStructCalls(*program_);
   ASSERT_GE(program_->module().find("device_calls")->callees.size(), 3u);
   checkDeviceCalls(*program_);
+  checkFunctionPointers(*program_);
 }
 
 // What printf_kernel prints with base 10, formatted by the host's printf.
@@ -207,6 +221,7 @@ TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
   ASSERT_TRUE(p.ok()) << p.error();
   checkDeviceCalls(p);
   checkStructCalls(p);
+  checkFunctionPointers(p);
   const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
   ASSERT_EQ(r.fault, Fault::kNone) << r.message;
   EXPECT_EQ(r.printfOutput, printfKernelOutput());

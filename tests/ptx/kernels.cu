@@ -131,3 +131,16 @@ extern "C" __global__ void multimem_allreduce(float* mc, float* out, unsigned* m
   reinterpret_cast<float4*>(out)[i] = make_float4(a, b, c, d);
   asm volatile("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(mcCounter), "r"(1u) : "memory");
 }
+
+// Indirect calls: a table of device-function pointers (a .global initialised with function
+// addresses), indexed per thread, and a pointer passed through a function that calls it.
+typedef int (*IntOp)(int);
+__device__ __noinline__ int op_add7(int x) { return x + 7; }
+__device__ __noinline__ int op_twice(int x) { return 2 * x; }
+__device__ __noinline__ int op_fib(int x) { return fib(x % 12); }
+__device__ IntOp op_table[3] = {op_add7, op_twice, op_fib};
+__device__ __noinline__ int apply_twice(IntOp f, int x) { return f(f(x)); }
+extern "C" __global__ void function_pointers(int* out) {
+  const int t = threadIdx.x;
+  out[t] = apply_twice(op_table[t % 3], t) + (t % 2 == 0 ? op_table[1](t) : 0);
+}

@@ -1,0 +1,84 @@
+// Links relocatable PTX (what `nvcc -rdc` compiles each source file to) into one module the parser
+// (ptx/parser.h) reads as any other: the text of what the given kernels reach, with every
+// `.extern` symbol resolved against another object's `.visible` or `.weak` definition and every
+// object's own (non-visible) symbols renamed apart. docs/ptx.md, "Linking relocatable PTX".
+//
+// Lazy by design: the objects are scanned at module level only (a function's body is skipped by
+// its braces, never parsed), and the output holds the bodies of the kernels asked for and of
+// the functions they call directly or whose address their code takes (`mov`), transitively, and
+// the variables any of those name. Functions that only a variable's initialiser names (a table
+// of function pointers) are defined too, with what they reach, while that adds at most
+// kTableBytes of PTX; beyond that all of them are declared, not defined: they have addresses, and
+// an indirect call to one stops the kernel as a call to a function defined nowhere does
+// (docs/nccl.md says why: NCCL's table names all 671 of its device functions, 131 MB of PTX).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mcsim::ptx {
+
+constexpr size_t kTableBytes = size_t{16} << 20;
+
+// One relocatable object: its name (for messages: "nccl_rel12.ptx") and its PTX text, which
+// must outlive the link.
+struct LinkObject {
+  std::string name;
+  const std::string* text = nullptr;
+};
+
+struct LinkedPtx {
+  std::string text;  // one module: header, declarations, variables, function bodies
+  // Where each piece of `text` comes from: text line `line` onwards is `object`'s from `objectLine`.
+  struct Piece {
+    uint32_t line = 0;
+    uint32_t object = 0;
+    uint32_t objectLine = 0;
+  };
+  std::vector<Piece> pieces;
+  std::vector<std::string> objectNames;
+  size_t objectsScanned = 0;     // every object given
+  size_t functionsDefined = 0;   // bodies in `text`
+  size_t functionsDeclared = 0;  // functions only declared (an initialiser names them)
+  bool tablesDeclaredOnly = false;  // their definitions would have added more than kTableBytes
+  size_t variables = 0;
+
+  // "obj.ptx:123" for line `line` of `text` ("" when it is not from an object). And a parser
+  // message "<name>:<line>: why" about `text` with its line turned into the object's.
+  std::string where(uint32_t line) const;
+  std::string translate(const std::string& message) const;
+};
+
+// The objects, scanned once (module-level statements, symbol tables), then linked for any number
+// of kernel sets: the scan of NCCL's 127 objects (131 MB) is most of a link's cost.
+class PtxLinker {
+ public:
+  explicit PtxLinker(std::vector<LinkObject> objects);
+  ~PtxLinker();
+  PtxLinker(const PtxLinker&) = delete;
+  PtxLinker& operator=(const PtxLinker&) = delete;
+  // Scans the objects (once; later calls answer as the first did). False with `error`: an object
+  // cannot be scanned, or two objects define the same .visible symbol.
+  bool scan(std::string* error);
+  // Links `roots` (after a successful scan), as linkPtx below; `tableBytes`: the most PTX that
+  // defining the functions only initialisers name may add.
+  bool link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error,
+            size_t tableBytes = kTableBytes) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// Links the kernels `roots` (their mangled names) of `objects`. False with `error` naming the
+// symbol and the object(s) when a root is no kernel of any object, a symbol reached is declared
+// `.extern` and defined by none (dynamic shared memory, `.extern .shared x[]`, and the functions
+// the executor provides, vprintf and __assertfail, excepted), two objects define the same
+// `.visible` symbol (a `.weak` definition yields to a `.visible` one, and the first of several
+// `.weak` ones is taken), or an object cannot be scanned (an unclosed body, say).
+bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::string>& roots, LinkedPtx* out,
+             std::string* error);
+
+}  // namespace mcsim::ptx

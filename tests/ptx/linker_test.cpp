@@ -1,0 +1,183 @@
+// Linking relocatable PTX (ptx/linker.h, docs/ptx.md "Linking relocatable PTX"): extern functions,
+// globals and shared variables resolved across objects, .weak yielding to .visible, each object's
+// own symbols renamed apart, function tables declared but not defined, and the errors for a
+// symbol defined nowhere or twice. The linked text runs on the executor.
+#include "ptx/linker.h"
+
+#include <algorithm>
+
+#include "tests/ptx/harness.h"
+
+namespace mcsim::ptx::test {
+namespace {
+
+const char* kHeader = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+// Object a: the kernel. It calls `scale` (object b) directly, reads `bias` (object b) and the
+// table `ops` (object c), and has a string of its own named as one in b.
+const std::string kA = std::string(kHeader) + R"(
+.extern .func (.param .b32 func_retval0) scale(.param .b32 scale_param_0);
+.extern .global .align 4 .u32 bias;
+.extern .global .align 8 .b8 ops[];
+.extern .shared .align 4 .b8 common[64];
+.extern .shared .align 16 .b8 dyn[];
+.global .align 1 .b8 $str[2] = {65, 0};
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  .param .b32 param0;
+  .param .b32 retval0;
+  st.param.b32 [param0+0], %r1;
+  call.uni (retval0), scale, (param0);
+  ld.param.b32 %r2, [retval0+0];
+  ld.global.u32 %r3, [bias];
+  add.s32 %r2, %r2, %r3;
+  ld.global.u8 %r4, [$str];
+  add.s32 %r2, %r2, %r4;
+  st.shared.u32 [common], %r2;
+  mov.u64 %rd2, ops;
+  ld.global.u64 %rd3, [%rd2];
+  setp.eq.u64 %p1, %rd3, 0;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.u32 [%rd5], %r2;
+  ret;
+}
+)";
+
+// Object b: scale (calls its own helper), bias (weak here, visible in c), and its own $str.
+const std::string kB = std::string(kHeader) + R"(
+.global .align 1 .b8 $str[2] = {66, 0};
+.weak .global .align 4 .u32 bias = 5;
+.func (.param .b32 func_retval0) helper(.param .b32 helper_param_0)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [helper_param_0];
+  ld.global.u8 %r2, [$str];
+  add.s32 %r1, %r1, %r2;
+  st.param.b32 [func_retval0+0], %r1;
+  ret;
+}
+.visible .func (.param .b32 func_retval0) scale(.param .b32 scale_param_0)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [scale_param_0];
+  mul.lo.s32 %r1, %r1, 10;
+  { .param .b32 param0;
+  .param .b32 retval0;
+  st.param.b32 [param0+0], %r1;
+  call.uni (retval0), helper, (param0);
+  ld.param.b32 %r2, [retval0+0]; }
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+)";
+
+// Object c: a table of functions (no code names them: the link defines them while they are
+// small, declares them otherwise), the visible bias, the shared variable, and a function nothing
+// reaches with something the parser refuses (so the link must not have parsed it).
+const std::string kC = std::string(kHeader) + R"(
+.extern .func (.param .b32 func_retval0) scale(.param .b32 scale_param_0);
+.visible .func never_called()
+{
+  ret;
+}
+.visible .func orphan()
+{
+  frobnicate.wobbly %r1;
+}
+.visible .global .align 4 .u32 bias = 7;
+.visible .shared .align 4 .b8 common[64];
+.visible .global .align 8 .u64 ops[2] = {scale, never_called};
+)";
+
+TEST(PtxLinker, ResolvesAcrossObjectsAndRuns) {
+  LinkedPtx linked;
+  std::string error;
+  ASSERT_TRUE(linkPtx({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}}, {"k"}, &linked, &error)) << error;
+  EXPECT_EQ(linked.objectsScanned, 3u);
+  EXPECT_EQ(linked.functionsDefined, 4u);   // k, scale, helper, never_called (named by the table)
+  EXPECT_EQ(linked.functionsDeclared, 0u);
+  EXPECT_FALSE(linked.tablesDeclaredOnly);
+  EXPECT_EQ(linked.variables, 5u);          // both $str, bias (c's), ops, common (not dyn: unused)
+  EXPECT_EQ(linked.text.find("frobnicate"), std::string::npos);
+  // The two objects' own $str are renamed apart.
+  EXPECT_NE(linked.text.find("$str$o0"), std::string::npos) << linked.text;
+  EXPECT_NE(linked.text.find("$str$o1"), std::string::npos) << linked.text;
+  Program p(linked.text, "linked.ptx");
+  ASSERT_TRUE(p.ok()) << linked.translate(p.error()) << "\n" << linked.text;
+  // out[t] = (10 t + 'B') + bias (7: c's visible definition wins over b's weak one) + 'A'.
+  const uint64_t out = p.buffer(32 * 4);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 32);
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(v[t], 10 * t + 66 + 7 + 65) << t;
+  // The linked text's lines lead back to the objects.
+  const size_t at = linked.text.find("mul.lo.s32 %r1, %r1, 10;");
+  ASSERT_NE(at, std::string::npos);
+  const uint32_t line = 1 + static_cast<uint32_t>(std::count(linked.text.begin(), linked.text.begin() + static_cast<long>(at), '\n'));
+  EXPECT_EQ(linked.where(line), "b.ptx:20");
+  EXPECT_EQ(linked.translate("linked.ptx:" + std::to_string(line) + ": oops"), "b.ptx:20: oops");
+}
+
+TEST(PtxLinker, ErrorsNameTheSymbolAndTheObjects) {
+  LinkedPtx linked;
+  std::string error;
+  // Without b, nothing defines scale.
+  EXPECT_FALSE(linkPtx({{"a.ptx", &kA}, {"c.ptx", &kC}}, {"k"}, &linked, &error));
+  EXPECT_EQ(error, "'scale', declared .extern in a.ptx (line 5), is defined in none of the 2 objects");
+  const std::string dup = std::string(kHeader) + ".visible .global .align 4 .u32 bias = 9;\n";
+  EXPECT_FALSE(linkPtx({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}, {"d.ptx", &dup}}, {"k"}, &linked, &error));
+  EXPECT_EQ(error, "'bias' is defined in both c.ptx (line 14) and d.ptx (line 4)");
+  EXPECT_FALSE(linkPtx({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}}, {"nothing"}, &linked, &error));
+  EXPECT_EQ(error, "no object defines a kernel 'nothing'");
+  const std::string open = std::string(kHeader) + ".visible .entry k2()\n{\n  ret;\n";
+  EXPECT_FALSE(linkPtx({{"a.ptx", &kA}, {"open.ptx", &open}}, {"k"}, &linked, &error));
+  EXPECT_EQ(error, "open.ptx: line 7: a body is not closed");
+}
+
+// An indirect call to a function the table names but no code does: linked while the table's
+// functions are small; beyond the limit declared only, and the kernel stops with an illegal
+// address that names it.
+TEST(PtxLinker, TableFunctionsAreLinkedUpToALimit) {
+  const std::string k = std::string(kHeader) + R"(
+.extern .global .align 8 .b8 ops[];
+.visible .entry call_second()
+{
+  .reg .b64 %rd<3>;
+  mov.u64 %rd1, ops;
+  ld.global.u64 %rd2, [%rd1+8];
+  prototype_0 : .callprototype ()_ ();
+  call %rd2, prototype_0;
+  ret;
+}
+)";
+  PtxLinker linker({{"k.ptx", &k}, {"b.ptx", &kB}, {"c.ptx", &kC}});
+  std::string error;
+  ASSERT_TRUE(linker.scan(&error)) << error;
+  LinkedPtx small;
+  ASSERT_TRUE(linker.link({"call_second"}, &small, &error)) << error;
+  EXPECT_EQ(small.functionsDefined, 4u);  // call_second, scale, helper, never_called
+  Program ok(small.text, "linked.ptx");
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  const LaunchResult fine = ok.launch("call_second", {}, {1, 1, 1}, {});
+  EXPECT_EQ(fine.fault, Fault::kNone) << fine.message;
+  LinkedPtx linked;
+  ASSERT_TRUE(linker.link({"call_second"}, &linked, &error, /*tableBytes=*/100)) << error;
+  EXPECT_TRUE(linked.tablesDeclaredOnly);
+  EXPECT_EQ(linked.functionsDefined, 1u);
+  EXPECT_EQ(linked.functionsDeclared, 2u);
+  Program p(linked.text, "linked.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const LaunchResult r = p.launch("call_second", {}, {1, 1, 1}, {});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("the address of 'never_called', which is declared but not defined in this module"), std::string::npos)
+      << r.message;
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test

@@ -1,0 +1,45 @@
+// A program built with separate compilation (nvcc -rdc=true, two compilation units): its kernel
+// calls a device function, reads a variable and calls through a table of function pointers, all
+// defined in the other unit (rt_rdc_ops.cu). nvcc device-links the objects into an image of SASS
+// only; the wrapper lists the relocatable objects with their PTX, which mcsim links at the
+// kernel's first launch (docs/ptx.md, "Linking relocatable PTX"), as it does NCCL's.
+// Prints "rt_rdc: correct" or what went wrong.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+typedef int (*IntOp)(int);
+extern __device__ int rdc_offset;
+extern __device__ IntOp rdc_table[2];
+extern __device__ int rdc_scale(int x);
+
+__global__ void rdc_kernel(int* out) {
+  const int t = threadIdx.x;
+  out[t] = rdc_scale(rdc_table[t % 2](t)) + rdc_offset;
+}
+
+int main() {
+  const int n = 64;
+  int* d = nullptr;
+  if (cudaMalloc(&d, n * sizeof(int)) != cudaSuccess) {
+    std::printf("rt_rdc: cudaMalloc failed\n");
+    return 1;
+  }
+  rdc_kernel<<<1, n>>>(d);
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    std::printf("rt_rdc: the kernel failed: %s\n", cudaGetErrorString(e));
+    return 1;
+  }
+  std::vector<int> h(n);
+  cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost);
+  int bad = 0;
+  for (int t = 0; t < n; ++t) {
+    const int want = 10 * (t % 2 == 0 ? t + 5 : 3 * t) + 5;
+    if (h[t] != want && bad++ < 5) std::printf("rt_rdc: out[%d] = %d, expected %d\n", t, h[t], want);
+  }
+  cudaFree(d);
+  if (bad == 0) std::printf("rt_rdc: correct\n");
+  return bad == 0 ? 0 : 1;
+}
