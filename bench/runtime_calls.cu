@@ -64,6 +64,9 @@ int main() {
   const double copy = medianMicros(2000, [&] { failures += cudaMemcpyAsync(d, h, 4, cudaMemcpyHostToDevice, s) != cudaSuccess; });
   if (!ok(cudaStreamSynchronize(s), "cudaStreamSynchronize")) return 1;
   std::printf("cudaMemcpyAsync 4 B (pinned)   %10.2f us\n", copy);
+  failures += cudaFree(d) != cudaSuccess;
+  failures += cudaFreeHost(h) != cudaSuccess;
+  failures += cudaStreamDestroy(s) != cudaSuccess;
   if (failures != 0) {
     std::fprintf(stderr, "%d calls failed\n", failures);
     return 1;

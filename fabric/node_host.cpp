@@ -330,9 +330,7 @@ class ProcessNode final : public AttachedNode {
     AllocationProps props;
     props.location = Location{LocationKind::kDevice, device};
     // Every device's copy engines reach cuMemAlloc memory.
-    std::vector<int> everyDevice;
-    for (int d = 0; d < n_.preset.gpuCount; ++d) everyDevice.push_back(d);
-    return space_.allocInternal(props, size, AllocKind::kLinear, everyDevice, va);
+    return space_.allocInternal(props, size, AllocKind::kLinear, space_.everyDevice(), va);
   }
 
   Status freeLinear(uint64_t va) override {

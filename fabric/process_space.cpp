@@ -9,7 +9,9 @@ using model::AllocId;
 
 ProcessSpace::ProcessSpace(uint64_t vaBase, uint64_t size, int gpuCount, ObjectTable& objects,
                            const FabricManager& fabric)
-    : space_(vaBase, size, gpuCount), gpuCount_(gpuCount), objects_(objects), fabric_(fabric) {}
+    : space_(vaBase, size, gpuCount), gpuCount_(gpuCount), objects_(objects), fabric_(fabric) {
+  for (int d = 0; d < gpuCount; ++d) everyDevice_.push_back(d);
+}
 
 Status ProcessSpace::reserve(uint64_t size, uint64_t alignment, uint64_t hint, uint64_t* va) {
   return space_.reserve(size, alignment, hint, false, va);
@@ -70,8 +72,7 @@ Status ProcessSpace::allocInternal(AllocationProps props, uint64_t requested, Al
     objects_.destroyAllocation(id);
     return s;
   }
-  space_.map(at, rounded, id, 0);
-  for (int d : accessors) space_.setAccess(at, rounded, d, Access::kReadWrite);
+  space_.map(at, rounded, id, 0, accessors);
   internal_[at] = id;
   *va = at;
   return Status::kOk;
@@ -158,8 +159,7 @@ Status ProcessSpace::openImported(AllocId id, uint64_t* va) {
   uint64_t at = 0;
   const Status s = space_.reserve(size, kLinearGranule, 0, true, &at);
   if (s != Status::kOk) return s;
-  space_.map(at, size, id, 0);
-  for (int d = 0; d < gpuCount_; ++d) space_.setAccess(at, size, d, Access::kReadWrite);
+  space_.map(at, size, id, 0, everyDevice_);
   objects_.retain(id);
   imported_[at] = Imported{id, 1};
   *va = at;

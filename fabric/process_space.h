@@ -29,6 +29,8 @@ class ProcessSpace {
   ProcessSpace(uint64_t vaBase, uint64_t size, int gpuCount, ObjectTable& objects, const FabricManager& fabric);
 
   model::AddressSpace& space() { return space_; }
+  // Devices 0 .. gpuCount - 1, the accessors of cuMemAlloc memory.
+  const std::vector<int>& everyDevice() const { return everyDevice_; }
   const model::AddressSpace& space() const { return space_; }
 
   // The VMM calls (Node's reserve ... getAccess), refusing the driver's internal reservations.
@@ -83,6 +85,7 @@ class ProcessSpace {
 
   model::AddressSpace space_;
   int gpuCount_;
+  std::vector<int> everyDevice_;
   ObjectTable& objects_;
   const FabricManager& fabric_;
   std::map<uint64_t, model::AllocId> internal_;  // cuMemAlloc and pool allocations by base address

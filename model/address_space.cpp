@@ -72,7 +72,11 @@ const Reservation* AddressSpace::reservationContaining(uint64_t va) const {
   return va < it->second.va + it->second.size ? &it->second : nullptr;
 }
 
-Status AddressSpace::map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset) {
+Status AddressSpace::map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset,
+                         const std::vector<int>& readWrite) {
+  for (int d : readWrite) {
+    if (d < 0 || d >= deviceCount_) return Status::kInvalidValue;
+  }
   std::unique_lock<std::shared_mutex> writing(*mappingsMu_);
   if (reservationContaining(va) == nullptr || size == 0 || va + size < va || va + size > limit()) {
     return Status::kInvalidValue;
@@ -84,6 +88,7 @@ Status AddressSpace::map(uint64_t va, uint64_t size, AllocId alloc, uint64_t all
   m.alloc = alloc;
   m.allocOffset = allocOffset;
   m.access.assign(static_cast<size_t>(deviceCount_), Access::kNone);
+  for (int d : readWrite) m.access[static_cast<size_t>(d)] = Access::kReadWrite;
   mappings_.emplace(va, std::move(m));
   return Status::kOk;
 }

@@ -60,7 +60,10 @@ class AddressSpace {
 
   // Places a mapping. Its first byte must be reserved and it may overlap no mapping; like the
   // real driver, it may run on past the end of its reservation.
-  Status map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset);
+  // `readWrite` names the devices that may read and write it from the start (the others have no
+  // access until setAccess), set under the same exclusive lock as the mapping itself.
+  Status map(uint64_t va, uint64_t size, AllocId alloc, uint64_t allocOffset,
+             const std::vector<int>& readWrite = {});
   // Removes every mapping inside [va, va+size), whose first byte must be reserved or mapped.
   // Unmapped stretches are fine; a mapping only partly inside the range is refused.
   // `removed` receives the removed mappings in address order.

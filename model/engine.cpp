@@ -335,8 +335,9 @@ void Engine::simulate() {
     sc_core::sc_spawn([&core] { core.fireTimers(); }, "mcsim_timers", &timerOptions);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
   }
+  std::vector<std::function<void()>> batch;
   for (;;) {
-    std::deque<std::function<void()>> batch;
+    batch.clear();  // keeps its capacity for the posts it is swapped in for
     bool run = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -452,7 +453,9 @@ void Engine::post(std::function<void()> fn) {
     ++unpinnedPosts_;
   }
   posted_.push_back(std::move(fn));
-  cv_.notify_all();
+  // The simulation thread takes posted work in only for a host thread that waits (hasWork): with
+  // none waiting, waking it would only make it take the lock and sleep again, on every call.
+  if (needsRun()) cv_.notify_all();
 }
 
 // Posted work is taken in when a host thread next needs the simulation (a wait, a poll, a clock

@@ -178,7 +178,9 @@ class Engine {
   std::mutex mu_;
   std::condition_variable cv_;      // the simulation thread waits here for work
   std::condition_variable doneCv_;  // host threads wait here for their completions
-  std::deque<std::function<void()>> posted_;
+  // Work posted since the last run (a vector the simulation thread swaps with its emptied batch,
+  // so that posting allocates nothing once both have grown).
+  std::vector<std::function<void()>> posted_;
   std::vector<sc_core::sc_event*> retired_;
   // What each host thread inside wait()/advance() waits for (either completion will do). The
   // simulation runs only while one of them has nothing done yet: a satisfied waiter that has not

@@ -6,6 +6,7 @@
 //   rt_graphs [CASE...]   (cases below; all by default)
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -51,6 +52,27 @@ size_t nodeCount(cudaGraph_t g) {
   size_t n = 0;
   RT_OK(cudaGraphGetNodes(g, nullptr, &n));
   return n;
+}
+
+// A memset node's parameters: every word of d set to `value`.
+cudaMemsetParams setWords(int* d, int value) {
+  cudaMemsetParams mp{};
+  mp.dst = d;
+  mp.value = static_cast<unsigned>(value);
+  mp.elementSize = 4;
+  mp.width = kN;
+  mp.height = 1;
+  return mp;
+}
+
+// A kernel node's parameters: rt_affine over kN words, with `args` = {int**, int*, int*}.
+cudaKernelNodeParams affineNode(void** args) {
+  cudaKernelNodeParams kp{};
+  kp.func = reinterpret_cast<void*>(rt_affine);
+  kp.gridDim = dim3(kBlocks);
+  kp.blockDim = dim3(256);
+  kp.kernelParams = args;
+  return kp;
 }
 
 void captureKernelsCopies() {
@@ -182,21 +204,12 @@ void explicitNodes() {
   cudaGraph_t g = nullptr;
   RT_OK(cudaGraphCreate(&g, 0));
   cudaGraphNode_t set = nullptr, kernel = nullptr, copy = nullptr, host = nullptr;
-  cudaMemsetParams mp{};
-  mp.dst = d;
-  mp.value = 4;
-  mp.elementSize = 4;
-  mp.width = kN;
-  mp.height = 1;
+  const cudaMemsetParams mp = setWords(d, 4);
   RT_OK(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
   int* arg0 = d;
   int arg1 = kN, arg2 = 0;
   void* args[] = {&arg0, &arg1, &arg2};
-  cudaKernelNodeParams kp{};
-  kp.func = reinterpret_cast<void*>(rt_affine);
-  kp.gridDim = dim3(kBlocks);
-  kp.blockDim = dim3(256);
-  kp.kernelParams = args;
+  cudaKernelNodeParams kp = affineNode(args);
   RT_OK(cudaGraphAddKernelNode(&kernel, g, &set, 1, &kp));
   RT_OK(cudaGraphAddMemcpyNode1D(&copy, g, &kernel, 1, out.data(), d, kBytes, cudaMemcpyDeviceToHost));
   Counter count;
@@ -228,6 +241,119 @@ void explicitNodes() {
   RT_OK(cudaGraphDestroy(g));
   RT_OK(cudaFree(d));
   RT_OK(cudaFree(other));
+}
+
+// Event record and event wait nodes, made explicitly and by capture (cudaEventRecordExternal,
+// cudaEventWaitExternal): a record node fires after the nodes it follows, so the host that
+// synchronizes on its event sees their results; a wait node holds its dependents until the
+// event's last record, made on another stream before the launch.
+void eventNodes() {
+  int *d = nullptr, *d2 = nullptr, *pinned = nullptr;
+  RT_OK(cudaMalloc(&d, kBytes));
+  RT_OK(cudaMalloc(&d2, kBytes));
+  RT_OK(cudaMallocHost(&pinned, kBytes));
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  RT_OK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  RT_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  cudaEvent_t done = nullptr, ready = nullptr;
+  RT_OK(cudaEventCreate(&done));
+  RT_OK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+
+  // memset 5 -> kernel (5 * 3 + 1) -> copy to pinned memory -> record `done`.
+  cudaGraph_t g = nullptr;
+  RT_OK(cudaGraphCreate(&g, 0));
+  cudaGraphNode_t set = nullptr, kernel = nullptr, copy = nullptr, record = nullptr;
+  const cudaMemsetParams mp = setWords(d, 5);
+  RT_OK(cudaGraphAddMemsetNode(&set, g, nullptr, 0, &mp));
+  int* arg0 = d;
+  int arg1 = kN, arg2 = 1;
+  void* args[] = {&arg0, &arg1, &arg2};
+  cudaKernelNodeParams kp = affineNode(args);
+  RT_OK(cudaGraphAddKernelNode(&kernel, g, &set, 1, &kp));
+  RT_OK(cudaGraphAddMemcpyNode1D(&copy, g, &kernel, 1, pinned, d, kBytes, cudaMemcpyDeviceToHost));
+  RT_OK(cudaGraphAddEventRecordNode(&record, g, &copy, 1, done));
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  RT_OK(cudaGraphNodeGetType(record, &type));
+  RT_EXPECT(type == cudaGraphNodeTypeEventRecord, "record node type %d", static_cast<int>(type));
+  cudaEvent_t got = nullptr;
+  RT_OK(cudaGraphEventRecordNodeGetEvent(record, &got));
+  RT_EXPECT(got == done, "the record node names another event");
+  cudaGraphExec_t exec = nullptr;
+  RT_OK(cudaGraphInstantiate(&exec, g, 0));
+  for (int round = 0; round < 3; ++round) {
+    std::fill(pinned, pinned + kN, -1);
+    RT_OK(cudaGraphLaunch(exec, s1));
+    RT_OK(cudaEventSynchronize(done));  // not the stream: the record node alone says it is done
+    RT_EXPECT(pinned[0] == 16 && pinned[kN - 1] == 16, "round %d: %d .. %d after the record node", round, pinned[0],
+              pinned[kN - 1]);
+  }
+  RT_OK(cudaStreamSynchronize(s1));
+
+  // A wait node: d2 is set to 7 on s1 and `ready` recorded there; the graph, launched on s2,
+  // waits for it and then computes 7 * 3 + 1.
+  cudaGraph_t w = nullptr;
+  RT_OK(cudaGraphCreate(&w, 0));
+  cudaGraphNode_t wait = nullptr, after = nullptr;
+  RT_OK(cudaGraphAddEventWaitNode(&wait, w, nullptr, 0, ready));
+  RT_OK(cudaGraphNodeGetType(wait, &type));
+  RT_EXPECT(type == cudaGraphNodeTypeWaitEvent, "wait node type %d", static_cast<int>(type));
+  int* warg0 = d2;
+  void* wargs[] = {&warg0, &arg1, &arg2};
+  kp = affineNode(wargs);
+  RT_OK(cudaGraphAddKernelNode(&after, w, &wait, 1, &kp));
+  cudaGraphExec_t wexec = nullptr;
+  RT_OK(cudaGraphInstantiate(&wexec, w, 0));
+  for (int round = 0; round < 3; ++round) {
+    RT_OK(cudaMemsetAsync(d2, 0, kBytes, s1));  // without the wait, the kernel would make 1s
+    std::vector<int> seven(kN, 7);
+    RT_OK(cudaMemcpyAsync(d2, seven.data(), kBytes, cudaMemcpyHostToDevice, s1));
+    RT_OK(cudaEventRecord(ready, s1));
+    RT_OK(cudaGraphLaunch(wexec, s2));
+    RT_OK(cudaStreamSynchronize(s2));
+    std::vector<int> out(kN);
+    RT_OK(cudaMemcpy(out.data(), d2, kBytes, cudaMemcpyDeviceToHost));
+    expectAll(out, 22, "after the wait node");
+  }
+
+  // The same nodes by capture: cudaEventRecordWithFlags(External) and cudaStreamWaitEvent(External).
+  cudaGraph_t c = nullptr;
+  RT_OK(cudaStreamBeginCapture(s2, cudaStreamCaptureModeThreadLocal));
+  RT_OK(cudaStreamWaitEvent(s2, ready, cudaEventWaitExternal));
+  rt_affine<<<kBlocks, 256, 0, s2>>>(d2, kN, 1);
+  RT_OK(cudaEventRecordWithFlags(done, s2, cudaEventRecordExternal));
+  RT_OK(cudaStreamEndCapture(s2, &c));
+  RT_EXPECT(nodeCount(c) == 3, "%zu nodes captured", nodeCount(c));
+  size_t roots = 0;
+  RT_OK(cudaGraphGetRootNodes(c, nullptr, &roots));
+  cudaGraphNode_t root = nullptr;
+  RT_EXPECT(roots == 1, "%zu roots", roots);
+  RT_OK(cudaGraphGetRootNodes(c, &root, &roots));
+  RT_OK(cudaGraphNodeGetType(root, &type));
+  RT_EXPECT(type == cudaGraphNodeTypeWaitEvent, "captured root type %d", static_cast<int>(type));
+  cudaGraphExec_t cexec = nullptr;
+  RT_OK(cudaGraphInstantiate(&cexec, c, 0));
+  std::vector<int> seven(kN, 7);
+  RT_OK(cudaMemcpyAsync(d2, seven.data(), kBytes, cudaMemcpyHostToDevice, s1));
+  RT_OK(cudaEventRecord(ready, s1));
+  RT_OK(cudaGraphLaunch(cexec, s2));
+  RT_OK(cudaEventSynchronize(done));
+  std::vector<int> out(kN);
+  RT_OK(cudaMemcpy(out.data(), d2, kBytes, cudaMemcpyDeviceToHost));
+  expectAll(out, 22, "after the captured wait and record");
+
+  RT_OK(cudaGraphExecDestroy(cexec));
+  RT_OK(cudaGraphDestroy(c));
+  RT_OK(cudaGraphExecDestroy(wexec));
+  RT_OK(cudaGraphDestroy(w));
+  RT_OK(cudaGraphExecDestroy(exec));
+  RT_OK(cudaGraphDestroy(g));
+  RT_OK(cudaEventDestroy(done));
+  RT_OK(cudaEventDestroy(ready));
+  RT_OK(cudaStreamDestroy(s1));
+  RT_OK(cudaStreamDestroy(s2));
+  RT_OK(cudaFreeHost(pinned));
+  RT_OK(cudaFree(d));
+  RT_OK(cudaFree(d2));
 }
 
 void errors() {
@@ -273,6 +399,7 @@ const rtcheck::Case kCases[] = {
     {"capture_memset_2d", captureMemset2DIsOneNode},
     {"fork_join", forkJoin},
     {"explicit_nodes", explicitNodes},
+    {"event_nodes", eventNodes},
     {"errors", errors},
 };
 

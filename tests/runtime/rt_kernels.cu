@@ -2,7 +2,7 @@
 // embeds, and the runtime loads it with cuLibraryLoadData and launches with a CUkernel. The
 // kernel library's kernels (kernels/mcsim_kernels.cu, compiled into this program) run on mcsim by
 // their behavioural models and on a real GPU as compiled; a kernel of the program's own runs on a
-// real GPU and, on mcsim (no executor for it yet), fails at launch with cudaErrorSymbolNotFound.
+// real GPU and, on mcsim, in the PTX executor (docs/ptx.md).
 #include "kernels/mcsim_kernels.cu"
 
 #include <algorithm>
@@ -23,13 +23,19 @@ std::vector<uint8_t> pattern(size_t n) {
   return v;
 }
 
+// Device memory for a copy kernel: `src` holds pattern(bytes), which it returns; `dst` is uninitialised.
+std::vector<uint8_t> copyOperands(size_t bytes, void** src, void** dst) {
+  RT_OK(cudaMalloc(src, bytes));
+  RT_OK(cudaMalloc(dst, bytes));
+  std::vector<uint8_t> h = pattern(bytes);
+  RT_OK(cudaMemcpy(*src, h.data(), bytes, cudaMemcpyHostToDevice));
+  return h;
+}
+
 void libraryKernelTripleChevron() {
   const size_t bytes = 1 << 20;
   void *src = nullptr, *dst = nullptr;
-  RT_OK(cudaMalloc(&src, bytes));
-  RT_OK(cudaMalloc(&dst, bytes));
-  const std::vector<uint8_t> h = pattern(bytes);
-  RT_OK(cudaMemcpy(src, h.data(), bytes, cudaMemcpyHostToDevice));
+  const std::vector<uint8_t> h = copyOperands(bytes, &src, &dst);
   RT_OK(cudaMemset(dst, 0, bytes));
   mcsim_copy<<<64, 256>>>(reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), bytes);
   RT_OK(cudaGetLastError());
@@ -44,10 +50,7 @@ void libraryKernelTripleChevron() {
 void libraryKernelLaunchApi() {
   const size_t bytes = 4096;
   void *src = nullptr, *dst = nullptr;
-  RT_OK(cudaMalloc(&src, bytes));
-  RT_OK(cudaMalloc(&dst, bytes));
-  const std::vector<uint8_t> h = pattern(bytes);
-  RT_OK(cudaMemcpy(src, h.data(), bytes, cudaMemcpyHostToDevice));
+  const std::vector<uint8_t> h = copyOperands(bytes, &src, &dst);
   cudaStream_t s;
   RT_OK(cudaStreamCreate(&s));
   uint64_t d = reinterpret_cast<uint64_t>(dst), sr = reinterpret_cast<uint64_t>(src), n = bytes;
@@ -57,6 +60,57 @@ void libraryKernelLaunchApi() {
   std::vector<uint8_t> back(bytes);
   RT_OK(cudaMemcpy(back.data(), dst, bytes, cudaMemcpyDeviceToHost));
   RT_EXPECT(back == h, "cudaLaunchKernel(mcsim_copy) did not copy");
+  RT_OK(cudaStreamDestroy(s));
+  RT_OK(cudaFree(src));
+  RT_OK(cudaFree(dst));
+}
+
+// cudaLaunchKernelExC (and the C++ cudaLaunchKernelEx over it) with no attribute, with a
+// priority, and cooperative: each copies.
+void launchKernelEx() {
+  const size_t bytes = 64 * 1024;
+  void *src = nullptr, *dst = nullptr;
+  const std::vector<uint8_t> h = copyOperands(bytes, &src, &dst);
+  cudaStream_t s;
+  RT_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  uint64_t d = reinterpret_cast<uint64_t>(dst), sr = reinterpret_cast<uint64_t>(src), n = bytes;
+  void* args[] = {&d, &sr, &n};
+  cudaLaunchAttribute attr = {};
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(8);
+  cfg.blockDim = dim3(128);
+  cfg.stream = s;
+  std::vector<uint8_t> back(bytes);
+  for (int form = 0; form < 4; ++form) {
+    RT_OK(cudaMemsetAsync(dst, 0, bytes, s));
+    cfg.attrs = nullptr;
+    cfg.numAttrs = 0;
+    if (form == 1) {
+      attr.id = cudaLaunchAttributePriority;
+      attr.val.priority = 0;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+    } else if (form == 2) {
+      attr.id = cudaLaunchAttributeCooperative;
+      attr.val.cooperative = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+    }
+    if (form == 3) {
+      RT_OK(cudaLaunchKernelEx(&cfg, mcsim_copy, d, sr, n));  // the C++ template
+    } else {
+      RT_OK(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(&mcsim_copy), args));
+    }
+    RT_OK(cudaMemcpyAsync(back.data(), dst, bytes, cudaMemcpyDeviceToHost, s));
+    RT_OK(cudaStreamSynchronize(s));
+    RT_EXPECT(back == h, "form %d did not copy", form);
+  }
+  // A cooperative launch through its own call.
+  RT_OK(cudaMemset(dst, 0, bytes));
+  RT_OK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&mcsim_copy), dim3(8), dim3(128), args, 0, s));
+  RT_OK(cudaStreamSynchronize(s));
+  RT_OK(cudaMemcpy(back.data(), dst, bytes, cudaMemcpyDeviceToHost));
+  RT_EXPECT(back == h, "cudaLaunchCooperativeKernel did not copy");
   RT_OK(cudaStreamDestroy(s));
   RT_OK(cudaFree(src));
   RT_OK(cudaFree(dst));
@@ -74,7 +128,6 @@ void kernelAttributes() {
   RT_EXPECT(fa.maxDynamicSharedSizeBytes == 1024, "dynamic shared memory %d after setting 1024", fa.maxDynamicSharedSizeBytes);
 }
 
-// On a real GPU the kernel runs; on mcsim it is found in the fat binary but has no executor.
 // Occupancy through the runtime: the driver's answer from the SM's limits and the kernel's
 // attributes (docs/runtime.md, "Occupancy"), here for a kernel that registers do not bind.
 void occupancy() {
@@ -118,6 +171,7 @@ void userKernel() {
 const rtcheck::Case kCases[] = {
     {"library_kernel_chevrons", libraryKernelTripleChevron},
     {"library_kernel_launch_api", libraryKernelLaunchApi},
+    {"launch_kernel_ex", launchKernelEx},
     {"kernel_attributes", kernelAttributes},
     {"occupancy", occupancy},
     {"user_kernel", userKernel},

@@ -179,6 +179,25 @@ TEST_F(AddressSpaceTest, MapInsideOneReservation) {
   EXPECT_EQ(space_.mappingContaining(a + 0xfff), nullptr);
 }
 
+// The driver's own memory (cuMemAlloc, pools, opened IPC memory) is mapped readable and writable
+// by the devices named, in the same step; a device out of range refuses the whole mapping.
+TEST_F(AddressSpaceTest, MapGrantsTheNamedDevicesReadWrite) {
+  const uint64_t a = reserve(0x4000);
+  EXPECT_EQ(space_.map(a, 0x2000, 7, 0, {1}), Status::kOk);
+  const Mapping* m = space_.mappingContaining(a);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->access[0], Access::kNone);
+  EXPECT_EQ(m->access[1], Access::kReadWrite);
+  std::vector<Segment> out;
+  EXPECT_EQ(space_.resolve(a, 0x2000, 1, Access::kReadWrite, &out), Status::kOk);
+  EXPECT_EQ(space_.resolve(a, 0x2000, 0, Access::kRead, &out), Status::kIllegalAddress);
+  const uint64_t before = digestOf(space_);
+  EXPECT_EQ(space_.map(a + 0x2000, 0x1000, 8, 0, {0, kDevices}), Status::kInvalidValue);
+  EXPECT_EQ(space_.map(a + 0x2000, 0x1000, 8, 0, {-1}), Status::kInvalidValue);
+  EXPECT_EQ(digestOf(space_), before);
+  EXPECT_EQ(space_.mappingContaining(a + 0x2000), nullptr);
+}
+
 TEST_F(AddressSpaceTest, MapRefusesOverlapWithAlreadyMapped) {
   const uint64_t a = reserve(0x8000);
   ASSERT_EQ(space_.map(a + 0x2000, 0x2000, 1, 0), Status::kOk);

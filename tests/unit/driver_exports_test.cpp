@@ -9,10 +9,17 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
+#include <vector>
 
 #ifndef MCSIM_TEST_SOURCE_DIR
 #error "MCSIM_TEST_SOURCE_DIR must name the project's source directory"
+#endif
+#ifndef MCSIM_CUDA_INCLUDE_DIR
+#error "MCSIM_CUDA_INCLUDE_DIR must name the CUDA headers' directory"
 #endif
 
 namespace {
@@ -32,6 +39,112 @@ TEST(DriverExports, EveryFunctionOfTheRealDriverIsExported) {
   }
   EXPECT_GT(count, 600);
   EXPECT_EQ("", missing);
+}
+
+// Every variant the toolkit's headers type (PFN_<name>_v<version>, with _ptds / _ptsz for the
+// per-thread default-stream ones, in cudaTypedefs.h and its GL, EGL, VDPAU and profiler twins) of
+// a function the real driver exports is resolvable through cuGetProcAddress at its version, as an
+// exported function of that name; a function's variants are distinct functions; below its first
+// typed version a function resolves to its older, untyped variant where the driver exports one
+// (the pre-3.2 and pre-4.0 forms), and is "version not sufficient" where it does not.
+TEST(DriverExports, EveryTypedVariantResolvesAtItsVersion) {
+  ASSERT_EQ(CUDA_SUCCESS, cuInit(0));
+  std::set<std::string> realExports;
+  {
+    std::ifstream in(std::string(MCSIM_TEST_SOURCE_DIR) + "/docs/real-driver/libcuda-580.159.04-functions.txt");
+    std::string name;
+    while (std::getline(in, name)) {
+      if (!name.empty() && name[0] != '#') realExports.insert(name);
+    }
+  }
+  ASSERT_GT(realExports.size(), 600u);
+  // Typed, but not exported by the Linux driver (WGL is Windows'; EGL sync events): not resolvable.
+  auto exportedByTheRealDriver = [&](const std::string& name) {
+    auto it = realExports.lower_bound(name);
+    return it != realExports.end() && (*it == name || it->rfind(name + "_", 0) == 0);
+  };
+  const std::regex typedefLine(R"(typedef\s+\w+\s*\(\s*CUDAAPI\s*\*\s*PFN_(cu\w+?)_v(\d+)(_ptds|_ptsz)?\s*\))");
+  std::map<std::string, std::set<int>> legacy, perThread;  // name -> versions of its variants
+  for (const char* header : {"cudaTypedefs.h", "cudaGLTypedefs.h", "cudaEGLTypedefs.h", "cudaVDPAUTypedefs.h",
+                             "cudaProfilerTypedefs.h"}) {
+    std::ifstream in(std::string(MCSIM_CUDA_INCLUDE_DIR) + "/" + header);
+    ASSERT_TRUE(in.good()) << header;
+    std::string line;
+    while (std::getline(in, line)) {
+      std::smatch m;
+      // The indented typedefs are the pre-3.2 variants, declared for NVIDIA's own build only.
+      if (line.empty() || line[0] == ' ' || !std::regex_search(line, m, typedefLine)) continue;
+      (m[3].matched ? perThread : legacy)[m[1]].insert(std::stoi(m[2]));
+    }
+  }
+  ASSERT_GT(legacy.size(), 400u);
+  void* self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(nullptr, self);
+  std::vector<std::string> problems;
+  auto resolve = [&](const std::string& name, int version, cuuint64_t flags, void** fn) {
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    *fn = nullptr;
+    const CUresult r = cuGetProcAddress(name.c_str(), fn, version, flags, &status);
+    return r == CUDA_SUCCESS ? status : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  };
+  auto exportedName = [](void* fn) {
+    Dl_info info{};
+    return dladdr(fn, &info) != 0 && info.dli_sname != nullptr ? std::string(info.dli_sname) : std::string();
+  };
+  int variants = 0, skipped = 0;
+  for (const auto& [name, versions] : legacy) {
+    if (!exportedByTheRealDriver(name)) {
+      ++skipped;
+      continue;
+    }
+    std::set<void*> seen;
+    void* first = nullptr;
+    for (int v : versions) {
+      ++variants;
+      void* fn = nullptr;
+      if (resolve(name, v, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &fn) != CU_GET_PROC_ADDRESS_SUCCESS || fn == nullptr) {
+        problems.push_back(name + " at " + std::to_string(v) + ": not found");
+        continue;
+      }
+      const std::string sym = exportedName(fn);
+      if (sym.rfind(name, 0) != 0 || dlsym(self, sym.c_str()) != fn) {
+        problems.push_back(name + " at " + std::to_string(v) + ": resolves to '" + sym + "', not an export of its name");
+      }
+      if (!seen.insert(fn).second) problems.push_back(name + " at " + std::to_string(v) + ": the same function as an older variant");
+      if (first == nullptr) first = fn;
+    }
+    if (first == nullptr || *versions.begin() <= 2000) continue;
+    void* below = reinterpret_cast<void*>(1);
+    const CUdriverProcAddressQueryResult b = resolve(name, *versions.begin() - 1, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &below);
+    if (exportedName(first) == name) {
+      // The first typed variant is the function's plain name: nothing older.
+      if (b != CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT || below != nullptr) {
+        problems.push_back(name + " below " + std::to_string(*versions.begin()) + ": not 'version not sufficient'");
+      }
+    } else if (b != CU_GET_PROC_ADDRESS_SUCCESS || below == first || exportedName(below).rfind(name, 0) != 0) {
+      problems.push_back(name + " below " + std::to_string(*versions.begin()) + ": not its older variant");
+    }
+  }
+  EXPECT_LE(skipped, 2) << "typed functions the real driver does not export";
+  for (const auto& [name, versions] : perThread) {
+    for (int v : versions) {
+      ++variants;
+      void* fn = nullptr;
+      if (resolve(name, v, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &fn) != CU_GET_PROC_ADDRESS_SUCCESS) {
+        problems.push_back(name + " per-thread at " + std::to_string(v) + ": not found");
+        continue;
+      }
+      const std::string sym = exportedName(fn);
+      const std::string suffix = sym.size() > 5 ? sym.substr(sym.size() - 5) : "";
+      if (sym.rfind(name, 0) != 0 || (suffix != "_ptds" && suffix != "_ptsz")) {
+        problems.push_back(name + " per-thread at " + std::to_string(v) + ": resolves to '" + sym + "'");
+      }
+    }
+  }
+  EXPECT_GT(variants, 550);
+  std::string all;
+  for (const std::string& p : problems) all += "\n  " + p;
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems:" << all;
 }
 
 // The first call of an unmodelled function prints one line naming it; later calls print nothing.

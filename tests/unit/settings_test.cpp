@@ -195,6 +195,7 @@ const std::set<std::string> kCodeIdentifiers = {
     "MCSIM_DTYPE_F32",
     "MCSIM_ERROR_INVALID_PLAN",
     "MCSIM_ERROR_NOT_INITIALIZED",
+    "MCSIM_OTHER_CUDARTS",
     "MCSIM_FAULT_ARGUMENTS",
     "MCSIM_FAULT_POINT_ARGS",
     "MCSIM_REDOP_ADD",
