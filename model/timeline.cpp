@@ -1,4 +1,5 @@
 #include "model/timeline.h"
+#include "model/hang_abort.h"
 
 #include <atomic>
 #include <cstdio>
@@ -31,6 +32,7 @@ void Timeline::writeTo(const std::string& path) {
     return;
   }
   std::atexit([] { Timeline::active()->flush(); });
+  beforeHangAbort([] { Timeline::active()->flush(); });  // MCSIM_ON_HANG=abort runs no exit handlers
 }
 
 TimelineTrack Timeline::trackIfActive(const std::string& group, const std::string& name) {

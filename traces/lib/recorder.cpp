@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "traces/lib/codec.h"
 #include "traces/lib/results.h"
 #include "traces/lib/trace_format.h"
+#include "model/hang_abort.h"
 #include "model/thread_owned.h"
 
 namespace mcsim::trace {
@@ -41,6 +43,12 @@ struct Recorder {
   bool closed = false;
   // Wrapper and forward pointers sorted by address, for cuGetProcAddress.
   std::vector<std::pair<void*, int>> byForward, byWrapper;
+  // Calls admitted and not yet returned, by admission number (written if the process aborts on a
+  // hang: the calls that hung are the point of such a trace).
+  std::map<uint64_t, const CallScope*> inFlight;
+  // The kernel each launch submitted, by admission number, with the launch's time (the end
+  // record's kernel times).
+  std::map<uint64_t, std::pair<void*, uint64_t>> kernels;
 };
 
 Recorder& recorder() {
@@ -94,10 +102,33 @@ void closeTrace() {
   if (r.file == nullptr || r.closed) return;
   r.closed = true;
   Json end{{"end", true}, {"calls", r.written}};
+  Json kernels = Json::array();
+  for (const auto& [seq, kernel] : r.kernels) {
+    uint64_t start = 0, finish = 0;
+    if (r.target.kernelTimes(kernel.first, kernel.second, &start, &finish)) kernels.push_back(Json::array({seq, start, finish}));
+  }
+  if (!kernels.empty()) end["kernels"] = std::move(kernels);
   if (!r.nodeSettings.empty()) end["node"] = Json::parse(r.nodeSettings, nullptr, false);
   writeLine(r, end);
   std::fclose(r.file);
   r.file = nullptr;
+}
+
+// MCSIM_ON_HANG=abort: the calls still waiting are written (they never returned: result
+// CUDA_ERROR_LAUNCH_TIMEOUT and "aborted":true, no outputs, t1_ps = t0_ps), then the end record, so
+// that the trace reads and replays (the replay hangs and aborts at the same calls).
+void closeTraceOnHangAbort() {
+  Recorder& r = recorder();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.file == nullptr || r.closed) return;
+    for (const auto& [seq, scope] : r.inFlight) {
+      writeLine(r, scope->abortedRecord(r.target.simNowPs != nullptr));
+      ++r.written;
+    }
+    r.inFlight.clear();
+  }
+  closeTrace();
 }
 
 // A forked child shares the trace file with its parent: it stops recording rather than interleave
@@ -162,6 +193,7 @@ void startRecorder(const Target& t, const settings::Settings& settings) {
   if (!settings.node.empty()) header["node"] = settings.node;
   writeLine(r, header);
   std::atexit(closeTrace);
+  model::beforeHangAbort(closeTraceOnHangAbort);
   ::pthread_atfork(nullptr, nullptr, stopInChild);
   gRecording = true;
 }
@@ -190,6 +222,7 @@ CallScope::CallScope(int call, const uint64_t* slots) : call_(call), slots_(slot
   t0_ = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
   if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&clock0_);
   clock1Tag_ = tagsOf(plan.clock[1]);
+  r.inFlight.emplace(seq_, this);
   gAdmitted.store(r.admitted, std::memory_order_release);
   if (r.target.nodeBegin != nullptr) r.target.nodeBegin(plan.requests);
 }
@@ -204,7 +237,13 @@ CUresult CallScope::finish(CUresult result) {
   const uint64_t t1 = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
   if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&clock1);
   std::unique_ptr<Json> args(static_cast<Json*>(inputs_));
+  // A launch that succeeded keeps the kernel it submitted, for its time in the end record.
+  void* kernel = r.target.takeKernel != nullptr
+                     ? r.target.takeKernel(result == CUDA_SUCCESS && isLaunch(callTable()[call_]) && r.target.simNowPs != nullptr)
+                     : nullptr;
   std::lock_guard<std::mutex> lock(r.mu);
+  r.inFlight.erase(seq_);
+  if (kernel != nullptr) r.kernels.emplace(seq_, std::make_pair(kernel, t0_));
   if (r.closed || r.file == nullptr) return result;
   const CallDesc& d = callTable()[call_];
   Json rec{{"seq", seq_}, {"fin", finishedBefore_}, {"thread", thread_}, {"call", d.symbol}, {"args", std::move(*args)}};
@@ -232,6 +271,18 @@ CUresult CallScope::finish(CUresult result) {
   ++r.written;
   gFinished.fetch_add(1, std::memory_order_acq_rel);
   return result;
+}
+
+Json CallScope::abortedRecord(bool simulated) const {
+  Json rec{{"seq", seq_},   {"fin", finishedBefore_}, {"thread", thread_}, {"call", callTable()[call_].symbol},
+           {"args", *static_cast<const Json*>(inputs_)}, {"result", resultName(CUDA_ERROR_LAUNCH_TIMEOUT)}, {"aborted", true}};
+  if (simulated) {
+    rec["t0_ps"] = t0_;
+    rec["t1_ps"] = t0_;
+  } else {
+    rec["dur_ns"] = 0;
+  }
+  return rec;
 }
 
 const char* wrappedSymbol(void* fn) {
