@@ -8,7 +8,9 @@
 #                 replay aborts at the same hang) and minimises --until deadlock
 #   diff_kernels  traces of two programs that launch different kernels: diff lists both kernels
 #                 with their simulated times, which the end records hold
-#   fork          a program that forks a child which does not exec replays at once, exactly
+#   fork          a child forked after cuInit is refused and not recorded, its parent replays
+#                 exactly; one forked before cuInit records a trace of its own, and on a shared
+#                 node the parent's trace alone is refused at once, the two replay exactly
 #   minimized     a minimised trace (SAMPLE under PLAN) replays with the failure as its only
 #                 differences
 #   cmake -DMCSIM=... -DPROGRAM=... -DWORK=dir -DSCENARIO=... [-DSAMPLE=... -DPLAN=...] -P user_program.cmake
@@ -80,9 +82,41 @@ elseif(SCENARIO STREQUAL "diff_kernels")
   # The same program twice: every kernel time agrees (a replay checks them exactly).
   run(COMMAND ${MCSIM} replay ${a} EXIT 0 MATCH "replayed [0-9]+ calls, 0 differences")
 elseif(SCENARIO STREQUAL "fork")
+  # A child forked after cuInit: its calls are refused (as CUDA refuses them) and not recorded.
   set(t ${WORK}/fork.jsonl)
-  run(COMMAND ${MCSIM} run --record ${t} -- ${PROGRAM} --bytes 65536 --fork EXIT 0)
+  file(REMOVE_RECURSE ${WORK})
+  file(MAKE_DIRECTORY ${WORK})
+  run(COMMAND ${MCSIM} run --record ${t} -- ${PROGRAM} --bytes 65536 --fork EXIT 0
+      MATCH "forked child: cuInit 3, cuDeviceGetCount 3, cuMemAlloc 3, cuMemFree 3")
+  file(GLOB children ${WORK}/fork-*.jsonl)
+  if(children)
+    message(FATAL_ERROR "a child forked after cuInit left a trace: ${children}")
+  endif()
   run(COMMAND ${MCSIM} replay ${t} --timeout 20 EXIT 0 MATCH "replayed [0-9]+ calls, 0 differences")
+  # A child forked before cuInit is a CUDA process of its own and records beside its parent
+  # (fork-early-PID.jsonl). On a shared node the two are one run: the parent's trace alone is
+  # refused at once, naming what is missing; the two replay together exactly.
+  set(ENV{MCSIM_NODE_DIR} ${WORK}/nodes)
+  file(MAKE_DIRECTORY ${WORK}/nodes)
+  file(CHMOD ${WORK}/nodes DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+  set(node fork-early-node)
+  run(COMMAND ${MCSIM} node start --name ${node} --topology single-h100 EXIT 0)
+  set(ENV{MCSIM_NODE} ${node})
+  set(t ${WORK}/fork-early.jsonl)
+  execute_process(COMMAND ${MCSIM} run --record ${t} -- ${PROGRAM} --bytes 65536 --fork-early RESULT_VARIABLE status)
+  unset(ENV{MCSIM_NODE})
+  execute_process(COMMAND ${MCSIM} node stop --name ${node})
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "the program forking before cuInit failed on a shared node (status ${status})")
+  endif()
+  file(GLOB children ${WORK}/fork-early-*.jsonl)
+  list(LENGTH children n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "expected the child's trace beside the parent's, found: ${children}")
+  endif()
+  run(COMMAND ${MCSIM} replay ${t} --timeout 20 EXIT 2 MATCH "the traces of some processes of the run are missing")
+  run(COMMAND ${MCSIM} replay ${t} ${children} --timeout 60 EXIT 0
+      MATCH "replayed 2 processes on a shared node \\(the recorded admission order\\): 0 differences")
 elseif(SCENARIO STREQUAL "minimized")
   # The sample minimised under a plan that fails its second device-to-host copy replays with the
   # failure as its first difference: the kept calls return as in the whole trace's replay up to

@@ -256,7 +256,8 @@ std::string runSchedule(const std::vector<Trace>& traces, std::vector<trace::Nod
       return where.at(n.number) + ": node admission " + std::to_string(n.number) + " came after " +
              std::to_string(n.finishedBefore) + " traced requests had finished, but the traces hold only " +
              std::to_string(i) + " before it: the traces of some processes of the run are missing (record every "
-             "process, MCSIM_RECORD=trace-%p.jsonl, and give them all)";
+             "process, MCSIM_RECORD=trace-%p.jsonl, and give them all; a child forked without exec records beside "
+             "its parent, TRACE-PID.jsonl)";
     }
     // The node's simulation only runs on: a later request cannot have come at an earlier count.
     if (i > 0 && n.simRuns < (*schedule)[i - 1].simRuns) {

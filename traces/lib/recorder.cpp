@@ -49,13 +49,17 @@ struct Recorder {
   // The kernel each launch submitted, by admission number, with the launch's time (the end
   // record's kernel times).
   std::map<uint64_t, std::pair<void*, uint64_t>> kernels;
+  std::string pattern;  // MCSIM_RECORD as given (%p: the process id)
+  Json header;          // the header written (a forked child writes it again with its own pid)
+  bool initialized = false;  // a cuInit of this process succeeded
 };
 
-Recorder& recorder() {
+Recorder*& recorderPointer() {
   // Leaked on purpose: calls made from static destructors must still find it.
   static Recorder* r = new Recorder();
-  return *r;
+  return r;
 }
+Recorder& recorder() { return *recorderPointer(); }
 
 thread_local int tThread = -1;
 thread_local int tDepth = 0;  // a driver that calls its own exports is recorded once
@@ -131,14 +135,67 @@ void closeTraceOnHangAbort() {
   closeTrace();
 }
 
-// A forked child shares the trace file with its parent: it stops recording rather than interleave
-// its calls with the parent's (a child that execs a CUDA program records afresh; use %p in
-// MCSIM_RECORD to keep each process's trace).
-void stopInChild() {
-  Recorder& r = recorder();
-  r.file = nullptr;
-  r.closed = true;
-  gRecording = false;
+// MCSIM_RECORD for this process: %p is its id. A forked child without %p records beside its
+// parent's trace, its id before the extension ("app.jsonl" -> "app-4712.jsonl").
+std::string tracePath(const std::string& pattern, bool child) {
+  std::string p = pattern;
+  const std::string pid = std::to_string(::getpid());
+  const size_t at = p.find("%p");
+  if (at != std::string::npos) {
+    p.replace(at, 2, pid);
+  } else if (child) {
+    const size_t dot = p.rfind('.');
+    const size_t slash = p.rfind('/');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+      p.insert(dot, "-" + pid);
+    } else {
+      p += "-" + pid;
+    }
+  }
+  return p;
+}
+
+// Opens this process's trace and writes its header. False (said on stderr) when it cannot.
+bool openTrace(Recorder& r, bool child) {
+  const std::string p = tracePath(r.pattern, child);
+  r.file = std::fopen(p.c_str(), "w");
+  if (r.file == nullptr) {
+    std::fprintf(stderr, "mcsim: MCSIM_RECORD=%s: cannot write the trace: %s\n", p.c_str(), std::strerror(errno));
+    return false;
+  }
+  r.header["pid"] = static_cast<int64_t>(::getpid());
+  writeLine(r, r.header);
+  return true;
+}
+
+// A forked child. One forked before this process's cuInit is a CUDA process of its own (on a
+// shared node, one more process of the run): it records a trace of its own, from a fresh
+// recorder (another thread of the parent may have held the old one's lock at the fork). One
+// forked after it cannot use the parent's driver (its calls are refused, as CUDA refuses them):
+// it stops recording rather than interleave with its parent's trace.
+void recordInChild() {
+  Recorder& old = recorder();
+  if (old.file == nullptr || old.closed || old.initialized) {
+    old.file = nullptr;
+    old.closed = true;
+    gRecording = false;
+    return;
+  }
+  auto* fresh = new Recorder();
+  fresh->target = old.target;
+  fresh->options = old.options;
+  fresh->byForward = old.byForward;
+  fresh->byWrapper = old.byWrapper;
+  fresh->pattern = old.pattern;
+  fresh->header = old.header;
+  recorderPointer() = fresh;  // the old one (and its FILE, the parent's trace) is left as it is
+  gAdmitted.store(0);
+  gFinished.store(0);
+  tThread = -1;
+  if (!openTrace(*fresh, true)) {
+    fresh->closed = true;
+    gRecording = false;
+  }
 }
 
 uint64_t wallNs() {
@@ -162,18 +219,10 @@ void startRecorder(const Target& t, const settings::Settings& settings) {
 
   startCallLog(settings);
   if (settings.record.empty()) return;
-  std::string p = settings.record;
-  // %p: one trace per process when several processes record.
-  const size_t at = p.find("%p");
-  if (at != std::string::npos) p.replace(at, 2, std::to_string(::getpid()));
+  r.pattern = settings.record;
   r.options.dataLimit = settings.recordData;
   r.options.outputData = settings.recordOutputData;
   r.options.imagesInFull = settings.recordImages == "full";
-  r.file = std::fopen(p.c_str(), "w");
-  if (r.file == nullptr) {
-    std::fprintf(stderr, "mcsim: MCSIM_RECORD=%s: cannot write the trace: %s\n", p.c_str(), std::strerror(errno));
-    return;
-  }
   Json header{{"mcsim_trace", kTraceVersion}, {"target", t.name}, {"pid", static_cast<int64_t>(::getpid())}};
   Json env = Json::object();
   for (const char* name : kRecordedEnvironment) {
@@ -191,10 +240,11 @@ void startRecorder(const Target& t, const settings::Settings& settings) {
   if (r.options.imagesInFull) header["images"] = "full";
   // A shared node's name (informational: a replay builds a node of its own).
   if (!settings.node.empty()) header["node"] = settings.node;
-  writeLine(r, header);
+  r.header = std::move(header);
+  if (!openTrace(r, false)) return;
   std::atexit(closeTrace);
   model::beforeHangAbort(closeTraceOnHangAbort);
-  ::pthread_atfork(nullptr, nullptr, stopInChild);
+  ::pthread_atfork(nullptr, nullptr, recordInChild);
   gRecording = true;
 }
 
@@ -269,6 +319,7 @@ CUresult CallScope::finish(CUresult result) {
   }
   writeLine(r, rec);
   ++r.written;
+  if (result == CUDA_SUCCESS && std::strcmp(d.base, "cuInit") == 0) r.initialized = true;
   gFinished.fetch_add(1, std::memory_order_acq_rel);
   return result;
 }
