@@ -177,6 +177,7 @@ int replay(ReplayArgs& a) {
     return kExitBadInput;
   }
   if (o.simulated) sayRestoredSettings(t);
+  const size_t unrecorded = trace::unrecordedHostData(t).size();
   std::printf("%s", trace::describeUnrecordedData(t, trace::unrecordedHostData(t)).c_str());
   const trace::ReplayOutcome r = trace::replayInChild(t, o);
   if (!r.finished) {
@@ -192,7 +193,8 @@ int replay(ReplayArgs& a) {
   if (!r.invariant.empty()) res.differences.insert(res.differences.begin(), {0, "invariant: " + r.invariant});
   if (r.abortedOnHang) std::printf("the replay aborted on a hang, as the recording did (MCSIM_ON_HANG=abort)\n");
   std::printf("%s", trace::describeDiff(res, t, c.replayed, "replayed", c.options, false).c_str());
-  if (r.approximated > 0) {
+  // The calls whose host data the trace lacks were named before the replay: only others are news.
+  if (r.approximated > unrecorded) {
     std::printf("%llu calls replayed approximately; the first: %s\n", static_cast<unsigned long long>(r.approximated),
                 r.firstApproximation.c_str());
   }
@@ -368,7 +370,7 @@ int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
     }
     differences += c.result.differences.size();
     std::printf("%s: %s", t.path.c_str(), trace::describeDiff(c.result, t, c.replayed, "replayed", c.options, false).c_str());
-    if (outcomes[i].approximated > 0) {
+    if (outcomes[i].approximated > trace::unrecordedHostData(t).size()) {
       std::printf("  %llu calls replayed approximately; the first: %s\n",
                   static_cast<unsigned long long>(outcomes[i].approximated), outcomes[i].firstApproximation.c_str());
     }
