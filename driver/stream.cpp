@@ -16,6 +16,7 @@
 #include "driver/graph.h"
 #include "driver/leaks.h"
 #include "model/engine.h"
+#include "model/thread_owned.h"
 
 namespace mcsim::driver {
 
@@ -198,6 +199,10 @@ void notePtxKernel(const fabric::DeviceOp& op, const fabric::WorkDone& w) {
   if (w && op.kind == fabric::DeviceOp::Kind::kKernel && op.ptxModule != 0) gPtxLaunches.fetch_add(1);
 }
 
+std::atomic<bool> gKeepKernels{false};
+struct SubmittedKernelsTag;
+std::vector<SubmittedKernel>& submittedKernels() { return threadOwned<std::vector<SubmittedKernel>, SubmittedKernelsTag>(); }
+
 // enqueue's body: `alsoAfter` are the completions the operation follows besides stream order.
 CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done,
                           const std::vector<fabric::WorkDone>& alsoAfter, Status* submitted) {
@@ -243,6 +248,9 @@ CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone
   if (submitted != nullptr) *submitted = s;
   MCSIM_TRY(toResult(s));
   notePtxKernel(op, w);
+  if (op.kind == fabric::DeviceOp::Kind::kKernel && w && gKeepKernels.load(std::memory_order_relaxed)) {
+    submittedKernels().push_back({w, after});
+  }
   {
     std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     st->tail = w;
@@ -255,6 +263,14 @@ CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone
 }
 
 }  // namespace
+
+void keepSubmittedKernels() { gKeepKernels.store(true); }
+
+std::vector<SubmittedKernel> takeSubmittedKernels() {
+  std::vector<SubmittedKernel> taken;
+  taken.swap(submittedKernels());
+  return taken;
+}
 
 CUresult enqueue(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone* done, const fabric::WorkDone& alsoAfter,
                  Status* submitted) {

@@ -145,6 +145,16 @@ CUresult streamAddCallbackEntry(CUstream s, CUstreamCallback callback, void* use
 // For mcsim::api: streams and events in state digests.
 void addStreamsToDigest(model::Digest& d);
 
+// Kernels for the trace's kernel times (docs/traces.md): while a trace is recorded
+// (keepSubmittedKernels), each kernel a thread submits from a stream is kept with the work it
+// followed, until the recorder takes the ones its current call submitted.
+struct SubmittedKernel {
+  fabric::WorkDone done;
+  std::vector<fabric::WorkDone> after;
+};
+void keepSubmittedKernels();
+std::vector<SubmittedKernel> takeSubmittedKernels();
+
 }  // namespace mcsim::driver
 
 namespace mcsim::driver {

@@ -31,6 +31,7 @@
 #include "fabric/node_ops.h"
 #include "fabric/node_host.h"
 #include "fabric/node_ipc.h"
+#include "model/hang_abort.h"
 #include "fabric/unique_fd.h"
 #include "model/status.h"
 #include "model/thread_owned.h"
@@ -408,7 +409,7 @@ class ClientNode final : public Node {
       const std::string report = r.getString();
       std::fprintf(stderr, "mcsim: node '%s' reports:\n%s", name_.c_str(), report.c_str());
       std::fflush(stderr);
-      if (local_.hang.abortOnHang) std::abort();
+      if (local_.hang.abortOnHang) model::abortOnHang();
     } else if (s != Status::kOk) {
       // The node's reason for a refusal, for this process's call log (MCSIM_DEBUG).
       const std::string why = r.getString();

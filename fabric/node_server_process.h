@@ -31,6 +31,9 @@ struct AttachedProcess {
   uint64_t number = 0;  // 1, 2, ... in attach order (status lists them so)
   int pid = 0;
   int rank = -1;        // its MCSIM_RANK (-1: unset)
+  // Processes that had attached and left again when it attached: a run after an earlier one on
+  // the same node (its trace's end record tells a replay so).
+  int leftBefore = 0;
   UniqueFd sock;        // its connection: the end of the socket is one sign that it is gone
   UniqueFd pidfd;       // readable once it has exited: the other sign
   std::unique_ptr<AttachedNode> node;

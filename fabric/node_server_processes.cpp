@@ -36,6 +36,7 @@ std::shared_ptr<AttachedProcess> Processes::attach(UniqueFd* sock, int pid, int 
   std::lock_guard<std::mutex> lock(mu_);
   p->number = ++lastNumber_;
   ++attachedEver_;
+  p->leftBefore = leftEver_;
   byNumber_[p->number] = p;
   livePids_[pid] += 1;
   threadCache_.reset();
@@ -47,6 +48,7 @@ void Processes::detach(const std::shared_ptr<AttachedProcess>& p) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (--livePids_[p->pid] == 0) livePids_.erase(p->pid);
+    ++leftEver_;
     threadCache_.reset();
   }
   const size_t stoppedKernels = p->node->abandonWaits(p->pid, p->who());

@@ -57,6 +57,7 @@ class Processes {
   std::map<uint64_t, std::shared_ptr<AttachedProcess>> byNumber_;
   uint64_t lastNumber_ = 0;
   int attachedEver_ = 0;
+  int leftEver_ = 0;  // processes that attached and have left
   std::map<int, int> livePids_;  // pid -> attachments (a process may attach more than once)
   std::optional<int> threadCache_;
   std::chrono::steady_clock::time_point threadCacheAt_;

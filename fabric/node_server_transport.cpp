@@ -179,7 +179,13 @@ void Transport::connection(UniqueFd sock) {
   welcome.topology = options_.topology;
   welcome.vaLimit = p->node->vaLimit();
   welcome.firstChannel = channels_.open(p);
+  // The node's settings, and how many processes had come and gone before this one (a trace's end
+  // record keeps both: a replay of a run that was not the node's first says so).
   welcome.settings = settings_;
+  if (p->leftBefore > 0 && !welcome.settings.empty() && welcome.settings.back() == '}') {
+    welcome.settings.pop_back();
+    welcome.settings += ",\"left_before\":" + std::to_string(p->leftBefore) + "}";
+  }
   if (welcome.firstChannel == 0 || !ipc::sendMessage(p->sock.get(), ipc::Msg::kWelcome, ipc::encode(welcome))) {
     processes_.detach(p);
     return;

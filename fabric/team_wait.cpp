@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/engine.h"
+#include "model/hang_abort.h"
 
 namespace mcsim::fabric {
 
@@ -156,7 +157,7 @@ void TeamWaiter::giveUpAll(const char* verdict, const std::function<std::string(
   lastReport_ = report;
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
-  if (policy_.abortOnHang) std::abort();
+  if (policy_.abortOnHang) model::abortOnHang();
   for (uint64_t t : stuck) waiters_.at(t).givenUp = true;
   cv_.notify_all();
 }

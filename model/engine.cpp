@@ -1,4 +1,5 @@
 #include "model/engine.h"
+#include "model/hang_abort.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -640,7 +641,7 @@ bool Engine::giveUp(std::chrono::steady_clock::time_point stalledSince) {
                 : "mcsim: the waiting calls fail with CUDA_ERROR_LAUNCH_TIMEOUT, which their contexts keep (MCSIM_ON_HANG=abort aborts instead)\n";
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
-  if (stallPolicy_.abortOnHang) std::abort();
+  if (stallPolicy_.abortOnHang) abortOnHang();
   gaveUpEpisode_ = stallEpisode_;
   doneCv_.notify_all();
   return true;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/hang_abort.h"
+
 namespace mcsim::model {
 
 void TimelineTrack::span(uint64_t startPs, uint64_t endPs, const char* what) const {
@@ -61,6 +63,7 @@ void Timeline::start(const std::string& path, bool summary) {
     timeline->flush();
     if (timeline->summary_) std::fputs(timeline->summary().c_str(), stderr);
   });
+  beforeHangAbort([] { Timeline::active()->flush(); });  // MCSIM_ON_HANG=abort runs no exit handlers
 }
 
 TimelineTrack Timeline::trackIfActive(const std::string& group, const std::string& name) {

@@ -10,6 +10,9 @@ bool describeSimFunction(uint64_t f, bool isKernel, const std::string& label, Fu
 void nodeBegin(const std::vector<uint64_t>& tags);  // sim_clock.cpp
 void nodeEnd(std::vector<NodeAdmission>* out);
 std::string nodeSettings();
+void keepKernelTimes();
+void* takeKernel(bool keep);
+bool kernelTimes(void* kernel, uint64_t launchPs, uint64_t* startPs, uint64_t* endPs);
 }
 
 #define MCSIM_TRACE_DECLARE(sym, pfn) extern "C" std::remove_pointer_t<pfn> mcsim_impl_##sym;
@@ -27,7 +30,9 @@ __attribute__((constructor)) void startRecording() {
   mcsim::trace::startRecorder(mcsim::trace::Target{"mcsim", &mcsim::trace::simulatedNowPs, kWrapperTable, kImplTable,
                                                       &mcsim::trace::describeSimFunction,
                                                       &mcsim::trace::nodeBegin, &mcsim::trace::nodeEnd,
-                                                      &mcsim::trace::nodeSettings},
+                                                      &mcsim::trace::nodeSettings, &mcsim::trace::takeKernel,
+                                                      &mcsim::trace::kernelTimes},
                               mcsim::settings::fromEnvironmentQuietly());
+  if (mcsim::trace::gRecording) mcsim::trace::keepKernelTimes();
 }
 }  // namespace

@@ -640,6 +640,27 @@ TEST_F(SharedNode, ReplayRefusesAnIncompleteOrMixedSetOfTraces) {
   EXPECT_TRUE(contains(embedded.output, "not recorded on a shared node")) << embedded.output;
 }
 
+// A second recorded run on a node that served one before cannot be replayed from a fresh node's
+// start: the replay says so (the node had served processes before), not that a process's trace
+// is missing (issue 21).
+TEST_F(SharedNode, ReplayOfASecondRunOnTheSameNodeSaysSo) {
+  startNode();
+  Env env = recordingEnv();
+  {
+    Broker first(MCSIM_MP_RANK, dir_);
+    runRanks(first, "nccl", 2, env);
+  }
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "nccl", 2, env);
+  const Ran replay = mcsim({"replay", dir_ + "/trace-" + std::to_string(b.pid(0)) + ".jsonl",
+                            dir_ + "/trace-" + std::to_string(b.pid(1)) + ".jsonl"});
+  EXPECT_EQ(2, replay.status) << replay.output;
+  EXPECT_TRUE(contains(replay.output, "the node had served 2 processes, gone before the first of these attached, so "
+                                      "this run was not the node's first"))
+      << replay.output;
+  EXPECT_FALSE(contains(replay.output, "are missing")) << replay.output;
+}
+
 TEST_F(SharedNode, EightProcessNcclSetupAndMultimemAllReduce) {
   startNode();
   Broker b(MCSIM_MP_RANK, dir_);

@@ -426,6 +426,103 @@ TEST(Diff, ResultsCountOutputsOnlyWhenExact) {
   EXPECT_NE(r.differences[0].what.find("result CUDA_SUCCESS vs CUDA_ERROR_INVALID_CONTEXT"), std::string::npos);
 }
 
+// An import of a descriptor another process exported is compared by the handle `shared` names,
+// not by the importer's descriptor number, which no two runs share (issue 21).
+TEST(Diff, ImportsOfAnotherProcesssHandleCompareByTheSharedName) {
+  Trace a, b;
+  ASSERT_EQ(readTrace(kDir + "/good.jsonl", &a), "");
+  Record import;
+  import.call = findCall("cuMemImportFromShareableHandle");
+  import.result = "CUDA_SUCCESS";
+  import.args = Json{{"handle", "out"}, {"osHandle", Json{{"raw_fd", 7}}}, {"shHandleType", 1}};
+  import.shared = "file:12:3456";
+  a.records.push_back(import);
+  b = a;
+  b.records.back().args["osHandle"]["raw_fd"] = 5;
+  b.records.back().shared = "file:12:9999";  // the replay's own file: never compared
+  DiffOptions exact;
+  exact.exact = true;
+  EXPECT_TRUE(diffTraces(a, b, exact).differences.empty()) << diffTraces(a, b, exact).differences[0].what;
+  // Without a shared name the descriptor is all the trace has, and it differs.
+  a.records.back().shared.clear();
+  b.records.back().shared.clear();
+  ASSERT_EQ(diffTraces(a, b, exact).differences.size(), 1u);
+  EXPECT_NE(diffTraces(a, b, exact).differences[0].what.find("osHandle {\"raw_fd\":7} vs {\"raw_fd\":5}"), std::string::npos);
+}
+
+// A minimised trace's names are renumbered as a recording of just its calls would name them.
+TEST(Minimize, RenumbersNamesInTheOrderTheyFirstAppear) {
+  std::vector<Record> recs(3);
+  recs[0].call = findCall("cuEventCreate");
+  recs[1].call = findCall("cuLaunchKernelEx");
+  recs[2].call = findCall("cuKernelGetFunction");
+  recs[0].line = 2;
+  recs[0].args = Json{{"phEvent", "out"}};
+  recs[0].out = Json{{"phEvent", "event3"}};
+  recs[1].line = 3;
+  recs[1].args = Json{{"dptr", "va4+64"}, {"hEvent", "event3"}, {"kernel", "kernel7"},
+                      {"config", Json{{"attrs", Json::array({Json{{"event", "event3"}}})}}},
+                      {"srcHost", Json{{"bytes", 4}, {"digest", "va12"}, {"data", "va12"}}}};
+  recs[2].line = 4;
+  recs[2].args = Json{{"a", "va2"}, {"b", "va4"}, {"s", "legacy"}, {"kernel", "kernel7"}};
+  renumberNames(&recs);
+  EXPECT_EQ(recs[0].out.at("phEvent"), "event1");
+  EXPECT_EQ(recs[1].args.at("dptr"), "va1+64");
+  EXPECT_EQ(recs[1].args.at("hEvent"), "event1");
+  EXPECT_EQ(recs[1].args.at("kernel"), "kernel7");  // the launched kernel's own name, not a handle
+  EXPECT_EQ(recs[1].args.at("config").at("attrs")[0].at("event"), "event1");
+  EXPECT_EQ(recs[1].args.at("srcHost").at("data"), "va12");  // data, not a name
+  EXPECT_EQ(recs[2].args.at("a"), "va2");
+  EXPECT_EQ(recs[2].args.at("b"), "va1");
+  EXPECT_EQ(recs[2].args.at("s"), "legacy");
+  EXPECT_EQ(recs[2].args.at("kernel"), "kernel1");  // cuKernelGetFunction's handle is a name
+}
+
+// The end record's kernel times go onto their launches, are written back, and are checked.
+TEST(TraceReader, KernelTimesOfTheEndRecord) {
+  Trace t;
+  ASSERT_EQ(readTrace(kDir + "/../../traces/samples/kernel-launches.sim.jsonl", &t), "");
+  size_t launch = 0;
+  while (launch < t.records.size() && !isLaunch(callTable()[t.records[launch].call])) ++launch;
+  ASSERT_LT(launch, t.records.size());
+  t.records[launch].hasKernelTime = true;
+  t.records[launch].kernelStartPs = 1000;
+  t.records[launch].kernelEndPs = 5000;
+  const std::string text = writeTrace(t.header, t.records);
+  EXPECT_NE(text.find("\"kernels\":[[" + std::to_string(launch) + ",1000,5000]]"), std::string::npos);
+  Trace again;
+  ASSERT_EQ(parseTrace(text, "again", &again), "");
+  EXPECT_TRUE(again.records[launch].hasKernelTime);
+  EXPECT_EQ(again.records[launch].kernelEndPs - again.records[launch].kernelStartPs, 4000u);
+  // Two traces whose kernel ran for different times: an exact diff says so, and the durations
+  // table counts the kernel's time, not the launch call's (which takes none).
+  Trace b = again;
+  b.records[launch].kernelEndPs = 9000;
+  DiffOptions exact;
+  exact.exact = true;
+  const DiffResult r = diffTraces(again, b, exact);
+  ASSERT_EQ(r.differences.size(), 1u);
+  EXPECT_NE(r.differences[0].what.find("kernel ran [1000, 5000] ps vs [1000, 9000] ps"), std::string::npos);
+  const std::string kernel = "cuLaunchKernel " + again.records[launch].args.at("kernel").get<std::string>();
+  bool found = false;
+  for (const DurationRow& row : r.durations) {
+    if (row.call != kernel) continue;
+    found = true;
+    EXPECT_GE(row.aNs, 4.0);
+    EXPECT_GE(row.bNs - row.aNs, 4.0 - 1e-9);
+  }
+  EXPECT_TRUE(found) << kernel;
+  const std::string end = "{\"end\":true,\"calls\":" + std::to_string(t.records.size());
+  for (const auto& [kernels, why] : std::vector<std::pair<std::string, std::string>>{
+           {"[[0,1,2]]", "is no launch of the trace"},
+           {"[[" + std::to_string(launch) + ",5,2]]", "ends before it starts"},
+           {"[[" + std::to_string(launch) + ",1]]", "is not [seq, start_ps, end_ps]"}}) {
+    std::string bad = text.substr(0, text.rfind("{\"end\""));
+    bad += end + ",\"kernels\":" + kernels + "}\n";
+    EXPECT_NE(parseTrace(bad, "x", &again).find(why), std::string::npos) << kernels;
+  }
+}
+
 // The recording library forwards to MCSIM_REAL_LIBCUDA (mcsim's driver here) and refuses every
 // cuMulticast* call, direct or through cuGetProcAddress, unless MCSIM_REAL_MULTICAST=1.
 TEST(RecordReal, RefusesMulticastUnlessAllowed) {

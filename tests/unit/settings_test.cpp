@@ -59,7 +59,7 @@ TEST(Settings, DefaultsWhenNothingIsSet) {
   EXPECT_FALSE(p.s.timingOnly);
   EXPECT_EQ(p.s.hostPollNs, 1000u);
   EXPECT_EQ(p.s.nodeSpin, 0u);
-  EXPECT_EQ(p.s.recordData, 65536u);
+  EXPECT_EQ(p.s.recordData, 16777216u);
   EXPECT_FALSE(p.s.recordOutputData);
   EXPECT_TRUE(p.s.given.empty());
   EXPECT_FALSE(p.s.isSet("MCSIM_RANK"));

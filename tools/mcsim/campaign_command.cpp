@@ -29,8 +29,12 @@
 #include "driver_library.h"
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
+#include "model/digest.h"
 #include "plan_generator.h"
+#include "scratch_dir.h"
 #include "tool_settings.h"
+#include "traces/lib/replayer.h"
+#include "traces/lib/trace_reader.h"
 
 extern char** environ;
 
@@ -60,11 +64,18 @@ struct CampaignOptions {
   std::string workloadDir;
   bool dryRun = false;
   bool verbose = false;
+  std::vector<std::string> program;  // `-- PROGRAM ARGS`: a user's program instead of the samples
 };
 
 struct Workload {
-  WorkloadKind kind;
+  std::string name;  // the sample's name, or a user's program's file name
+  int devices = 8;
+  uint64_t horizon = 200;
   std::string path;
+  std::vector<std::string> args;  // a user's program's arguments
+  // A user's program (`mcsim campaign -- PROGRAM ARGS`): it prints no mcsim-* lines, so the
+  // campaign checks it from outside (checkProgramRun).
+  bool program = false;
   std::vector<std::string> entryPoints;
 };
 
@@ -81,6 +92,7 @@ struct RunResult {
   std::string digest;
   std::map<std::string, uint64_t> fired;
   double seconds = 0;
+  int exitStatus = 0;  // a user's program's
 };
 
 std::string shellQuote(const std::string& s) {
@@ -100,9 +112,27 @@ std::string selfPath() {
 }
 
 // Variables the campaign sets for each run; everything else of its own environment passes through.
+// Over a user's program it records each run and reads what was left at exit too.
 bool setByCampaign(const std::string& name) {
   return name == "MCSIM_FAULTS" || name == "MCSIM_FAULTS_FILE" || name == "MCSIM_SEED" ||
-         name == "MCSIM_HANG_GRACE_S" || name == "LD_LIBRARY_PATH";
+         name == "MCSIM_HANG_GRACE_S" || name == "LD_LIBRARY_PATH" || name == "MCSIM_RECORD" ||
+         name == "MCSIM_LEAK_CHECK" || name == "MCSIM_NODE";
+}
+
+// A run's calls and results, thread by thread, as one digest (the reproducibility check), from its
+// trace: FNV-1a over each thread's (call, result) sequence, in thread order.
+std::string traceDigest(const trace::Trace& t) {
+  std::map<int, std::vector<const trace::Record*>> byThread;
+  for (const trace::Record& r : t.records) byThread[r.thread].push_back(&r);
+  model::Digest d;
+  for (const auto& [thread, records] : byThread) {
+    d.add(static_cast<uint64_t>(thread));
+    for (const trace::Record* r : records) {
+      d.add(std::string(trace::callTable()[r->call].symbol));
+      d.add(r->result);
+    }
+  }
+  return fmt::format("{:016x}", d.value());
 }
 
 class Campaign {
@@ -120,11 +150,58 @@ class Campaign {
     ldPath_ = (old != nullptr && *old != '\0') ? libDir_ + ":" + old : libDir_;
   }
 
+  // A user's program: one run without faults, recorded, says which entry points it calls, how
+  // many calls it makes and how many devices it uses; it must succeed. "" or the problem.
+  std::string loadProgram(const std::vector<std::string>& command) {
+    if (!scratch_.ok()) return "cannot make a scratch directory";
+    Workload w;
+    w.program = true;
+    w.path = command.front();
+    w.args.assign(command.begin() + 1, command.end());
+    w.name = fs::path(w.path).filename().string();
+    const std::string tracePath = scratch_.file("baseline.jsonl");
+    std::vector<std::string> env = environment(0, "");
+    env.push_back("MCSIM_RECORD=" + tracePath);
+    std::vector<std::string> argv = {w.path};
+    argv.insert(argv.end(), w.args.begin(), w.args.end());
+    const ChildResult r = runChild(argv, env, o_.timeout);
+    if (!r.started) return "cannot start " + w.path + ": " + r.output;
+    if (r.timedOut || r.signal != 0 || r.exitStatus != 0) {
+      return w.path + " fails without faults (" +
+             (r.timedOut ? fmt::format("no exit within {} s", o_.timeout)
+                         : r.signal != 0 ? fmt::format("killed by signal {}", r.signal) : fmt::format("exit status {}", r.exitStatus)) +
+             "): a campaign needs a program that succeeds when nothing is injected. Its output:\n" + r.output;
+    }
+    trace::Trace t;
+    if (const std::string why = trace::readTrace(tracePath, &t); !why.empty()) {
+      return "the run of " + w.path + " without faults left no readable trace: " + why;
+    }
+    std::set<std::string> points;
+    int devices = 1;
+    for (const trace::Record& r2 : t.records) {
+      const trace::CallDesc& d = trace::callTable()[r2.call];
+      points.insert(d.base);
+      if (std::string(d.base) == "cuDeviceGet" && r2.args.contains("ordinal") && r2.args.at("ordinal").is_number_integer()) {
+        devices = std::max(devices, r2.args.at("ordinal").get<int>() + 1);
+      }
+    }
+    if (points.empty()) return w.path + " makes no driver call: there is nothing to inject faults into";
+    w.entryPoints.assign(points.begin(), points.end());
+    w.devices = devices;
+    w.horizon = t.records.size();
+    workloads_.push_back(std::move(w));
+    return "";
+  }
+
   // Finds the workloads' programs and asks each for its entry points. "" or the problem.
   std::string loadWorkloads(const std::string& dir) {
     for (const WorkloadKind& k : kWorkloads) {
       if (o_.workload != "all" && o_.workload != k.name) continue;
-      Workload w{k, (fs::path(dir) / (std::string("mcsim_workload_") + k.name)).string(), {}};
+      Workload w;
+      w.name = k.name;
+      w.devices = k.devices;
+      w.horizon = k.horizon;
+      w.path = (fs::path(dir) / (std::string("mcsim_workload_") + k.name)).string();
       const ChildResult r = runChild({w.path, "--points"}, environment(0, ""), o_.timeout);
       if (!r.started || r.exitStatus != 0) {
         return "cannot ask " + w.path + " for its entry points: " +
@@ -143,9 +220,9 @@ class Campaign {
   std::string planFor(uint64_t seed, const Workload& w) const {
     PlanSettings s;
     s.pointOn = o_.pointOn;
-    s.devices = w.kind.devices;
-    s.horizon = w.kind.horizon;
-    return generatePlan(seed, w.kind.name, w.entryPoints, s);
+    s.devices = w.devices;
+    s.horizon = w.horizon;
+    return generatePlan(seed, w.name, w.entryPoints, s);
   }
 
   std::vector<std::string> environment(uint64_t seed, const std::string& plan) const {
@@ -167,7 +244,9 @@ class Campaign {
       const auto eq = kv.find('=');
       cmd += " " + kv.substr(0, eq) + "=" + shellQuote(kv.substr(eq + 1));
     }
-    return cmd + " " + shellQuote(selfPath()) + " run -- " + shellQuote(r.workload->path);
+    cmd += " " + shellQuote(selfPath()) + " run -- " + shellQuote(r.workload->path);
+    for (const std::string& a : r.workload->args) cmd += " " + shellQuote(a);
+    return cmd;
   }
 
   RunResult runOne(const Job& job) const {
@@ -181,6 +260,10 @@ class Campaign {
       fabric::parseFaultPlan(res.plan, "MCSIM_FAULTS");
     } catch (const fabric::InputError& e) {
       res.violations.push_back(std::string("the generated plan does not parse: ") + e.what());
+      return res;
+    }
+    if (res.workload->program) {
+      checkProgramRun(&res);
       return res;
     }
     const ChildResult c = runChild({res.workload->path}, environment(seed, res.plan), o_.timeout);
@@ -214,7 +297,7 @@ class Campaign {
     }
     if (o_.verbose) {
       std::lock_guard<std::mutex> lock(printMu_);
-      fmt::print("seed {} ({}): {:.2f} s, {}\n", seed, res.workload->kind.name, res.seconds,
+      fmt::print("seed {} ({}): {:.2f} s, {}\n", seed, res.workload->name, res.seconds,
                  res.violations.empty() ? "ok" : res.violations.front());
       std::fflush(stdout);
     }
@@ -236,6 +319,71 @@ class Campaign {
     return results;
   }
 
+  // A run of a user's program, checked from outside (docs/faults.md): it must not crash or hang;
+  // without a fault fired it must exit 0; when it exits 0 it must have released everything
+  // (MCSIM_LEAK_CHECK's report at exit); and a replay of its trace must find that no failing
+  // call changed the state (single-threaded programs). The fired rules are the plan's less those
+  // the driver reports at exit as never fired.
+  void checkProgramRun(RunResult* res) const {
+    const std::string tracePath = scratch_.file(fmt::format("run-{}-{}.jsonl", res->seed, runNumber_.fetch_add(1)));
+    std::vector<std::string> env = environment(res->seed, res->plan);
+    env.push_back("MCSIM_RECORD=" + tracePath);
+    env.push_back("MCSIM_LEAK_CHECK=full");
+    std::vector<std::string> argv = {res->workload->path};
+    argv.insert(argv.end(), res->workload->args.begin(), res->workload->args.end());
+    const ChildResult c = runChild(argv, env, o_.timeout);
+    res->seconds = c.seconds;
+    std::multiset<std::string> unfired;  // the texts of the rules the driver reports never fired
+    std::string leak;
+    std::istringstream in(c.output);
+    for (std::string line; std::getline(in, line);) {
+      const std::string never = "mcsim: fault rule at MCSIM_FAULTS:";
+      const size_t text = line.find("): ");
+      if (line.rfind(never, 0) == 0 && text != std::string::npos) {
+        unfired.insert(line.substr(text + 3));
+      } else if (line.rfind("mcsim: at exit the program still held ", 0) == 0 && leak.empty()) {
+        leak = line.substr(7);
+        if (!leak.empty() && leak.back() == ':') leak.pop_back();
+      }
+    }
+    uint64_t firedRules = 0;
+    for (const fabric::FaultRule& rule : fabric::parseFaultPlan(res->plan, "MCSIM_FAULTS")) {
+      if (const auto it = unfired.find(rule.text); it != unfired.end()) {
+        unfired.erase(it);
+        continue;
+      }
+      ++firedRules;
+      res->fired[rule.text.substr(0, rule.text.find_first_of(" :"))] += 1;
+    }
+    if (!c.started) {
+      res->violations.push_back("cannot start: " + c.output);
+      return;
+    }
+    if (c.timedOut) {
+      res->violations.push_back(fmt::format("hang: no exit within {} s (killed)", o_.timeout));
+    } else if (c.signal != 0) {
+      res->violations.push_back(fmt::format("crash: killed by signal {} ({})", c.signal, strsignal(c.signal)));
+    } else if (c.exitStatus != 0 && firedRules == 0) {
+      res->violations.push_back(fmt::format("exit status {} with no fault fired", c.exitStatus));
+    } else if (c.exitStatus == 0 && !leak.empty()) {
+      res->violations.push_back("leak: exit status 0, but " + leak);
+    }
+    res->exitStatus = c.exitStatus;
+    trace::Trace t;
+    if (!trace::readTrace(tracePath, &t).empty()) return;  // it crashed or hung: reported above
+    res->digest = traceDigest(t);
+    if (t.threads > 1) return;  // the replay checks the invariant on single-threaded traces only
+    trace::ReplayOptions o;
+    o.library = libDir_ + "/" + kDriverLibraryName;
+    o.recordTo = tracePath + ".replay.jsonl";
+    o.faultsPath = tracePath + ".plan";
+    o.outcomeTo = tracePath + ".outcome.json";
+    o.stderrTo = tracePath + ".stderr.txt";
+    o.timeoutSeconds = o_.timeout;
+    const trace::ReplayOutcome r = trace::replayInChild(t, o);
+    if (!r.invariant.empty()) res->violations.push_back("invariant: " + r.invariant);
+  }
+
   std::set<std::string> allPoints() const {
     std::set<std::string> points(fabricFaultPoints().begin(), fabricFaultPoints().end());
     for (const Workload& w : workloads_) points.insert(w.entryPoints.begin(), w.entryPoints.end());
@@ -252,6 +400,8 @@ class Campaign {
   std::vector<std::string> passedMcsim_;
   std::vector<Workload> workloads_;
   mutable std::mutex printMu_;
+  ScratchDir scratch_;  // a user's program's traces
+  mutable std::atomic<uint64_t> runNumber_{0};
 };
 
 std::string describeFired(const std::map<std::string, uint64_t>& fired) {
@@ -274,7 +424,7 @@ int campaign(const CampaignOptions& o) {
     dir = !env.empty() ? env : fs::path(selfPath()).parent_path().string();
   }
   Campaign c(o, lib.dir);
-  if (const std::string problem = c.loadWorkloads(dir); !problem.empty()) {
+  if (const std::string problem = o.program.empty() ? c.loadWorkloads(dir) : c.loadProgram(o.program); !problem.empty()) {
     std::fprintf(stderr, "mcsim campaign: %s\n", problem.c_str());
     return kExitFailure;
   }
@@ -285,12 +435,12 @@ int campaign(const CampaignOptions& o) {
     for (const Workload& w : c.workloads()) jobsList.push_back({o.firstSeed + i, &w});
   }
   if (o.dryRun) {
-    for (const Job& j : jobsList) fmt::print("seed {} ({}): {}\n", j.seed, j.workload->kind.name, c.planFor(j.seed, *j.workload));
+    for (const Job& j : jobsList) fmt::print("seed {} ({}): {}\n", j.seed, j.workload->name, c.planFor(j.seed, *j.workload));
     return kExitOk;
   }
   const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::string names;
-  for (const Workload& w : c.workloads()) names += std::string(names.empty() ? "" : ", ") + w.kind.name;
+  for (const Workload& w : c.workloads()) names += std::string(names.empty() ? "" : ", ") + w.name;
   fmt::print("mcsim campaign: {} seeds from {}, each over {} ({} runs at a time)\n", o.seeds, o.firstSeed, names, jobs);
   std::fflush(stdout);
 
@@ -299,7 +449,7 @@ int campaign(const CampaignOptions& o) {
   for (const RunResult& r : results) {
     if (r.violations.empty()) continue;
     ++violations;
-    fmt::print("seed {} ({}): violation {}\n", r.seed, r.workload->kind.name, r.violations.front());
+    fmt::print("seed {} ({}): violation {}\n", r.seed, r.workload->name, r.violations.front());
     for (size_t i = 1; i < r.violations.size() && i < 5; ++i) fmt::print("    and {}\n", r.violations[i]);
     fmt::print("  {}\n", c.reproCommand(r));
   }
@@ -334,10 +484,17 @@ int campaign(const CampaignOptions& o) {
     if (what.empty()) continue;
     ++differ;
     ++violations;
-    fmt::print("seed {} ({}): violation not reproducible: {}\n", a.seed, a.workload->kind.name, what);
+    fmt::print("seed {} ({}): violation not reproducible: {}\n", a.seed, a.workload->name, what);
     fmt::print("  {}\n", c.reproCommand(a));
   }
   fmt::print("reproducibility: {} of {} runs made again gave the same trace\n", second.size() - differ, second.size());
+  if (!o.program.empty()) {
+    // A program that gives up with a non-zero status once an injected call fails is doing its job;
+    // how often it did, for the user to judge.
+    uint64_t gaveUp = 0;
+    for (const RunResult& r : results) gaveUp += r.exitStatus != 0 && !r.fired.empty() ? 1 : 0;
+    fmt::print("program: {} of {} runs exited with a non-zero status after a fault fired\n", gaveUp, results.size());
+  }
 
   // Coverage: every fault point must have fired in some run.
   std::map<std::string, uint64_t> fired, firedRuns;
@@ -385,7 +542,9 @@ int campaign(const CampaignOptions& o) {
 Command addCampaignCommand(CLI::App& parent) {
   auto o = std::make_shared<CampaignOptions>();
   CLI::App* cmd = parent.add_subcommand(
-      "campaign", "Run the sample workloads under random fault plans, one per seed, and check the invariants");
+      "campaign",
+      "Run the sample workloads, or your program (-- PROGRAM ARGS), under random fault plans, one per seed, and check the "
+      "invariants");
   cmd->add_option("--seeds", o->seeds, "How many seeds to try (each runs every workload chosen)")
       ->required()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
@@ -412,6 +571,12 @@ Command addCampaignCommand(CLI::App& parent) {
                   "Where the mcsim_workload_* programs are (default: MCSIM_WORKLOAD_DIR, else beside mcsim)");
   cmd->add_flag("--dry-run", o->dryRun, "Print each seed's workload and plan; run nothing");
   cmd->add_flag("--verbose,-v", o->verbose, "Print every run's outcome");
+  cmd->add_option("program", o->program,
+                  "A program of your own and its arguments, after --, to run instead of the sample workloads")
+      ->excludes("--workload")
+      ->excludes("--workload-dir");
+  // Everything from the program's name on is the program's, options included.
+  cmd->positionals_at_end();
   return {cmd, [o] { return campaign(*o); }};
 }
 

@@ -40,7 +40,8 @@ ChildResult runChild(const std::vector<std::string>& argv, const std::vector<std
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), envp.data());
+  // A name without a directory is looked up on PATH, as a shell (and `mcsim run`) would.
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(pipefd[1]);

@@ -16,7 +16,7 @@ struct ChildResult {
   double seconds = 0;
 };
 
-// Starts argv[0] (a path) with exactly `env` as its environment, in a process group of its own
+// Starts argv[0] (a path, or a name looked up on PATH) with exactly `env` as its environment, in a process group of its own
 // (so that a timeout kills whatever it started too). Thread-safe.
 ChildResult runChild(const std::vector<std::string>& argv, const std::vector<std::string>& env, double timeoutSeconds);
 

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "driver_library.h"
+#include "scratch_dir.h"
 #ifndef MCSIM_TRACES_ONLY
 #include "node_start.h"
 #include "tool_settings.h"
@@ -33,25 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using trace::Trace;
-
-// A scratch directory for one command, removed when it ends.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (fs::temp_directory_path() / "mcsim-trace-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-  bool ok() const { return !path_.empty(); }
-
- private:
-  std::string path_;
-};
 
 // A text file the command reads (a fault plan, the node's log): "" or why it cannot be read.
 std::string readText(const std::string& path, std::string* out) {
@@ -145,6 +127,7 @@ struct ReplayComparison {
 };
 
 // Reads the replay's trace at `replayPath` (keeping a copy at `keepAs`, when given) and compares.
+// Data digests are compared up to the first call whose host data the trace does not hold.
 ReplayComparison compareWithReplay(const ReplayArgs& a, const Trace& t, const std::string& replayPath,
                                    const std::string& keepAs) {
   ReplayComparison c;
@@ -157,6 +140,8 @@ ReplayComparison compareWithReplay(const ReplayArgs& a, const Trace& t, const st
   c.options.exact = trace::bothSimulated(t, c.replayed) && !a.resultsOnly;
   c.options.compareLaunches = !a.resultsOnly;
   c.options.explain = a.explain;
+  const std::vector<trace::UnrecordedData> unrecorded = trace::unrecordedHostData(t);
+  if (!unrecorded.empty()) c.options.dataFrom = unrecorded.front().index;
   c.result = trace::diffTraces(t, c.replayed, c.options);
   return c;
 }
@@ -192,6 +177,8 @@ int replay(ReplayArgs& a) {
     return kExitBadInput;
   }
   if (o.simulated) sayRestoredSettings(t);
+  const size_t unrecorded = trace::unrecordedHostData(t).size();
+  std::printf("%s", trace::describeUnrecordedData(t, trace::unrecordedHostData(t)).c_str());
   const trace::ReplayOutcome r = trace::replayInChild(t, o);
   if (!r.finished) {
     std::fprintf(stderr, "mcsim replay: %s\n", r.problem.c_str());
@@ -204,8 +191,10 @@ int replay(ReplayArgs& a) {
   }
   trace::DiffResult& res = c.result;
   if (!r.invariant.empty()) res.differences.insert(res.differences.begin(), {0, "invariant: " + r.invariant});
+  if (r.abortedOnHang) std::printf("the replay aborted on a hang, as the recording did (MCSIM_ON_HANG=abort)\n");
   std::printf("%s", trace::describeDiff(res, t, c.replayed, "replayed", c.options, false).c_str());
-  if (r.approximated > 0) {
+  // The calls whose host data the trace lacks were named before the replay: only others are news.
+  if (r.approximated > unrecorded) {
     std::printf("%llu calls replayed approximately; the first: %s\n", static_cast<unsigned long long>(r.approximated),
                 r.firstApproximation.c_str());
   }
@@ -244,15 +233,33 @@ std::string runSchedule(const std::vector<Trace>& traces, std::vector<trace::Nod
   }
   std::sort(schedule->begin(), schedule->end(),
             [](const trace::NodeAdmission& x, const trace::NodeAdmission& y) { return x.number < y.number; });
+  // How many processes had come and gone on the node before the first of these attached (each
+  // end record says how many before its own process).
+  int64_t leftBefore = -1;
+  for (const Trace& t : traces) {
+    const trace::Json v = t.nodeSettings.value("left_before", trace::Json(0));
+    const int64_t n = v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : 0;
+    leftBefore = leftBefore < 0 ? n : std::min(leftBefore, n);
+  }
   // Every traced request is in some trace: no request can have come after more finished ones
   // than the traces hold before it.
   for (size_t i = 0; i < schedule->size(); ++i) {
     const trace::NodeAdmission& n = (*schedule)[i];
+    if (n.finishedBefore > i && leftBefore > 0) {
+      // Not a process missing from this run: requests of an earlier run on the same node.
+      return where.at(n.number) + ": node admission " + std::to_string(n.number) + " came after " +
+             std::to_string(n.finishedBefore) + " traced requests had finished, but the traces hold only " +
+             std::to_string(i) + " before it: the node had served " + std::to_string(leftBefore) +
+             " processes, gone before the first of these attached, so this run was not the node's first. A replay "
+             "starts a node of its own and replays a run from the node's start: record each run on a node started for "
+             "it (mcsim node stop, then mcsim node start), or give the traces of the earlier processes too";
+    }
     if (n.finishedBefore > i) {
       return where.at(n.number) + ": node admission " + std::to_string(n.number) + " came after " +
              std::to_string(n.finishedBefore) + " traced requests had finished, but the traces hold only " +
              std::to_string(i) + " before it: the traces of some processes of the run are missing (record every "
-             "process, MCSIM_RECORD=trace-%p.jsonl, and give them all)";
+             "process, MCSIM_RECORD=trace-%p.jsonl, and give them all; a child forked without exec records beside "
+             "its parent, TRACE-PID.jsonl)";
     }
     // The node's simulation only runs on: a later request cannot have come at an earlier count.
     if (i > 0 && n.simRuns < (*schedule)[i - 1].simRuns) {
@@ -326,6 +333,10 @@ int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
     std::fprintf(stderr, "%s: cannot start a node to replay on\n", cmd);
     return kExitFailure;
   }
+  for (const Trace& t : traces) {
+    const std::string unrecorded = trace::describeUnrecordedData(t, trace::unrecordedHostData(t));
+    if (!unrecorded.empty()) std::printf("%s: %s", t.path.c_str(), unrecorded.c_str());
+  }
   std::vector<trace::ReplayChild> children;
   for (size_t i = 0; i < traces.size(); ++i) {
     opts[i].nodeName = node.name;
@@ -359,7 +370,7 @@ int replayOnSharedNode(ReplayArgs& a, std::vector<Trace>& traces) {
     }
     differences += c.result.differences.size();
     std::printf("%s: %s", t.path.c_str(), trace::describeDiff(c.result, t, c.replayed, "replayed", c.options, false).c_str());
-    if (outcomes[i].approximated > 0) {
+    if (outcomes[i].approximated > trace::unrecordedHostData(t).size()) {
       std::printf("  %llu calls replayed approximately; the first: %s\n",
                   static_cast<unsigned long long>(outcomes[i].approximated), outcomes[i].firstApproximation.c_str());
     }
@@ -440,6 +451,11 @@ int minimize(MinimizeArgs& a) {
   std::ofstream(out) << trace::writeTrace(t.header, res.records);
   std::printf("minimized %zu calls to %zu (%s) in %d replays: %s\n", t.records.size(), res.records.size(),
               trace::describeCondition(o.until).c_str(), res.replays, out.c_str());
+  if (res.stoppedAtBudget) {
+    std::printf("stopped at the budget of %d replays with calls left to try: the result fails the same way but may "
+                "not be minimal; to go on from it: mcsim minimize %s --until %s --max-replays %d -o %s\n",
+                a.maxReplays, out.c_str(), a.until.c_str(), a.maxReplays, (out + ".min.jsonl").c_str());
+  }
   return kExitOk;
 }
 

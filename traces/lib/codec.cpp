@@ -942,6 +942,13 @@ std::string shareableIdentity(const CallDesc& d, const uint64_t* slots, bool out
   return "";
 }
 
+bool isLaunch(const CallDesc& d) {
+  for (int i = 0; i < d.nparams; ++i) {
+    if (d.params[i].kind == Kind::kLaunchFunc) return true;
+  }
+  return false;
+}
+
 const char* kindName(Kind k) {
   switch (k) {
     case Kind::kScalar: return "scalar";

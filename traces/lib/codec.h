@@ -29,7 +29,7 @@ struct FunctionInfo {
 };
 
 struct RecordOptions {
-  uint64_t dataLimit = 65536;  // host buffers up to this many bytes are recorded in full
+  uint64_t dataLimit = 16777216;  // host buffers up to this many bytes are recorded in full
   bool outputData = false;     // also record the full data of host buffers the call writes
   bool imagesInFull = false;   // MCSIM_RECORD_IMAGES=full: copy mcsim's kernel library image too
   // The exported symbol a function pointer stands for (cuGetProcAddress), or nullptr.
@@ -112,6 +112,10 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
                          bool* approximate);
 // After the call: binds the names the record's "out" gave to the values the target returned.
 void bindOutputs(const CallDesc& d, const uint64_t* slots, const Json& out, Binder& b);
+
+// Whether the call launches a kernel (it has a launched-function parameter, kLaunchFunc): its
+// record names the kernel ("kernel") beside the function handle.
+bool isLaunch(const CallDesc& d);
 
 // Names of argument kinds for messages ("device address", ...).
 const char* kindName(Kind k);

@@ -33,9 +33,17 @@ struct MinimizeResult {
   std::string problem;          // "" on success
   std::vector<Record> records;  // the minimal trace's calls
   int replays = 0;
+  // The search stopped at maxReplays with candidates left to try: `records` fail the same way
+  // and are smaller, not necessarily minimal (minimising them again goes on from there).
+  bool stoppedAtBudget = false;
 };
 
 MinimizeResult minimizeTrace(const Trace& t, const MinimizeOptions& o);
+
+// Renames the handles, regions and OS handles of a subset of a trace's calls as a recording of
+// just those calls names them: in the order they first appear, each kind from 1 ("event3" becomes
+// "event1" when events 1 and 2 went with the calls dropped).
+void renumberNames(std::vector<Record>* records);
 
 // Whether one replay of `t` meets the condition (for the first check, and for tests).
 bool failsAsExpected(const Trace& t, const MinimizeOptions& o, std::string* why);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "traces/lib/codec.h"
 #include "traces/lib/results.h"
 #include "traces/lib/trace_format.h"
+#include "model/hang_abort.h"
 #include "model/thread_owned.h"
 
 namespace mcsim::trace {
@@ -41,13 +43,23 @@ struct Recorder {
   bool closed = false;
   // Wrapper and forward pointers sorted by address, for cuGetProcAddress.
   std::vector<std::pair<void*, int>> byForward, byWrapper;
+  // Calls admitted and not yet returned, by admission number (written if the process aborts on a
+  // hang: the calls that hung are the point of such a trace).
+  std::map<uint64_t, const CallScope*> inFlight;
+  // The kernel each launch submitted, by admission number, with the launch's time (the end
+  // record's kernel times).
+  std::map<uint64_t, std::pair<void*, uint64_t>> kernels;
+  std::string pattern;  // MCSIM_RECORD as given (%p: the process id)
+  Json header;          // the header written (a forked child writes it again with its own pid)
+  bool initialized = false;  // a cuInit of this process succeeded
 };
 
-Recorder& recorder() {
+Recorder*& recorderPointer() {
   // Leaked on purpose: calls made from static destructors must still find it.
   static Recorder* r = new Recorder();
-  return *r;
+  return r;
 }
+Recorder& recorder() { return *recorderPointer(); }
 
 thread_local int tThread = -1;
 thread_local int tDepth = 0;  // a driver that calls its own exports is recorded once
@@ -94,20 +106,96 @@ void closeTrace() {
   if (r.file == nullptr || r.closed) return;
   r.closed = true;
   Json end{{"end", true}, {"calls", r.written}};
+  Json kernels = Json::array();
+  for (const auto& [seq, kernel] : r.kernels) {
+    uint64_t start = 0, finish = 0;
+    if (r.target.kernelTimes(kernel.first, kernel.second, &start, &finish)) kernels.push_back(Json::array({seq, start, finish}));
+  }
+  if (!kernels.empty()) end["kernels"] = std::move(kernels);
   if (!r.nodeSettings.empty()) end["node"] = Json::parse(r.nodeSettings, nullptr, false);
   writeLine(r, end);
   std::fclose(r.file);
   r.file = nullptr;
 }
 
-// A forked child shares the trace file with its parent: it stops recording rather than interleave
-// its calls with the parent's (a child that execs a CUDA program records afresh; use %p in
-// MCSIM_RECORD to keep each process's trace).
-void stopInChild() {
+// MCSIM_ON_HANG=abort: the calls still waiting are written (they never returned: result
+// CUDA_ERROR_LAUNCH_TIMEOUT and "aborted":true, no outputs, t1_ps = t0_ps), then the end record, so
+// that the trace reads and replays (the replay hangs and aborts at the same calls).
+void closeTraceOnHangAbort() {
   Recorder& r = recorder();
-  r.file = nullptr;
-  r.closed = true;
-  gRecording = false;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.file == nullptr || r.closed) return;
+    for (const auto& [seq, scope] : r.inFlight) {
+      writeLine(r, scope->abortedRecord(r.target.simNowPs != nullptr));
+      ++r.written;
+    }
+    r.inFlight.clear();
+  }
+  closeTrace();
+}
+
+// MCSIM_RECORD for this process: %p is its id. A forked child without %p records beside its
+// parent's trace, its id before the extension ("app.jsonl" -> "app-4712.jsonl").
+std::string tracePath(const std::string& pattern, bool child) {
+  std::string p = pattern;
+  const std::string pid = std::to_string(::getpid());
+  const size_t at = p.find("%p");
+  if (at != std::string::npos) {
+    p.replace(at, 2, pid);
+  } else if (child) {
+    const size_t dot = p.rfind('.');
+    const size_t slash = p.rfind('/');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) {
+      p.insert(dot, "-" + pid);
+    } else {
+      p += "-" + pid;
+    }
+  }
+  return p;
+}
+
+// Opens this process's trace and writes its header. False (said on stderr) when it cannot.
+bool openTrace(Recorder& r, bool child) {
+  const std::string p = tracePath(r.pattern, child);
+  r.file = std::fopen(p.c_str(), "w");
+  if (r.file == nullptr) {
+    std::fprintf(stderr, "mcsim: MCSIM_RECORD=%s: cannot write the trace: %s\n", p.c_str(), std::strerror(errno));
+    return false;
+  }
+  r.header["pid"] = static_cast<int64_t>(::getpid());
+  writeLine(r, r.header);
+  return true;
+}
+
+// A forked child. One forked before this process's cuInit is a CUDA process of its own (on a
+// shared node, one more process of the run): it records a trace of its own, from a fresh
+// recorder (another thread of the parent may have held the old one's lock at the fork). One
+// forked after it cannot use the parent's driver (its calls are refused, as CUDA refuses them):
+// it stops recording rather than interleave with its parent's trace.
+void recordInChild() {
+  Recorder& old = recorder();
+  if (old.file == nullptr || old.closed || old.initialized) {
+    old.file = nullptr;
+    old.closed = true;
+    gRecording = false;
+    return;
+  }
+  auto* fresh = new Recorder();
+  fresh->target = old.target;
+  fresh->options = old.options;
+  fresh->byForward = old.byForward;
+  fresh->byWrapper = old.byWrapper;
+  fresh->pattern = old.pattern;
+  fresh->header = old.header;
+  recorderPointer() = fresh;  // the old one (and its FILE, the parent's trace) is left as it is
+  gAdmitted.store(0);
+  gFinished.store(0);
+  tThread = -1;
+  if (!openTrace(*fresh, true)) {
+    fresh->closed = true;
+    gRecording = false;
+  }
 }
 
 uint64_t wallNs() {
@@ -131,18 +219,10 @@ void startRecorder(const Target& t, const settings::Settings& settings) {
 
   startCallLog(settings);
   if (settings.record.empty()) return;
-  std::string p = settings.record;
-  // %p: one trace per process when several processes record.
-  const size_t at = p.find("%p");
-  if (at != std::string::npos) p.replace(at, 2, std::to_string(::getpid()));
+  r.pattern = settings.record;
   r.options.dataLimit = settings.recordData;
   r.options.outputData = settings.recordOutputData;
   r.options.imagesInFull = settings.recordImages == "full";
-  r.file = std::fopen(p.c_str(), "w");
-  if (r.file == nullptr) {
-    std::fprintf(stderr, "mcsim: MCSIM_RECORD=%s: cannot write the trace: %s\n", p.c_str(), std::strerror(errno));
-    return;
-  }
   Json header{{"mcsim_trace", kTraceVersion}, {"target", t.name}, {"pid", static_cast<int64_t>(::getpid())}};
   Json env = Json::object();
   for (const char* name : kRecordedEnvironment) {
@@ -160,9 +240,11 @@ void startRecorder(const Target& t, const settings::Settings& settings) {
   if (r.options.imagesInFull) header["images"] = "full";
   // A shared node's name (informational: a replay builds a node of its own).
   if (!settings.node.empty()) header["node"] = settings.node;
-  writeLine(r, header);
+  r.header = std::move(header);
+  if (!openTrace(r, false)) return;
   std::atexit(closeTrace);
-  ::pthread_atfork(nullptr, nullptr, stopInChild);
+  model::beforeHangAbort(closeTraceOnHangAbort);
+  ::pthread_atfork(nullptr, nullptr, recordInChild);
   gRecording = true;
 }
 
@@ -190,6 +272,7 @@ CallScope::CallScope(int call, const uint64_t* slots) : call_(call), slots_(slot
   t0_ = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
   if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&clock0_);
   clock1Tag_ = tagsOf(plan.clock[1]);
+  r.inFlight.emplace(seq_, this);
   gAdmitted.store(r.admitted, std::memory_order_release);
   if (r.target.nodeBegin != nullptr) r.target.nodeBegin(plan.requests);
 }
@@ -204,7 +287,13 @@ CUresult CallScope::finish(CUresult result) {
   const uint64_t t1 = r.target.simNowPs != nullptr ? r.target.simNowPs() : wallNs();
   if (r.target.nodeEnd != nullptr) r.target.nodeEnd(&clock1);
   std::unique_ptr<Json> args(static_cast<Json*>(inputs_));
+  // A launch that succeeded keeps the kernel it submitted, for its time in the end record.
+  void* kernel = r.target.takeKernel != nullptr
+                     ? r.target.takeKernel(result == CUDA_SUCCESS && isLaunch(callTable()[call_]) && r.target.simNowPs != nullptr)
+                     : nullptr;
   std::lock_guard<std::mutex> lock(r.mu);
+  r.inFlight.erase(seq_);
+  if (kernel != nullptr) r.kernels.emplace(seq_, std::make_pair(kernel, t0_));
   if (r.closed || r.file == nullptr) return result;
   const CallDesc& d = callTable()[call_];
   Json rec{{"seq", seq_}, {"fin", finishedBefore_}, {"thread", thread_}, {"call", d.symbol}, {"args", std::move(*args)}};
@@ -230,8 +319,21 @@ CUresult CallScope::finish(CUresult result) {
   }
   writeLine(r, rec);
   ++r.written;
+  if (result == CUDA_SUCCESS && std::strcmp(d.base, "cuInit") == 0) r.initialized = true;
   gFinished.fetch_add(1, std::memory_order_acq_rel);
   return result;
+}
+
+Json CallScope::abortedRecord(bool simulated) const {
+  Json rec{{"seq", seq_},   {"fin", finishedBefore_}, {"thread", thread_}, {"call", callTable()[call_].symbol},
+           {"args", *static_cast<const Json*>(inputs_)}, {"result", resultName(CUDA_ERROR_LAUNCH_TIMEOUT)}, {"aborted", true}};
+  if (simulated) {
+    rec["t0_ps"] = t0_;
+    rec["t1_ps"] = t0_;
+  } else {
+    rec["dur_ns"] = 0;
+  }
+  return rec;
 }
 
 const char* wrappedSymbol(void* fn) {

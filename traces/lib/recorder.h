@@ -40,6 +40,11 @@ struct Target {
   void (*nodeEnd)(std::vector<NodeAdmission>* out) = nullptr;
   // The shared node's settings (JSON), "" when not attached to one.
   std::string (*nodeSettings)() = nullptr;
+  // Kernel times: the kernel the calling thread's current call submitted (an opaque object the
+  // recorder keeps; nullptr: none, several, or `keep` false, which only forgets them), and, when the trace ends, when it ran (false:
+  // not known to have finished). nullptr where the target cannot tell (a real driver).
+  void* (*takeKernel)(bool keep) = nullptr;
+  bool (*kernelTimes)(void* kernel, uint64_t launchPs, uint64_t* startPs, uint64_t* endPs) = nullptr;
 };
 
 // Called once, before main, by the library that holds the wrappers, with the settings of the
@@ -53,6 +58,9 @@ class CallScope {
  public:
   CallScope(int call, const uint64_t* slots);
   CUresult finish(CUresult r);
+  // The record of a call that never returned: the process aborted on a hang while it waited
+  // (MCSIM_ON_HANG=abort). Under the recorder's lock.
+  Json abortedRecord(bool simulated) const;
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 

@@ -324,6 +324,8 @@ ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o) { return awa
 ReplayChild startReplayChild(const Trace& t, const ReplayOptions& o) {
   ReplayChild child;
   child.startedAt = steadySeconds();
+  child.abortsOnHang = o.simulated && t.header.contains("env") &&
+                       t.header.at("env").value("MCSIM_ON_HANG", std::string()) == "abort";
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -370,6 +372,12 @@ ReplayOutcome awaitReplayChild(const ReplayChild& child, const ReplayOptions& o)
   }
   if (!o.stderrTo.empty()) res.stderrText = readAll(o.stderrTo);
   if (!res.problem.empty()) return res;
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && child.abortsOnHang) {
+    // As recorded: the process aborted on the hang, and its trace ends with the calls that hung.
+    res.finished = true;
+    res.abortedOnHang = true;
+    return res;
+  }
   if (WIFSIGNALED(status)) {
     res.problem = std::string("the replay was ended by signal ") + strsignal(WTERMSIG(status));
     return res;

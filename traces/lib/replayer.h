@@ -39,6 +39,9 @@ struct ReplayOutcome {
   std::string firstApproximation;
   std::string invariant;   // the first invariant violation, or ""
   std::string stderrText;  // with stderrTo
+  // The replay aborted on a hang as the trace's MCSIM_ON_HANG=abort asks (then `finished` too:
+  // its trace ends with the calls that hung, like the recording's).
+  bool abortedOnHang = false;
 };
 
 ReplayOutcome replayInChild(const Trace& t, const ReplayOptions& o);
@@ -49,6 +52,7 @@ struct ReplayChild {
   int pid = -1;
   double startedAt = 0;  // steady-clock seconds
   std::string problem;   // it could not start
+  bool abortsOnHang = false;  // the trace was recorded with MCSIM_ON_HANG=abort (mcsim target)
 };
 ReplayChild startReplayChild(const Trace& t, const ReplayOptions& o);
 ReplayOutcome awaitReplayChild(const ReplayChild& child, const ReplayOptions& o);

@@ -17,6 +17,10 @@ struct DiffOptions {
   // across targets. Off with --results-only.
   bool compareLaunches = true;
   size_t explain = 5;  // differences explained in the report
+  // From this call on (0-based, admission order) data digests are not compared: the call read
+  // host data that trace A holds by digest only, so a replay filled it with a pattern and the
+  // device data it wrote, and all that was copied from it, differ (unrecordedHostData).
+  size_t dataFrom = static_cast<size_t>(-1);
 };
 
 struct Difference {
@@ -24,9 +28,12 @@ struct Difference {
   std::string what;
 };
 
+// A call name's (or a kernel's) durations in the two traces. A launch counts under its kernel
+// ("cuLaunchKernel mcsim_copy") in each trace, with the kernel's simulated time where the trace
+// has it (the end record's kernel times), else the call's.
 struct DurationRow {
   std::string call;
-  size_t count = 0;
+  size_t count = 0, countB = 0;  // calls in A and in B
   double aNs = 0, bNs = 0;  // summed durations (simulated or wall)
 };
 
@@ -34,8 +41,21 @@ struct DiffResult {
   size_t compared = 0;
   std::vector<Difference> differences;
   std::vector<Difference> notes;
+  size_t uncomparedDigests = 0;  // data digests that differ from dataFrom on, not counted
   std::vector<DurationRow> durations;  // per call name, both traces timed
 };
+
+// A call whose host input data the trace holds by digest only (larger than the recording's
+// MCSIM_RECORD_DATA): a replay cannot reproduce what it copied.
+struct UnrecordedData {
+  size_t index;      // the call (0-based, admission order)
+  std::string what;  // "FILE:LINE cuMemcpyHtoD_v2 (1048576 bytes of 'srcHost')"
+};
+std::vector<UnrecordedData> unrecordedHostData(const Trace& t);
+
+// The line a replay prints before it starts when the trace holds such calls ("" when none):
+// which calls, why, what is not compared, and how to record them in full.
+std::string describeUnrecordedData(const Trace& t, const std::vector<UnrecordedData>& calls);
 
 // True when both traces come from mcsim (then the default comparison is exact).
 bool bothSimulated(const Trace& a, const Trace& b);

@@ -202,6 +202,30 @@ std::string parseNodeAdmissions(const Json& j, Record* r) {
   return "";
 }
 
+// The end record's "kernels": [[seq, start_ps, end_ps], ...], each a launch of the trace, onto
+// its record. "" or the problem.
+std::string readKernelTimes(const Json& k, Trace* out) {
+  if (!k.is_array()) return "the end record's \"kernels\" must be an array of [seq, start_ps, end_ps]";
+  std::map<uint64_t, Record*> bySeq;
+  for (Record& r : out->records) bySeq[r.seq] = &r;
+  for (const Json& e : k) {
+    if (!e.is_array() || e.size() != 3 || !isUnsigned(e[0]) || !isUnsigned(e[1]) || !isUnsigned(e[2])) {
+      return "the end record's kernels: " + e.dump() + " is not [seq, start_ps, end_ps], three numbers";
+    }
+    auto it = bySeq.find(e[0].get<uint64_t>());
+    if (it == bySeq.end() || !isLaunch(callTable()[it->second->call])) {
+      return "the end record's kernels: admission number " + e[0].dump() + " is no launch of the trace";
+    }
+    Record& r = *it->second;
+    if (r.hasKernelTime) return "the end record's kernels: admission number " + e[0].dump() + " appears twice";
+    if (e[1].get<uint64_t>() > e[2].get<uint64_t>()) return "the end record's kernels: " + e.dump() + " ends before it starts";
+    r.hasKernelTime = true;
+    r.kernelStartPs = e[1].get<uint64_t>();
+    r.kernelEndPs = e[2].get<uint64_t>();
+  }
+  return "";
+}
+
 // The end record's "node": the shared node's settings. "" or the problem.
 std::string checkNodeSettings(const Json& s) {
   if (!s.is_object()) return "the end record's \"node\" must be an object";
@@ -298,6 +322,10 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
         const std::string why = checkNodeSettings(j.at("node"));
         if (!why.empty()) return fail(path, n, why);
         out->nodeSettings = j.at("node");
+      }
+      if (j.contains("kernels")) {
+        const std::string why = readKernelTimes(j.at("kernels"), out);
+        if (!why.empty()) return fail(path, n, why);
       }
       ended = true;
       continue;
@@ -408,6 +436,7 @@ std::string readTrace(const std::string& path, Trace* out) {
 std::string writeTrace(const Json& header, const std::vector<Record>& records) {
   std::string text = header.dump() + "\n";
   uint64_t seq = 0;
+  Json kernels = Json::array();
   for (const Record& r : records) {
     // The renumbered trace keeps each call's place among those kept: no more finished before it
     // than there are calls before it.
@@ -418,10 +447,13 @@ std::string writeTrace(const Json& header, const std::vector<Record>& records) {
       j["t1_ps"] = r.t1Ps;
     }
     if (r.hasWallTime) j["dur_ns"] = r.durNs;
+    if (r.hasKernelTime) kernels.push_back(Json::array({seq, r.kernelStartPs, r.kernelEndPs}));
     text += j.dump() + "\n";
     ++seq;
   }
-  text += Json{{"end", true}, {"calls", records.size()}}.dump() + "\n";
+  Json end{{"end", true}, {"calls", records.size()}};
+  if (!kernels.empty()) end["kernels"] = std::move(kernels);
+  text += end.dump() + "\n";
   return text;
 }
 

@@ -27,6 +27,9 @@ struct Record {
   uint64_t t0Ps = 0, t1Ps = 0;
   bool hasWallTime = false;
   uint64_t durNs = 0;
+  // A launch: when its kernel ran in simulated time (the end record's "kernels"), if known.
+  bool hasKernelTime = false;
+  uint64_t kernelStartPs = 0, kernelEndPs = 0;
   std::vector<int> producers;  // indices (in Trace::records) of the records whose names it uses
   // On a shared node: the node's admissions of the call's own requests, and of the recorder's
   // clock reads at admission and at return (number 0: that read made no request).

@@ -1,0 +1,157 @@
+/* mcsim_sample_user_program: a program as a user writes one, for the tests of what users trip
+ * over with traces and campaigns (docs/traces.md, docs/faults.md). One GPU, cuda.h and mcsim's
+ * kernel library only; it checks every call and exits 1 at the first that fails, as programs do.
+ *
+ *   mcsim_sample_user_program [--bytes N] [--kernel copy|reduce] [--fork] [--fork-early] [--hang] [--leak]
+ *
+ * It copies N bytes (default 1 MiB: more than a trace used to hold by default) from the host to
+ * the device, runs one kernel of the library over them (mcsim_copy into a second buffer, or
+ * mcsim_reduce adding the buffer to itself), copies the result back and checks it, then frees
+ * everything. --fork: before the copies it forks a child that does not exec, which makes a driver
+ * call of its own and exits; the parent waits for it. --fork-early: it forks before cuInit, and
+ * the child runs the whole program too (a CUDA process of its own); the parent waits for it. --hang: after the kernel the stream waits
+ * for a value nothing writes, and the program synchronises (a hang mcsim reports).
+ * --leak: the second buffer is never freed. Prints "user-program: ok" when the data read back is
+ * what the kernel should have made. */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mcsim/kernels.h"
+
+#define CHECK(call)                                                               \
+  do {                                                                            \
+    CUresult r_ = (call);                                                         \
+    if (r_ != CUDA_SUCCESS) {                                                     \
+      const char* name_ = NULL;                                                   \
+      cuGetErrorName(r_, &name_);                                                 \
+      fprintf(stderr, "user-program: %s failed: %s\n", #call, name_ ? name_ : "?"); \
+      return 1;                                                                   \
+    }                                                                             \
+  } while (0)
+
+static int forkChild(void) {
+  fflush(NULL);
+  const pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    /* What a forked child may try: CUDA does not support it (a real driver refuses these calls in
+     * the child); whatever they answer, the child exits 0. */
+    int count = 0;
+    CUdeviceptr p = 0;
+    const CUresult r0 = cuInit(0);
+    const CUresult r1 = r0 == CUDA_SUCCESS ? cuDeviceGetCount(&count) : r0;
+    const CUresult r2 = cuMemAlloc(&p, 4096);
+    const CUresult r3 = r2 == CUDA_SUCCESS ? cuMemFree(p) : r2;
+    fprintf(stderr, "user-program: forked child: cuInit %d, cuDeviceGetCount %d, cuMemAlloc %d, cuMemFree %d\n", (int)r0, (int)r1, (int)r2, (int)r3);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  size_t bytes = 1u << 20;
+  const char* kernel = "copy";
+  int doFork = 0, forkEarly = 0, hang = 0, leak = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
+      bytes = (size_t)strtoull(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) {
+      kernel = argv[++i];
+    } else if (strcmp(argv[i], "--fork") == 0) {
+      doFork = 1;
+    } else if (strcmp(argv[i], "--fork-early") == 0) {
+      forkEarly = 1;
+    } else if (strcmp(argv[i], "--hang") == 0) {
+      hang = 1;
+    } else if (strcmp(argv[i], "--leak") == 0) {
+      leak = 1;
+    } else {
+      fprintf(stderr, "user-program: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  bytes -= bytes % 4;
+  const size_t words = bytes / 4;
+  uint32_t* host = malloc(bytes);
+  uint32_t* back = malloc(bytes);
+  if (host == NULL || back == NULL || words == 0) return 2;
+  for (size_t i = 0; i < words; ++i) host[i] = (uint32_t)(i * 2654435761u);
+
+  /* --fork-early: a child forked before cuInit is a CUDA process of its own: it runs the program
+   * too, and the parent waits for it at the end. */
+  pid_t child = -1;
+  if (forkEarly) {
+    fflush(NULL);
+    child = fork();
+    if (child < 0) return 2;
+  }
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  if (doFork && forkChild() != 0) {
+    fprintf(stderr, "user-program: the forked child failed\n");
+    return 1;
+  }
+  CUdeviceptr a = 0, b = 0;
+  CHECK(cuMemAlloc(&a, bytes));
+  CHECK(cuMemAlloc(&b, bytes));
+  CHECK(cuMemcpyHtoD(a, host, bytes));
+  CUmodule mod = NULL;
+  CUfunction fn = NULL;
+  CHECK(cuModuleLoadData(&mod, mcsim_kernel_image));
+  if (strcmp(kernel, "reduce") == 0) {
+    CHECK(cuModuleGetFunction(&fn, mod, MCSIM_KERNEL_REDUCE));
+    CUdeviceptr dst = b, x = a, y = a;
+    uint64_t n = words;
+    uint32_t dtype = MCSIM_DTYPE_U32, op = MCSIM_REDOP_ADD;
+    void* params[] = {&dst, &x, &y, &n, &dtype, &op};
+    CHECK(cuLaunchKernel(fn, 8, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+  } else {
+    CHECK(cuModuleGetFunction(&fn, mod, MCSIM_KERNEL_COPY));
+    CUdeviceptr dst = b, src = a;
+    uint64_t n = bytes;
+    void* params[] = {&dst, &src, &n};
+    CHECK(cuLaunchKernel(fn, 8, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+  }
+  if (hang) {
+    /* The stream waits until the first word of `a` (0) is 12345, which nothing writes. */
+    CHECK(cuStreamWaitValue32(NULL, a, 12345u, CU_STREAM_WAIT_VALUE_EQ));
+  }
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemcpyDtoH(back, b, bytes));
+  int bad = 0;
+  for (size_t i = 0; i < words && !bad; ++i) {
+    const uint32_t want = strcmp(kernel, "reduce") == 0 ? host[i] + host[i] : host[i];
+    if (back[i] != want) {
+      fprintf(stderr, "user-program: word %zu is 0x%08x, expected 0x%08x\n", i, back[i], want);
+      bad = 1;
+    }
+  }
+  CHECK(cuModuleUnload(mod));
+  if (!leak) CHECK(cuMemFree(b));
+  CHECK(cuMemFree(a));
+  CHECK(cuDevicePrimaryCtxRelease(dev));
+  free(host);
+  free(back);
+  if (bad) return 1;
+  if (child > 0) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "user-program: the child forked before cuInit failed\n");
+      return 1;
+    }
+  }
+  printf("user-program: ok\n");
+  return 0;
+}
