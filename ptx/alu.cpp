@@ -688,7 +688,7 @@ void convertFp8(const Instruction& in, uint32_t mask, const uint64_t* const* s, 
 bool isAluOp(Op op) {
   switch (op) {
     case Op::kMov: case Op::kCvta: case Op::kLd: case Op::kSt: case Op::kAtom: case Op::kRed: case Op::kBar:
-    case Op::kShfl: case Op::kVote: case Op::kActivemask: case Op::kMembar: case Op::kBra: case Op::kRet:
+    case Op::kShfl: case Op::kVote: case Op::kActivemask: case Op::kMembar: case Op::kBra: case Op::kBrx: case Op::kRet:
     case Op::kExit: case Op::kTrap: case Op::kCall: case Op::kMultimem:
       return false;
     default:
