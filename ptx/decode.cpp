@@ -133,11 +133,14 @@ bool decodeMultimem(const std::vector<std::string>& mods, Instruction* in, std::
       haveOp = true;
     } else if (kind == MultimemOp::kLdReduce && m == ".acc::f32") {
       in->accF32 = true;
+    } else if (kind == MultimemOp::kLdReduce && m == ".acc::f16") {
+      in->accF16 = true;
+    } else if (m == ".e4m3" || m == ".e4m3x2" || m == ".e4m3x4" || m == ".e5m2" || m == ".e5m2x2" || m == ".e5m2x4") {
+      // fp8 values, one a byte (PTX ISA 8.6, sm_100a and newer).
+      in->mmFp8 = m[2] == '4' ? 1 : 2;
+      ts.push_back(m.size() == 5 ? Type::kB8 : m[6] == '2' ? Type::kB16 : Type::kB32);
     } else if (m == ".v2" || m == ".v4" || m == ".v8") {
       in->vec = static_cast<uint8_t>(m[2] - '0');
-    } else if (m == ".acc::f16" || m == ".e5m2" || m == ".e5m2x2" || m == ".e5m2x4" || m == ".e4m3" || m == ".e4m3x2" ||
-               m == ".e4m3x4") {
-      return fail(error, "'" + in->text + "': the fp8 forms of multimem (" + m + ") are not implemented");
     } else {
       return bad();
     }
@@ -146,6 +149,18 @@ bool decodeMultimem(const std::vector<std::string>& mods, Instruction* in, std::
   const Type t = ts[0];
   in->type = t;
   if (kind != MultimemOp::kSt && !haveOp) return fail(error, "'" + in->text + "' needs an operator (.add, .min ...)");
+  if (in->accF16 && in->mmFp8 == 0) return fail(error, "'" + in->text + "': .acc::f16 is for the fp8 types (.e4m3, .e5m2 ...)");
+  if (in->mmFp8 != 0) {
+    // The ISA's .type has the fp8 forms for ld_reduce and st; .redtype has none.
+    if (kind == MultimemOp::kRed) return fail(error, "'" + in->text + "': multimem.red has no fp8 forms");
+    if (in->accF32) return fail(error, "'" + in->text + "': .acc::f32 is for .f16, .f16x2, .bf16 and .bf16x2");
+    const unsigned bits = typeBits(t) * in->vec;
+    if (bits != 32 && bits != 64 && bits != 128)
+      return fail(error, "'" + in->text + "': the vector must be 32, 64 or 128 bits, not " + std::to_string(bits));
+    if (kind == MultimemOp::kLdReduce && in->atomOp != AtomOp::kAdd && in->atomOp != AtomOp::kMin && in->atomOp != AtomOp::kMax)
+      return fail(error, "'" + in->text + "': fp8 multimem.ld_reduce takes .add, .min or .max");
+    return true;
+  }
   const bool half = t == Type::kF16 || t == Type::kBF16, packed = t == Type::kF16x2 || t == Type::kBF16x2;
   const bool fp = isFloat(t);
   const unsigned v = in->vec;

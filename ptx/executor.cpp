@@ -107,6 +107,41 @@ void multimemSumF32(bool bf16, const std::vector<const uint8_t*>& members, uint8
   }
 }
 
+// multimem.ld_reduce on fp8 lanes (every byte a value; PTX ISA, multimem): .min / .max pick a
+// member's value as PTX's min and max do (a NaN loses to a number, two NaNs give the canonical NaN
+// 0x7f, -0 is below +0); .add rounds each step to nearest even in the lane's own format, or with
+// .acc::f16 in f16 (each member's value converted exactly), the total rounded once to the lane's
+// format. A sum beyond the format's range overflows (e5m2 infinity, e4m3 NaN) rather than
+// saturating: the ISA says nothing of saturation here, and cvt saturates only with .satfinite.
+void multimemFp8(const Instruction& in, const std::vector<const uint8_t*>& members, uint8_t* out, unsigned bytes) {
+  const bool e4m3 = in.mmFp8 == 1;
+  for (unsigned o = 0; o < bytes; ++o) {
+    uint32_t acc = members[0][o];
+    if (in.atomOp == AtomOp::kAdd && in.accF16) {
+      float sum = static_cast<float>(fp8ToDouble(acc, e4m3));
+      for (size_t i = 1; i < members.size(); ++i)  // each f16 sum in float, then rounded to f16 (Figueroa 1995)
+        sum = model::half::f16ToFloat(model::half::floatToF16(sum + static_cast<float>(fp8ToDouble(members[i][o], e4m3))));
+      acc = doubleToFp8(sum, e4m3, false);
+    } else {
+      for (size_t i = 1; i < members.size(); ++i) {
+        const uint32_t b = members[i][o];
+        const double x = fp8ToDouble(acc, e4m3), y = fp8ToDouble(b, e4m3);
+        if (in.atomOp == AtomOp::kAdd) {
+          acc = doubleToFp8(static_cast<float>(x) + static_cast<float>(y), e4m3, false);
+        } else if (x != x || y != y) {
+          acc = x != x && y != y ? 0x7fu : x != x ? b : acc;
+        } else {
+          // -0 is below +0: of two zeros, min takes the negative one, max the positive one.
+          const bool below = y < x || (y == x && (b & 0x80) != 0 && (acc & 0x80) == 0);
+          const bool above = y > x || (y == x && (b & 0x80) == 0 && (acc & 0x80) != 0);
+          if (in.atomOp == AtomOp::kMin ? below : above) acc = b;
+        }
+      }
+    }
+    out[o] = static_cast<uint8_t>(acc);
+  }
+}
+
 }  // namespace
 
 const char* faultName(Fault f) {
@@ -1043,10 +1078,11 @@ class Executor::Run {
       mcBytes += bytes;
       if (load) {
         result_.globalBytesRead += bytes * mc.members.size();
-        if (in.accF32 && in.atomOp == AtomOp::kAdd) {
+        if (in.mmFp8 != 0 || (in.accF32 && in.atomOp == AtomOp::kAdd)) {
           at.clear();
           for (uint8_t* p : mc.members) at.push_back(p + off);
-          multimemSumF32(in.type == Type::kBF16 || in.type == Type::kBF16x2, at, acc, bytes);
+          if (in.mmFp8 != 0) multimemFp8(in, at, acc, bytes);
+          else multimemSumF32(in.type == Type::kBF16 || in.type == Type::kBF16x2, at, acc, bytes);
         } else {
           std::memcpy(acc, mc.members[0] + off, bytes);
           for (size_t i = 1; i < mc.members.size(); ++i) multimemCombine(in, acc, mc.members[i] + off, bytes);

@@ -126,6 +126,10 @@ struct Instruction {
   TestpMode testpMode = TestpMode::kFinite;
   MultimemOp multimem = MultimemOp::kLdReduce;
   bool accF32 = false;      // multimem.ld_reduce .acc::f32: f16/bf16 values accumulate in f32
+  bool accF16 = false;      // multimem.ld_reduce .acc::f16: fp8 values accumulate in f16
+  // multimem on fp8 (.e4m3, .e5m2 and their x2 / x4 packings): 1 e4m3, 2 e5m2; `type` is then
+  // .b8 / .b16 / .b32, the packing's width (every byte one value).
+  uint8_t mmFp8 = 0;
   bool ftz = false, sat = false, approx = false;
   bool cvtaTo = false;      // cvta.to.<space> (generic -> space) rather than cvta.<space>
   bool uniform = false;     // bra.uni: the program promises that the branch does not diverge
