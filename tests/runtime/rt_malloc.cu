@@ -57,6 +57,14 @@ __global__ void rt_free_twice(void** out) {
   free(p);
 }
 
+// For the probe case: malloc(0), and how many `chunk`-byte blocks a heap holds.
+__global__ void rt_probe_kernel(void** out, size_t chunk, int* count) {
+  out[0] = malloc(0);
+  int c = 0;
+  while (c < 64 && malloc(chunk) != nullptr) ++c;
+  *count = c;
+}
+
 namespace {
 
 // Many threads of many blocks allocate; every pointer is 16-byte aligned and no two blocks
@@ -159,11 +167,43 @@ void freeTwice() {
   RT_OK(cudaDeviceReset());
 }
 
+// For a real GPU (the lead runs it there; docs/ptx.md, "malloc and free", says which answers are
+// mcsim's assumptions): prints what the driver and device answer where the programming guide is
+// silent, asserting nothing. `rt_malloc probe`.
+void probe() {
+  size_t size = 0;
+  RT_OK(cudaDeviceGetLimit(&size, cudaLimitMallocHeapSize));
+  std::printf("probe: default heap limit %zu\n", size);
+  const cudaError_t small = cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1000);
+  RT_OK(cudaDeviceGetLimit(&size, cudaLimitMallocHeapSize));
+  std::printf("probe: set 1000 -> %s, reads %zu\n", cudaGetErrorName(small), size);
+  RT_OK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1u << 20));
+  void** out = nullptr;
+  int* count = nullptr;
+  RT_OK(cudaMalloc(&out, sizeof(void*)));
+  RT_OK(cudaMalloc(&count, sizeof(int)));
+  rt_probe_kernel<<<1, 1>>>(out, 300 << 10, count);
+  RT_OK(cudaDeviceSynchronize());
+  void* zero = nullptr;
+  int c = 0;
+  RT_OK(cudaMemcpy(&zero, out, sizeof zero, cudaMemcpyDeviceToHost));
+  RT_OK(cudaMemcpy(&c, count, sizeof c, cudaMemcpyDeviceToHost));
+  std::printf("probe: malloc(0) %s; a 1 MiB heap holds %d blocks of 300 KiB\n", zero == nullptr ? "NULL" : "not NULL", c);
+  if (zero != nullptr) {
+    char byte = 0;
+    const cudaError_t copy = cudaMemcpy(&byte, zero, 1, cudaMemcpyDeviceToHost);
+    std::printf("probe: cudaMemcpy from heap memory -> %s\n", cudaGetErrorName(copy));
+    (void)cudaGetLastError();
+  }
+  RT_OK(cudaDeviceReset());
+}
+
 const rtcheck::Case kCases[] = {
     {"many_threads", manyThreads},
     {"limit_and_exhaustion", limitAndExhaustion},
     {"aligned", aligned},
     {"free_twice", freeTwice, /*onlyWhenNamed=*/true},
+    {"probe", probe, /*onlyWhenNamed=*/true},
 };
 
 }  // namespace
