@@ -10,6 +10,7 @@
 #include "driver/graph.h"
 #include "driver/export_tables.h"
 #include "driver/leaks.h"
+#include "driver/module_ptx.h"
 #include "driver/stream.h"
 #include "model/thread_owned.h"
 
@@ -468,6 +469,21 @@ CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
                           "printf was launched in the context");
     }
     value = std::max<size_t>(value, kMinPrintfFifoBytes);
+  }
+  if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
+    // cuda.h, cuCtxSetLimit: "Setting CU_LIMIT_MALLOC_HEAP_SIZE must be performed before launching
+    // any kernel that uses the malloc() or free() device system calls, otherwise
+    // CUDA_ERROR_INVALID_VALUE will be returned." Read back as asked (the programming guide:
+    // cuCtxGetLimit returns the requested heap size).
+    const bool set = unlessDeviceHeapPlaced(ctx, [&] {
+      std::lock_guard<std::mutex> lock(contexts().mu);
+      ctx->limits[limit] = value;
+    });
+    if (!set) {
+      return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "the device heap size cannot change after a kernel that calls "
+                          "malloc or free was launched in the context");
+    }
+    return CUDA_SUCCESS;
   }
   std::lock_guard<std::mutex> lock(contexts().mu);
   ctx->limits[limit] = value;

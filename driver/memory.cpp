@@ -19,6 +19,7 @@
 #include "driver/driver.h"
 #include "driver/graph.h"
 #include "driver/leaks.h"
+#include "driver/module_ptx.h"
 #include "driver/stream.h"
 #include "settings/byte_size.h"
 
@@ -132,6 +133,7 @@ void releaseContextResources(CUctx_st* ctx, const char* how) {
     }
   }
   for (uint64_t va : linear) state().node->freeLinear(va);
+  releaseDeviceHeap(ctx);  // malloc/free's heap goes with the context; a later launch places a new one
 }
 
 CUresult checkStream(CUstream stream) {

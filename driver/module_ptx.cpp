@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "driver/context.h"
 #include "driver/driver.h"
@@ -34,6 +35,7 @@ CUresult ModulePtx::prepare(int device) {
   std::lock_guard<std::mutex> lock(mu_);
   if (prepared_) return result_;
   prepared_ = true;
+  device_ = device;
   const uint32_t cc = computeCapability(device);
   const PtxEntry* entry = bestPtx(code_, cc);
   if (entry == nullptr) {
@@ -192,12 +194,23 @@ const std::string* ModulePtx::refusedWhy(const std::string& name) const {
 
 bool ModulePtx::global(const std::string& name, uint64_t* va, size_t* bytes) const {
   for (const ptx::ModuleVariable& v : module_.variables) {
-    if (v.space != ptx::Space::kGlobal || v.name != name || globalsVa_ == 0) continue;
+    if (v.space != ptx::Space::kGlobal || v.name != name || globalsVa_ == 0 || v.name == ptx::kDeviceHeapVariable) continue;
     *va = globalsVa_ + v.offset;
     *bytes = v.size;
     return true;
   }
   return false;
+}
+
+CUresult ModulePtx::placeHeap(uint64_t va, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (module_.heapVariable < 0 || globalsVa_ == 0 || (va == heapVa_ && bytes == heapBytes_)) return CUDA_SUCCESS;
+  const uint64_t words[2] = {va, bytes};
+  const Status s = node().write(globalsVa_ + static_cast<uint64_t>(module_.heapVariable), words, sizeof words, device_);
+  if (s != Status::kOk) return toResult(s);
+  heapVa_ = va;
+  heapBytes_ = bytes;
+  return CUDA_SUCCESS;
 }
 
 void ModulePtx::release() {
@@ -222,6 +235,72 @@ CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes) {
     }
   }
   return *buffer != nullptr && sized ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+namespace {
+
+struct DeviceHeap {
+  uint64_t va = 0;
+  uint64_t bytes = 0;
+};
+// The contexts' placed heaps; looked up by context, never iterated.
+struct DeviceHeaps {
+  std::mutex mu;
+  std::map<CUctx_st*, DeviceHeap> placed;
+};
+DeviceHeaps& deviceHeaps() {
+  static DeviceHeaps* h = new DeviceHeaps();  // leaked: contexts outlive static destruction
+  return *h;
+}
+
+// The context's device heap, placed at the first launch of a kernel that calls malloc or free (the
+// CUDA C++ Programming Guide places it when such a module is loaded; mcsim prepares a module at its
+// first launch), and the module told where it is. A heap that does not fit in the device's memory
+// fails the launch with CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, the error the guide gives for it.
+CUresult placeDeviceHeap(ModulePtx& m, CUctx_st* ctx) {
+  DeviceHeap heap;
+  {
+    DeviceHeaps& h = deviceHeaps();
+    std::lock_guard<std::mutex> lock(h.mu);
+    auto it = h.placed.find(ctx);
+    if (it == h.placed.end()) {
+      heap.bytes = ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE];
+      if (heap.bytes != 0) {
+        Status s = node().allocLinear(ctx->device, heap.bytes, &heap.va);
+        // A clear header: the executor's allocator sets the heap up at the first malloc.
+        const uint8_t header[64] = {};
+        if (s == Status::kOk) s = node().write(heap.va, header, std::min<uint64_t>(heap.bytes, sizeof header), ctx->device);
+        if (s != Status::kOk) {
+          if (heap.va != 0) (void)node().freeLinear(heap.va);
+          std::fprintf(stderr, "mcsim: the device heap of %llu bytes (CU_LIMIT_MALLOC_HEAP_SIZE) does not fit in device "
+                       "%d's memory\n", static_cast<unsigned long long>(heap.bytes), ctx->device);
+          return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+        }
+      }
+      it = h.placed.emplace(ctx, heap).first;
+    }
+    heap = it->second;
+  }
+  return m.placeHeap(heap.va, heap.bytes);
+}
+
+}  // namespace
+
+bool unlessDeviceHeapPlaced(CUctx_st* ctx, const std::function<void()>& set) {
+  DeviceHeaps& h = deviceHeaps();
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (h.placed.count(ctx) != 0) return false;
+  set();
+  return true;
+}
+
+void releaseDeviceHeap(CUctx_st* ctx) {
+  DeviceHeaps& h = deviceHeaps();
+  std::lock_guard<std::mutex> lock(h.mu);
+  auto it = h.placed.find(ctx);
+  if (it == h.placed.end()) return;
+  if (it->second.va != 0) (void)node().freeLinear(it->second.va);
+  h.placed.erase(it);
 }
 
 CUresult launchPtxKernel(ModulePtx& image, CUfunc_st* func, const std::string& name, CUctx_st* ctx, Dim3 grid,
@@ -287,6 +366,7 @@ CUresult launchPtxKernel(ModulePtx& image, CUfunc_st* func, const std::string& n
   // cuda.h, cuLaunchCooperativeKernel: the blocks may not exceed the blocks an SM holds (the
   // occupancy calculation) times the SMs.
   if (cooperative && grid.count() > resident) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  if (m.usesHeap()) MCSIM_TRY(placeDeviceHeap(m, ctx));
   StreamRef st;
   MCSIM_TRY(resolveStream(stream, perThreadDefault, &st));
   if (st->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;

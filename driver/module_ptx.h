@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,11 @@ class ModulePtx {
   uint64_t nodeModule() const { return nodeModule_; }
   uint64_t globalsVa() const { return globalsVa_; }
   bool global(const std::string& name, uint64_t* va, size_t* bytes) const;
+  // Whether its kernels call malloc or free (the module has ptx::kDeviceHeapVariable).
+  bool usesHeap() const { return module_.heapVariable >= 0; }
+  // Tells the module's kernels where the context's device heap is (written into the variable
+  // when it changes).
+  CUresult placeHeap(uint64_t va, uint64_t bytes);
   // Gives the variables' device memory back (the module is unloaded).
   void release();
 
@@ -66,7 +72,17 @@ class ModulePtx {
   bool objectsRead_ = false;
   std::vector<PtxEntry> objects_;
   std::map<std::string, std::unique_ptr<ModulePtx>> linked_;
+  int device_ = 0;
+  uint64_t heapVa_ = 0, heapBytes_ = 0;  // what the heap variable holds
 };
+
+// The device heap of malloc/free in kernels (docs/ptx.md, "malloc and free"), one per context:
+// placed in the device's memory at the first launch of a kernel that calls them,
+// CU_LIMIT_MALLOC_HEAP_SIZE bytes, fixed from then on. `set` runs (under the heap table's lock, so
+// that no launch places the heap meanwhile) unless the context's heap is placed: whether it ran.
+bool unlessDeviceHeapPlaced(CUctx_st* ctx, const std::function<void()>& set);
+// Gives the context's heap back (its memory goes: destroyed, reset or released).
+void releaseDeviceHeap(CUctx_st* ctx);
 
 // The packed parameter buffer a launch's `extra` names (CU_LAUNCH_PARAM_BUFFER_POINTER and
 // _SIZE, up to CU_LAUNCH_PARAM_END); CUDA_ERROR_INVALID_VALUE when it names none or other keys.

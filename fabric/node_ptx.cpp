@@ -169,6 +169,7 @@ model::WorkFault::Kind faultKind(ptx::Fault f) {
     case ptx::Fault::kTimeout: return model::WorkFault::Kind::kTimeout;
     case ptx::Fault::kAssert: return model::WorkFault::Kind::kAssert;
     case ptx::Fault::kTrap:
+    case ptx::Fault::kInvalidPc:  // brx.idx past its list: what a GPU reports is not known (docs/ptx.md)
     case ptx::Fault::kInvalidLaunch:
     case ptx::Fault::kNone: break;
   }
@@ -213,7 +214,26 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   const size_t window = static_cast<size_t>(std::max<uint64_t>(1, inflight / sm.chunkBytes));
   const uint64_t chunk = std::min(sm.chunkBytes, std::max<uint64_t>(inflight, 512));
   model::BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
-  std::deque<uint64_t> outstanding;
+  // The loads in flight, in bytes (Little's law, as the behavioural models keep them): a chunk goes
+  // out while fewer bytes than the window's are outstanding. Counted in bytes, not chunks, because a
+  // slice's accesses come in every size (a barrier's few-byte multimem.red beside 64 KiB chunks of
+  // data): a 4-byte arrival holds 4 bytes of the window, not a whole chunk's place, and does not
+  // hold a chunk of data back. (The models' steps stream equal chunks, for which the two counts
+  // agree: with `window` chunks out, no more goes.)
+  const uint64_t windowBytes = static_cast<uint64_t>(window) * chunk;
+  std::deque<std::pair<uint64_t, uint64_t>> outstanding;  // (when it leaves the window, bytes)
+  uint64_t inFlight = 0;
+  const auto admit = [&] {
+    while (!outstanding.empty() && inFlight >= windowBytes) {
+      engine.waitUntil(outstanding.front().first);
+      inFlight -= outstanding.front().second;
+      outstanding.pop_front();
+    }
+  };
+  const auto enter = [&](uint64_t leaves, uint64_t n) {
+    outstanding.emplace_back(leaves, n);
+    inFlight += n;
+  };
   // Where each allocation's reads and writes have got to: a slice's bytes go on from where the
   // previous slice's left off (wrapping at the allocation's end), so that the kernel's traffic
   // covers the allocation as one stream would, not its first bytes over and over (which the L2
@@ -230,11 +250,8 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
       for (const bool write : {false, true}) {
         uint64_t& off = cursor[{alloc, write}];
         for (uint64_t left = write ? t.written : t.read; left > 0;) {
-          if (outstanding.size() >= window) {
-            engine.waitUntil(outstanding.front());
-            outstanding.pop_front();
-          }
           const uint64_t n = std::min({chunk, left, size - off});
+          admit();
           const uint64_t now = Engine::simNowPs();
           horizon_.ps = now;
           const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, n) : now;
@@ -245,7 +262,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
             done = readSpan(w.engineGpu, span, off, n, now, "load");
             released = done;
           }
-          outstanding.push_back(std::max(released, smDone));
+          enter(std::max(released, smDone), n);
           *end = std::max({*end, done, smDone});
           off = (off + n) % size;
           left -= n;
@@ -328,13 +345,10 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
           m.bytes = 0;
           continue;
         }
-        if (outstanding.size() >= window) {
-          engine.waitUntil(outstanding.front());
-          outstanding.pop_front();
-        }
         uint64_t& off = m.at;
         off %= st.bytes;
         const uint64_t n = std::min({chunk, m.bytes, st.bytes - off});
+        admit();
         const uint64_t now = Engine::simNowPs();
         horizon_.ps = now;
         const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, m.mode == Mode::kLoadStore ? 2 * n : n) : now;
@@ -352,7 +366,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
             done = multicastOut(w.engineGpu, st, off, n, multicastIn(w.engineGpu, st, off, n, now), false, &released);
             break;
         }
-        outstanding.push_back(std::max(released, smDone));
+        enter(std::max(released, smDone), n);
         *end = std::max({*end, done, smDone});
         off = (off + n) % st.bytes;
         m.bytes -= n;

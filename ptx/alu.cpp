@@ -614,9 +614,36 @@ void convert(const Instruction& in, uint32_t mask, const uint64_t* a, uint64_t* 
   });
 }
 
-// fp8 (the OCP 8-bit formats PTX names .e4m3 and .e5m2): e4m3 has a 4-bit exponent of bias 7 and 3
-// fraction bits, no infinity, NaN 0x7f/0xff, largest finite 448; e5m2 is IEEE-like (5-bit exponent
-// of bias 15, 2 fraction bits, infinity 0x7c, NaN above it), largest finite 57344.
+// cvt with an fp8 pair (decode admits these forms only): the pair's upper byte is the upper half's
+// value, or the first source's.
+void convertFp8(const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d) {
+  const bool e4m3 = in.fp8 == 1;
+  RoundingScope rounding(Rounding::kRn);
+  if (!in.fp8Dest) {  // f16x2 <- fp8x2: exact
+    each(mask, [&](unsigned l) {
+      const uint32_t v = static_cast<uint32_t>(s[0][l]);
+      const uint32_t hi = floatToHalf(static_cast<float>(fp8ToDouble((v >> 8) & 0xff, e4m3)), false);
+      const uint32_t lo = floatToHalf(static_cast<float>(fp8ToDouble(v & 0xff, e4m3)), false);
+      d[l] = (uint64_t{hi} << 16) | lo;
+    });
+  } else if (in.type2 == Type::kF16x2) {
+    each(mask, [&](unsigned l) {
+      const uint32_t v = static_cast<uint32_t>(s[0][l]);
+      const uint32_t hi = doubleToFp8(model::half::f16ToFloat(v >> 16), e4m3, true);
+      const uint32_t lo = doubleToFp8(model::half::f16ToFloat(v & 0xffff), e4m3, true);
+      d[l] = (hi << 8) | lo;
+    });
+  } else {  // .f32 d, a, b
+    each(mask, [&](unsigned l) {
+      const uint32_t hi = doubleToFp8(valueIn<float>(s[0][l]), e4m3, true);
+      const uint32_t lo = doubleToFp8(valueIn<float>(s[1][l]), e4m3, true);
+      d[l] = (hi << 8) | lo;
+    });
+  }
+}
+
+}  // namespace
+
 double fp8ToDouble(uint32_t v, bool e4m3) {
   const int mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
   const uint32_t e = (v & 0x7f) >> mbits, m = v & ((1u << mbits) - 1);
@@ -633,21 +660,22 @@ double fp8ToDouble(uint32_t v, bool e4m3) {
   return (v & 0x80) ? -r : r;
 }
 
-// Rounded to nearest even; .satfinite: beyond the largest finite value (infinity included) gives
-// that value with the sign, NaN gives NaN (0x7f).
-uint32_t doubleToFp8Satfinite(double x, bool e4m3) {
+uint32_t doubleToFp8(double x, bool e4m3, bool satfinite) {
   if (std::isnan(x)) return 0x7f;
   const int mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
   const double largest = e4m3 ? 448.0 : 57344.0;
   const uint32_t sign = std::signbit(x) ? 0x80u : 0u;
+  const uint32_t overflow = satfinite ? (e4m3 ? 0x7eu : 0x7bu) : (e4m3 ? 0x7fu : 0x7cu);
   const double a = std::fabs(x);
-  if (a >= largest) return sign | (e4m3 ? 0x7eu : 0x7bu);
+  if (std::isinf(a)) return sign | overflow;
+  if (satfinite && a >= largest) return sign | overflow;
   if (a == 0) return sign;
   int e = 0;
   std::frexp(a, &e);                            // a = f 2^e, f in [0.5, 1)
   const int exp = std::max(e - 1, 1 - bias);    // subnormals share the smallest normal's quantum
   const double quantum = std::ldexp(1.0, exp - mbits);
-  const double r = std::nearbyint(a / quantum) * quantum;  // not above `largest`, which is on the grid
+  const double r = std::nearbyint(a / quantum) * quantum;
+  if (r > largest) return sign | overflow;      // rounded past the largest finite value
   if (r == 0) return sign;
   std::frexp(r, &e);
   if (e - 1 < 1 - bias) return sign | static_cast<uint32_t>(r / std::ldexp(1.0, 1 - bias - mbits));
@@ -655,40 +683,11 @@ uint32_t doubleToFp8Satfinite(double x, bool e4m3) {
   return sign | (static_cast<uint32_t>(e - 1 + bias) << mbits) | frac;
 }
 
-// cvt with an fp8 pair (decode admits these forms only): the pair's upper byte is the upper half's
-// value, or the first source's.
-void convertFp8(const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d) {
-  const bool e4m3 = in.fp8 == 1;
-  RoundingScope rounding(Rounding::kRn);
-  if (!in.fp8Dest) {  // f16x2 <- fp8x2: exact
-    each(mask, [&](unsigned l) {
-      const uint32_t v = static_cast<uint32_t>(s[0][l]);
-      const uint32_t hi = floatToHalf(static_cast<float>(fp8ToDouble((v >> 8) & 0xff, e4m3)), false);
-      const uint32_t lo = floatToHalf(static_cast<float>(fp8ToDouble(v & 0xff, e4m3)), false);
-      d[l] = (uint64_t{hi} << 16) | lo;
-    });
-  } else if (in.type2 == Type::kF16x2) {
-    each(mask, [&](unsigned l) {
-      const uint32_t v = static_cast<uint32_t>(s[0][l]);
-      const uint32_t hi = doubleToFp8Satfinite(model::half::f16ToFloat(v >> 16), e4m3);
-      const uint32_t lo = doubleToFp8Satfinite(model::half::f16ToFloat(v & 0xffff), e4m3);
-      d[l] = (hi << 8) | lo;
-    });
-  } else {  // .f32 d, a, b
-    each(mask, [&](unsigned l) {
-      const uint32_t hi = doubleToFp8Satfinite(valueIn<float>(s[0][l]), e4m3);
-      const uint32_t lo = doubleToFp8Satfinite(valueIn<float>(s[1][l]), e4m3);
-      d[l] = (hi << 8) | lo;
-    });
-  }
-}
-
-}  // namespace
 
 bool isAluOp(Op op) {
   switch (op) {
     case Op::kMov: case Op::kCvta: case Op::kLd: case Op::kSt: case Op::kAtom: case Op::kRed: case Op::kBar:
-    case Op::kShfl: case Op::kVote: case Op::kActivemask: case Op::kMembar: case Op::kBra: case Op::kRet:
+    case Op::kShfl: case Op::kVote: case Op::kActivemask: case Op::kMembar: case Op::kBra: case Op::kBrx: case Op::kRet:
     case Op::kExit: case Op::kTrap: case Op::kCall: case Op::kMultimem:
       return false;
     default:

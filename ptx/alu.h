@@ -28,6 +28,15 @@ bool isAluOp(Op op);
 // dst2 receives setp's second predicate (the complement), when setp names one.
 void compute(const Instruction& in, uint32_t mask, const uint64_t* const* src, uint64_t* dst, uint64_t* dst2);
 
+// fp8 (the OCP 8-bit formats PTX names .e4m3 and .e5m2): e4m3 has a 4-bit exponent of bias 7 and
+// 3 fraction bits, no infinity, NaN 0x7f/0xff, largest finite 448; e5m2 is IEEE-like (5-bit exponent
+// of bias 15, 2 fraction bits, infinity 0x7c, NaN above it), largest finite 57344. `v`'s low byte to
+// its exact value; and a value rounded to nearest even, NaN to 0x7f. Beyond the largest finite value:
+// with `satfinite` (cvt's .satfinite) that value with the sign; without, what rounding without
+// bounds gives, an overflow: infinity for e5m2 and NaN (S.1111.111) for e4m3, which has no infinity.
+double fp8ToDouble(uint32_t v, bool e4m3);
+uint32_t doubleToFp8(double x, bool e4m3, bool satfinite);
+
 // Atomic read-modify-write: the value atom/red `in` stores over `old`, given operand b (and c for
 // cas).
 uint64_t atomicResult(const Instruction& in, uint64_t old, uint64_t b, uint64_t c);

@@ -24,7 +24,7 @@ const std::map<std::string, Op>& opcodes() {
       {"atom", Op::kAtom},   {"red", Op::kRed},       {"bar", Op::kBar},     {"barrier", Op::kBar},
       {"shfl", Op::kShfl},   {"vote", Op::kVote},     {"activemask", Op::kActivemask},
       {"membar", Op::kMembar}, {"fence", Op::kMembar},
-      {"bra", Op::kBra},     {"ret", Op::kRet},       {"exit", Op::kExit},   {"trap", Op::kTrap},
+      {"bra", Op::kBra},     {"brx", Op::kBrx},       {"ret", Op::kRet},       {"exit", Op::kExit},   {"trap", Op::kTrap},
       {"multimem", Op::kMultimem},
   };
   return m;
@@ -133,11 +133,14 @@ bool decodeMultimem(const std::vector<std::string>& mods, Instruction* in, std::
       haveOp = true;
     } else if (kind == MultimemOp::kLdReduce && m == ".acc::f32") {
       in->accF32 = true;
+    } else if (kind == MultimemOp::kLdReduce && m == ".acc::f16") {
+      in->accF16 = true;
+    } else if (m == ".e4m3" || m == ".e4m3x2" || m == ".e4m3x4" || m == ".e5m2" || m == ".e5m2x2" || m == ".e5m2x4") {
+      // fp8 values, one a byte (PTX ISA 8.6, sm_100a and newer).
+      in->mmFp8 = m[2] == '4' ? 1 : 2;
+      ts.push_back(m.size() == 5 ? Type::kB8 : m[6] == '2' ? Type::kB16 : Type::kB32);
     } else if (m == ".v2" || m == ".v4" || m == ".v8") {
       in->vec = static_cast<uint8_t>(m[2] - '0');
-    } else if (m == ".acc::f16" || m == ".e5m2" || m == ".e5m2x2" || m == ".e5m2x4" || m == ".e4m3" || m == ".e4m3x2" ||
-               m == ".e4m3x4") {
-      return fail(error, "'" + in->text + "': the fp8 forms of multimem (" + m + ") are not implemented");
     } else {
       return bad();
     }
@@ -146,6 +149,18 @@ bool decodeMultimem(const std::vector<std::string>& mods, Instruction* in, std::
   const Type t = ts[0];
   in->type = t;
   if (kind != MultimemOp::kSt && !haveOp) return fail(error, "'" + in->text + "' needs an operator (.add, .min ...)");
+  if (in->accF16 && in->mmFp8 == 0) return fail(error, "'" + in->text + "': .acc::f16 is for the fp8 types (.e4m3, .e5m2 ...)");
+  if (in->mmFp8 != 0) {
+    // The ISA's .type has the fp8 forms for ld_reduce and st; .redtype has none.
+    if (kind == MultimemOp::kRed) return fail(error, "'" + in->text + "': multimem.red has no fp8 forms");
+    if (in->accF32) return fail(error, "'" + in->text + "': .acc::f32 is for .f16, .f16x2, .bf16 and .bf16x2");
+    const unsigned bits = typeBits(t) * in->vec;
+    if (bits != 32 && bits != 64 && bits != 128)
+      return fail(error, "'" + in->text + "': the vector must be 32, 64 or 128 bits, not " + std::to_string(bits));
+    if (kind == MultimemOp::kLdReduce && in->atomOp != AtomOp::kAdd && in->atomOp != AtomOp::kMin && in->atomOp != AtomOp::kMax)
+      return fail(error, "'" + in->text + "': fp8 multimem.ld_reduce takes .add, .min or .max");
+    return true;
+  }
   const bool half = t == Type::kF16 || t == Type::kBF16, packed = t == Type::kF16x2 || t == Type::kBF16x2;
   const bool fp = isFloat(t);
   const unsigned v = in->vec;
@@ -195,7 +210,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
         "tex", "tld4", "suld", "sust", "sured", "prefetch", "prefetchu", "nanosleep", "addc", "subc", "madc",
         "mad24", "mul24", "sad", "dp4a", "dp2a", "set", "tanh", "fns", "isspacep",
         "cvt.pack", "elect", "griddepcontrol", "applypriority", "discard", "createpolicy", "getctarank",
-        "stackrestore", "stacksave", "alloca", "pmevent", "brkpt", "vote.any", "bar.red", "brx", "setmaxnreg",
+        "stackrestore", "stacksave", "alloca", "pmevent", "brkpt", "vote.any", "bar.red", "setmaxnreg",
         "istypep", "szext", "bmsk", "copysign.f16", "st.async", "red.async", "cp.async", "tensormap"};
     if (later.count(opcode) != 0) return fail(error, "instruction '" + opcode + "' is not implemented yet");
     return fail(error, "unknown instruction '" + opcode + "'");
@@ -207,6 +222,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   const Op op = in->op;
   std::vector<Type> ts;
   bool haveMulMode = false;
+  bool haveIdx = false;  // brx.idx
   for (const std::string& m : mods) {
     auto bad = [&] { return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'"); };
     if (auto t = types().find(m); t != types().end()) {
@@ -267,8 +283,10 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       in->shfLeft = m == ".l";
     } else if (op == Op::kShf && (m == ".wrap" || m == ".clamp")) {
       in->shfClamp = m == ".clamp";
-    } else if (op == Op::kBra && m == ".uni") {
+    } else if ((op == Op::kBra || op == Op::kBrx) && m == ".uni") {
       in->uniform = true;
+    } else if (op == Op::kBrx && m == ".idx") {
+      haveIdx = true;
     } else if (spaces().count(m) != 0 && (op == Op::kLd || op == Op::kSt || op == Op::kAtom || op == Op::kRed || op == Op::kCvta)) {
       in->space = spaces().at(m);
     } else if ((op == Op::kLd || op == Op::kSt || op == Op::kMov) && (m == ".v2" || m == ".v4")) {
@@ -296,6 +314,11 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   switch (op) {
     case Op::kBra: case Op::kRet: case Op::kExit: case Op::kTrap: case Op::kBar: case Op::kMembar: case Op::kShfl:
     case Op::kVote: case Op::kActivemask:
+      break;
+    case Op::kBrx:
+      // brx.idx{.uni} index, tlist (PTX ISA, "Control Flow Instructions: brx.idx"): no type.
+      if (!haveIdx) return fail(error, "'" + in->text + "' needs .idx");
+      if (in->type != Type::kNone) return fail(error, "'" + in->text + "' takes no type");
       break;
     default:
       if (in->type == Type::kNone) return fail(error, "'" + in->text + "' has no type");
@@ -346,6 +369,7 @@ bool checkOperands(const Instruction& in, std::string* error) {
     case Op::kRet: case Op::kExit: case Op::kTrap: case Op::kMembar: lo = hi = 0; break;
     case Op::kActivemask: lo = hi = 1; break;
     case Op::kBra: lo = hi = 1; break;
+    case Op::kBrx: lo = hi = 2; break;
     case Op::kBar: lo = 1; hi = 2; break;
     case Op::kAbs: case Op::kNeg: case Op::kNot: case Op::kCnot: case Op::kPopc: case Op::kClz: case Op::kBrev:
     case Op::kBfind: case Op::kMov: case Op::kCvt: case Op::kCvta: case Op::kSqrt: case Op::kRcp: case Op::kRsqrt:
@@ -380,7 +404,9 @@ bool checkOperands(const Instruction& in, std::string* error) {
       return fail(error, "'" + in.text + "': a vector operand is not allowed here");
   }
   if (in.op == Op::kBra && in.ops[0].kind != K::kLabel) return fail(error, "'" + in.text + "' needs a label");
-  const bool writesFirst = !(isStore || in.op == Op::kBra || (in.op == Op::kBar && in.barMode != BarMode::kRed));
+  if (in.op == Op::kBrx && (in.ops[0].kind != K::kReg || in.ops[1].kind != K::kTargets))
+    return fail(error, "'" + in.text + "' needs an index register and the label of a .branchtargets list");
+  const bool writesFirst = !(isStore || in.op == Op::kBra || in.op == Op::kBrx || (in.op == Op::kBar && in.barMode != BarMode::kRed));
   if (writesFirst && in.nops > 0 && in.ops[0].kind != K::kReg && in.ops[0].kind != K::kVec)
     return fail(error, "'" + in.text + "': the destination must be a register");
   if ((in.op == Op::kLd || in.op == Op::kSt || in.op == Op::kMultimem) && in.vec > 1) {

@@ -107,6 +107,41 @@ void multimemSumF32(bool bf16, const std::vector<const uint8_t*>& members, uint8
   }
 }
 
+// multimem.ld_reduce on fp8 lanes (every byte a value; PTX ISA, multimem): .min / .max pick a
+// member's value as PTX's min and max do (a NaN loses to a number, two NaNs give the canonical NaN
+// 0x7f, -0 is below +0); .add rounds each step to nearest even in the lane's own format, or with
+// .acc::f16 in f16 (each member's value converted exactly), the total rounded once to the lane's
+// format. A sum beyond the format's range overflows (e5m2 infinity, e4m3 NaN) rather than
+// saturating: the ISA says nothing of saturation here, and cvt saturates only with .satfinite.
+void multimemFp8(const Instruction& in, const std::vector<const uint8_t*>& members, uint8_t* out, unsigned bytes) {
+  const bool e4m3 = in.mmFp8 == 1;
+  for (unsigned o = 0; o < bytes; ++o) {
+    uint32_t acc = members[0][o];
+    if (in.atomOp == AtomOp::kAdd && in.accF16) {
+      float sum = static_cast<float>(fp8ToDouble(acc, e4m3));
+      for (size_t i = 1; i < members.size(); ++i)  // each f16 sum in float, then rounded to f16 (Figueroa 1995)
+        sum = model::half::f16ToFloat(model::half::floatToF16(sum + static_cast<float>(fp8ToDouble(members[i][o], e4m3))));
+      acc = doubleToFp8(sum, e4m3, false);
+    } else {
+      for (size_t i = 1; i < members.size(); ++i) {
+        const uint32_t b = members[i][o];
+        const double x = fp8ToDouble(acc, e4m3), y = fp8ToDouble(b, e4m3);
+        if (in.atomOp == AtomOp::kAdd) {
+          acc = doubleToFp8(static_cast<float>(x) + static_cast<float>(y), e4m3, false);
+        } else if (x != x || y != y) {
+          acc = x != x && y != y ? 0x7fu : x != x ? b : acc;
+        } else {
+          // -0 is below +0: of two zeros, min takes the negative one, max the positive one.
+          const bool below = y < x || (y == x && (b & 0x80) != 0 && (acc & 0x80) == 0);
+          const bool above = y > x || (y == x && (b & 0x80) == 0 && (acc & 0x80) != 0);
+          if (in.atomOp == AtomOp::kMin ? below : above) acc = b;
+        }
+      }
+    }
+    out[o] = static_cast<uint8_t>(acc);
+  }
+}
+
 }  // namespace
 
 const char* faultName(Fault f) {
@@ -119,6 +154,7 @@ const char* faultName(Fault f) {
     case Fault::kBarrierDeadlock: return "barrier deadlock";
     case Fault::kTimeout: return "timeout";
     case Fault::kAssert: return "assert";
+    case Fault::kInvalidPc: return "invalid program counter";
   }
   return "?";
 }
@@ -135,7 +171,7 @@ uint32_t loadBytesInFlight(const Function& fn) {
   for (size_t pc = 0; pc < fn.code.size(); ++pc) {
     const Instruction& in = fn.code[pc];
     if (in.op == Op::kBar || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap ||
-        (in.op == Op::kBra && in.ops[0].target <= pc)) {
+        (in.op == Op::kBra && in.ops[0].target <= pc) || in.op == Op::kBrx) {
       reset();
       continue;
     }
@@ -202,7 +238,7 @@ class Executor::Run {
     immRows_.resize(fn.code.size() * kMaxOperands, nullptr);
     for (size_t i = 0; i < fn.code.size(); ++i) {
       for (unsigned k = 0; k < fn.code[i].nops; ++k) {
-        if (fn.code[i].ops[k].kind != Operand::Kind::kImm) continue;
+        if (fn.code[i].ops[k].kind != Operand::Kind::kImm || fn.code[i].ops[k].frame) continue;
         immStore_.emplace_back(32, fn.code[i].ops[k].imm);
         immRows_[i * kMaxOperands + k] = immStore_.back().data();
       }
@@ -315,13 +351,15 @@ class Executor::Run {
   }
 
   // A lane's call in progress: where it returns to, through which call site, and for a call of a
-  // recursive function the callee's registers and local memory as the outer activation left them.
+  // recursive function the callee's registers as the outer activation left them and the lane's
+  // frame offset and stack top before the call (the callee's frame is above them).
   struct Frame {
     uint32_t returnPc = 0;
     uint32_t site = 0;
     uint32_t callee = 0;  // index in Function::callees (an indirect call's differs lane by lane)
     std::vector<uint64_t> regs;
-    std::vector<uint8_t> local;
+    uint64_t shift = 0;
+    size_t stackTop = 0;
   };
   struct Warp {
     uint32_t id = 0;
@@ -337,6 +375,10 @@ class Executor::Run {
     std::vector<uint64_t> regs;
     std::vector<uint8_t> local;
     std::vector<Frame> frames[32];  // per lane: the calls it is in, innermost last
+    // Per lane: the frames of recursive activations, at local offsets from fn_.localBytes up, and
+    // the offset of the innermost one from its function's linked local addresses (Operand::frame).
+    std::vector<uint8_t> stack[32];
+    uint64_t shift[32] = {};
   };
   struct Barrier {
     uint32_t arrived = 0;
@@ -430,6 +472,8 @@ class Executor::Run {
       std::fill(w.regs.begin(), w.regs.end(), 0);
       std::fill(w.local.begin(), w.local.end(), 0);
       for (auto& f : w.frames) f.clear();
+      for (auto& st : w.stack) st.clear();
+      std::fill(std::begin(w.shift), std::end(w.shift), 0);
     }
   }
 
@@ -749,6 +793,8 @@ class Executor::Run {
         return tmp;
       default:
         for (unsigned l = 0; l < 32; ++l) tmp[l] = o.imm;
+        if (o.frame)
+          for (unsigned l = 0; l < 32; ++l) tmp[l] += w.shift[l];
         return tmp;
     }
   }
@@ -801,8 +847,17 @@ class Executor::Run {
         else bad = "outside the block's shared memory";
         break;
       case Space::kLocal:
-        if (inside(fn_.localBytes)) p = w.local.data() + uint64_t{lane} * fn_.localBytes + off;
-        else bad = "outside the thread's local memory";
+        if (inside(fn_.localBytes)) {
+          p = w.local.data() + uint64_t{lane} * fn_.localBytes + off;
+        } else if (off >= fn_.localBytes) {
+          // The frames of recursive activations, above the kernel's own local memory.
+          std::vector<uint8_t>& st = w.stack[lane];
+          const uint64_t at = off - fn_.localBytes;
+          if (at < st.size() && size <= st.size() - at) p = st.data() + at;
+          else bad = "outside the thread's local memory";
+        } else {
+          bad = "outside the thread's local memory";
+        }
         break;
       case Space::kParam:
         if (write) bad = "a write to kernel parameters";
@@ -871,6 +926,8 @@ class Executor::Run {
       const uint64_t* r = row(w, o.reg);
       for (unsigned l = 0; l < 32; ++l) out[l] = r[l] + o.imm;
     }
+    if (o.frame)
+      for (unsigned l = 0; l < 32; ++l) out[l] += w.shift[l];
   }
 
   void load(Warp& w, const Instruction& in, uint32_t exec) {
@@ -1022,10 +1079,11 @@ class Executor::Run {
       mcBytes += bytes;
       if (load) {
         result_.globalBytesRead += bytes * mc.members.size();
-        if (in.accF32 && in.atomOp == AtomOp::kAdd) {
+        if (in.mmFp8 != 0 || (in.accF32 && in.atomOp == AtomOp::kAdd)) {
           at.clear();
           for (uint8_t* p : mc.members) at.push_back(p + off);
-          multimemSumF32(in.type == Type::kBF16 || in.type == Type::kBF16x2, at, acc, bytes);
+          if (in.mmFp8 != 0) multimemFp8(in, at, acc, bytes);
+          else multimemSumF32(in.type == Type::kBF16 || in.type == Type::kBF16x2, at, acc, bytes);
         } else {
           std::memcpy(acc, mc.members[0] + off, bytes);
           for (size_t i = 1; i < mc.members.size(); ++i) multimemCombine(in, acc, mc.members[i] + off, bytes);
@@ -1227,6 +1285,9 @@ class Executor::Run {
         else split(w, exec, target, w.pc + 1);
         return;
       }
+      case Op::kBrx:
+        branchIndexed(w, in, exec);
+        return;
       case Op::kCall:
         call(w, in, exec);
         return;
@@ -1288,12 +1349,44 @@ class Executor::Run {
     jump(w, w.pc + 1);
   }
 
+  // brx.idx: the lanes `exec` go to entry `index` of the instruction's .branchtargets list, each
+  // its own (lanes that pick different entries diverge and reconverge by the min-PC rule); the
+  // other active lanes go on. The ISA leaves an index past the list's end undefined: it stops the
+  // kernel (Fault::kInvalidPc) naming the index and the list's length.
+  void branchIndexed(Warp& w, const Instruction& in, uint32_t exec) {
+    const std::vector<uint32_t>& list = fn_.targetLists[in.ops[1].target];
+    const uint64_t* index = row(w, in.ops[0].reg);
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      if ((index[l] & 0xffffffffu) >= list.size()) {
+        fail(Fault::kInvalidPc, w, l, &in,
+             "brx.idx index " + std::to_string(index[l] & 0xffffffffu) + " is outside its .branchtargets list of " +
+                 std::to_string(list.size()) + " labels");
+        return;
+      }
+    }
+    for (uint32_t m = w.active; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      w.lanePc[l] = (exec >> l) & 1u ? list[index[l] & 0xffffffffu] : w.pc + 1;
+    }
+    reschedule(w);
+  }
+
   // ---- calls (docs/ptx.md, "Device functions")
 
-  uint8_t* laneLocal(Warp& w, unsigned lane) { return w.local.data() + uint64_t{lane} * fn_.localBytes; }
+  // Host bytes at local offset `off` of lane `lane`: the kernel's local memory, or above it a frame
+  // on the lane's stack. Offsets from linking (call sites, parameters) are always inside.
+  uint8_t* localAt(Warp& w, unsigned lane, uint64_t off) {
+    if (off < fn_.localBytes) return w.local.data() + uint64_t{lane} * fn_.localBytes + off;
+    return w.stack[lane].data() + (off - fn_.localBytes);
+  }
+  // The offset of a call site's argument and return variables for `lane`.
+  static uint64_t siteShift(const Warp& w, unsigned lane, const CallSite& site) { return site.inFrame ? w.shift[lane] : 0; }
 
-  // The lanes `exec` call; the other active lanes go on. The caller's argument variables are
-  // copied into the callee's parameters; a recursive callee's registers and locals are saved.
+  // The lanes `exec` call; the other active lanes go on. A recursive callee gets a frame of its own
+  // on the lane's stack (its local memory at addresses no other activation has, so that pointers
+  // to a caller's locals stay valid in the callee) and its registers are saved; the caller's
+  // argument variables are copied into the callee's parameters.
   void call(Warp& w, const Instruction& in, uint32_t exec) {
     const CallSite& site = fn_.calls[in.ops[0].target];
     if (site.indirect) {
@@ -1323,8 +1416,10 @@ class Executor::Run {
     split(w, exec, c.entryPc, w.pc + 1);
   }
 
-  // Lane `l` enters callee `callee` from call site `site`: its frame is pushed (a recursive
-  // callee's registers and locals saved) and the arguments copied into the callee's parameters.
+  // Lane `l` enters callee `callee` from call site `siteIndex`: its frame is pushed (a recursive
+  // callee's registers saved, and its locals given a frame of their own on the lane's stack, so
+  // that pointers to a caller's locals stay valid) and the arguments copied into the callee's
+  // parameters.
   void enter(Warp& w, unsigned l, uint32_t siteIndex, uint32_t callee) {
     const CallSite& site = fn_.calls[siteIndex];
     const Callee& c = fn_.callees[callee];
@@ -1332,15 +1427,22 @@ class Executor::Run {
     f.returnPc = w.pc + 1;
     f.site = siteIndex;
     f.callee = callee;
-    uint8_t* local = laneLocal(w, l);
+    const uint64_t from = siteShift(w, l, site);
+    uint64_t to = 0;
     if (c.recursive) {
       f.regs.resize(c.regCount);
       for (uint32_t r = 0; r < c.regCount; ++r) f.regs[r] = row(w, c.regBase + r)[l];
-      f.local.assign(local + c.localBase, local + c.localBase + c.localBytes);
+      f.shift = w.shift[l];
+      f.stackTop = w.stack[l].size();
+      const uint64_t base = (fn_.localBytes + f.stackTop + 15) / 16 * 16;  // as linking aligns a function's locals
+      w.stack[l].resize(base - fn_.localBytes + c.localBytes);            // zeroed, as every run's
+      to = base - c.localBase;
+      w.shift[l] = to;
     }
     w.frames[l].push_back(std::move(f));
     for (size_t k = 0; k < c.params.size() && k < site.args.size(); ++k)
-      std::memcpy(local + c.params[k].first, local + site.args[k].first, std::min(c.params[k].second, site.args[k].second));
+      std::memcpy(localAt(w, l, c.params[k].first + to), localAt(w, l, site.args[k].first + from),
+                  std::min(c.params[k].second, site.args[k].second));
   }
 
   // An indirect call (docs/ptx.md, "Indirect calls"): each lane goes to the function whose address
@@ -1383,7 +1485,7 @@ class Executor::Run {
   }
 
   // The lanes `exec` execute ret: those in a call return to their callers (the return values
-  // copied out, a recursive callee's registers and locals restored), the others exit.
+  // copied out; a recursive callee's frame given back and registers restored), the others exit.
   void returnFrom(Warp& w, uint32_t exec) {
     uint32_t exiting = 0;
     for (uint32_t m = w.active & ~exec; m != 0; m &= m - 1) w.lanePc[__builtin_ctz(m)] = w.pc + 1;
@@ -1397,32 +1499,16 @@ class Executor::Run {
       Frame& f = frames.back();
       const CallSite& site = fn_.calls[f.site];
       const Callee& c = fn_.callees[f.callee];
-      uint8_t* local = laneLocal(w, l);
-      uint8_t ret[64];
-      std::vector<uint8_t> big;
-      uint32_t bytes = 0;
-      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) bytes += std::min(c.returns[k].second, site.rets[k].second);
-      uint8_t* buf = ret;
-      if (bytes > sizeof ret) {
-        big.resize(bytes);
-        buf = big.data();
-      }
-      uint32_t at = 0;
-      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) {
-        const uint32_t n = std::min(c.returns[k].second, site.rets[k].second);
-        std::memcpy(buf + at, local + c.returns[k].first, n);
-        at += n;
-      }
+      // The caller's variables are below the callee's frame: copy before the frame is given back.
+      const uint64_t from = c.recursive ? w.shift[l] : 0;
+      const uint64_t to = site.inFrame ? (c.recursive ? f.shift : w.shift[l]) : 0;
+      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k)
+        std::memcpy(localAt(w, l, site.rets[k].first + to), localAt(w, l, c.returns[k].first + from),
+                    std::min(c.returns[k].second, site.rets[k].second));
       if (c.recursive) {
         for (uint32_t r = 0; r < c.regCount; ++r) row(w, c.regBase + r)[l] = f.regs[r];
-        std::copy(f.local.begin(), f.local.end(), local + c.localBase);
-      }
-      // After the restore: a recursive caller's return variable is in the region just restored.
-      at = 0;
-      for (size_t k = 0; k < c.returns.size() && k < site.rets.size(); ++k) {
-        const uint32_t n = std::min(c.returns[k].second, site.rets[k].second);
-        std::memcpy(local + site.rets[k].first, buf + at, n);
-        at += n;
+        w.shift[l] = f.shift;
+        w.stack[l].resize(f.stackTop);
       }
       w.lanePc[l] = f.returnPc;
       frames.pop_back();
@@ -1443,18 +1529,27 @@ class Executor::Run {
     std::string asserts;
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
-      uint8_t* local = laneLocal(w, l);
+      const uint64_t shift = siteShift(w, l, site);
       const auto arg = [&](size_t k) {
         uint64_t v = 0;
-        if (k < site.args.size()) std::memcpy(&v, local + site.args[k].first, std::min<uint32_t>(8, site.args[k].second));
+        if (k < site.args.size()) std::memcpy(&v, localAt(w, l, site.args[k].first + shift), std::min<uint32_t>(8, site.args[k].second));
         return v;
       };
       if (c.builtin == Builtin::kVprintf) {
         std::string text;
         const int32_t n = formatPrintf(w, l, in, arg(0), arg(1), &text);
         if (result_.fault != Fault::kNone) return;
-        if (!site.rets.empty()) std::memcpy(local + site.rets[0].first, &n, std::min<uint32_t>(4, site.rets[0].second));
+        if (!site.rets.empty()) std::memcpy(localAt(w, l, site.rets[0].first + shift), &n, std::min<uint32_t>(4, site.rets[0].second));
         if (n >= 0) addPrintfRecord(std::move(text), 16 + 8 * static_cast<uint64_t>(n));
+        continue;
+      }
+      if (c.builtin == Builtin::kMalloc || c.builtin == Builtin::kAlignedMalloc || c.builtin == Builtin::kFree) {
+        uint64_t got = 0;
+        const bool ok = c.builtin == Builtin::kFree ? heapFree(w, l, in, arg(0))
+                                                    : heapAlloc(w, l, in, arg(0), c.builtin == Builtin::kMalloc ? 16 : arg(1), &got);
+        if (!ok) return;
+        if (c.builtin != Builtin::kFree && !site.rets.empty())
+          std::memcpy(localAt(w, l, site.rets[0].first + shift), &got, std::min<uint32_t>(8, site.rets[0].second));
         continue;
       }
       // __assertfail(message, file, line, function, charSize)
@@ -1473,6 +1568,155 @@ class Executor::Run {
       result_.assertOutput += asserts;
       fail(Fault::kAssert, w, static_cast<unsigned>(__builtin_ctz(exec)), &in, "device assert failed");
     }
+  }
+
+  // ---- the device heap (docs/ptx.md, "malloc and free")
+  //
+  // The context's heap is a range of device memory whose address and size the module's
+  // kDeviceHeapVariable holds; the allocator keeps its state in the heap itself, so that every
+  // kernel of the context, of any module, shares it, and allocations outlive the launch. Layout
+  // (offsets from the heap's start): a 64-byte header (kHeapMagic, `top`: where the blocks end,
+  // the number of free blocks below it), then blocks from offset 64, each a 16-byte header (its
+  // payload's bytes, kBlockUsed or kBlockFree) and its payload, so that every payload is 16-byte
+  // aligned (the CUDA C++ Programming Guide, "Dynamic Global Memory Allocation": malloc's pointer is
+  // aligned to 16 bytes). malloc takes the first free block that fits (merging free neighbours on
+  // the way, splitting what is left over), else the space above `top`, else returns NULL.
+  static constexpr uint64_t kHeapMagic = 0x3170616568736d63ull;  // "cmsheap1"
+  static constexpr uint64_t kBlockUsed = 0x6573752d6b6c62ull;    // "blk-use"
+  static constexpr uint64_t kBlockFree = 0x6572662d6b6c62ull;    // "blk-fre"
+  static constexpr uint64_t kHeapHeader = 64;
+
+  struct Heap {
+    uint64_t base = 0, bytes = 0, top = 0, freeBlocks = 0;
+  };
+
+  bool heapRead(Warp& w, unsigned l, const Instruction& in, uint64_t va, uint64_t* v) {
+    const uint8_t* p = locate(w, l, in, Space::kGlobal, va, 8, AccessKind::kRead);
+    if (p == nullptr) return false;
+    std::memcpy(v, p, 8);
+    return true;
+  }
+  bool heapWrite(Warp& w, unsigned l, const Instruction& in, uint64_t va, uint64_t v) {
+    uint8_t* p = locate(w, l, in, Space::kGlobal, va, 8, AccessKind::kWrite);
+    if (p == nullptr) return false;
+    std::memcpy(p, &v, 8);
+    noteWrite();
+    return true;
+  }
+  // The heap's place and header (set up on first use); bytes 0: the module has no heap placed.
+  bool heapOpen(Warp& w, unsigned l, const Instruction& in, Heap* h) {
+    if (ex_.module_.heapVariable < 0) return true;
+    const uint64_t var = kModuleGlobalWindow + static_cast<uint64_t>(ex_.module_.heapVariable);
+    if (!heapRead(w, l, in, var, &h->base) || !heapRead(w, l, in, var + 8, &h->bytes)) return false;
+    if (h->base == 0 || h->bytes < kHeapHeader + 32) {
+      h->bytes = 0;
+      return true;
+    }
+    uint64_t magic = 0;
+    if (!heapRead(w, l, in, h->base, &magic)) return false;
+    if (magic != kHeapMagic) {
+      h->top = kHeapHeader;
+      h->freeBlocks = 0;
+      return heapWrite(w, l, in, h->base, kHeapMagic) && heapWrite(w, l, in, h->base + 8, h->top) &&
+             heapWrite(w, l, in, h->base + 16, 0);
+    }
+    return heapRead(w, l, in, h->base + 8, &h->top) && heapRead(w, l, in, h->base + 16, &h->freeBlocks);
+  }
+  bool heapClose(Warp& w, unsigned l, const Instruction& in, const Heap& h) {
+    return heapWrite(w, l, in, h.base + 8, h.top) && heapWrite(w, l, in, h.base + 16, h.freeBlocks);
+  }
+  bool heapCorrupt(Warp& w, unsigned l, const Instruction& in, uint64_t block) {
+    fail(Fault::kIllegalAddress, w, l, &in,
+         "the device heap's block at " + hex(block) + " is overwritten (a write past an allocation's end?)");
+    return false;
+  }
+
+  // malloc(size) (align 16) and __nv_aligned_device_malloc(size, align): `*out` the payload's
+  // address, 0 when the heap has no room, or `align` is not a power of two (the guide).
+  bool heapAlloc(Warp& w, unsigned l, const Instruction& in, uint64_t size, uint64_t align, uint64_t* out) {
+    *out = 0;
+    Heap h;
+    if (!heapOpen(w, l, in, &h)) return false;
+    if (h.bytes == 0 || align == 0 || (align & (align - 1)) != 0 || size > h.bytes || align > h.bytes) return true;
+    const uint64_t need = std::max<uint64_t>((size + 15) / 16 * 16, 16);  // malloc(0) too gets a block of its own
+    align = std::max<uint64_t>(align, 16);
+    if (h.freeBlocks != 0 && align == 16) {
+      for (uint64_t b = kHeapHeader; b < h.top;) {
+        uint64_t bytes = 0, mark = 0;
+        if (!heapRead(w, l, in, h.base + b, &bytes) || !heapRead(w, l, in, h.base + b + 8, &mark)) return false;
+        if ((mark != kBlockUsed && mark != kBlockFree) || bytes % 16 != 0 || bytes > h.top - b - 16)
+          return heapCorrupt(w, l, in, h.base + b);
+        if (mark == kBlockUsed) {
+          b += 16 + bytes;
+          continue;
+        }
+        // Merge the free blocks that follow.
+        for (uint64_t next = b + 16 + bytes; next < h.top;) {
+          uint64_t nb = 0, nm = 0;
+          if (!heapRead(w, l, in, h.base + next, &nb) || !heapRead(w, l, in, h.base + next + 8, &nm)) return false;
+          if (nm != kBlockFree) break;
+          if (nb % 16 != 0 || nb > h.top - next - 16) return heapCorrupt(w, l, in, h.base + next);
+          bytes += 16 + nb;
+          --h.freeBlocks;
+          next = b + 16 + bytes;
+        }
+        if (b + 16 + bytes == h.top) {  // the last block: the space above `top` again
+          h.top = b;
+          --h.freeBlocks;
+          break;
+        }
+        if (!heapWrite(w, l, in, h.base + b, bytes)) return false;
+        if (bytes < need) {
+          b += 16 + bytes;
+          continue;
+        }
+        if (bytes - need >= 32) {  // the rest stays free
+          if (!heapWrite(w, l, in, h.base + b + 16 + need, bytes - need - 16) ||
+              !heapWrite(w, l, in, h.base + b + 24 + need, kBlockFree))
+            return false;
+          ++h.freeBlocks;
+          bytes = need;
+        }
+        --h.freeBlocks;
+        if (!heapWrite(w, l, in, h.base + b, bytes) || !heapWrite(w, l, in, h.base + b + 8, kBlockUsed) ||
+            !heapClose(w, l, in, h))
+          return false;
+        *out = h.base + b + 16;
+        return true;
+      }
+    }
+    // Above `top`: the payload at the alignment asked for; a gap before it becomes a free block.
+    const uint64_t payload = (h.base + h.top + 16 + align - 1) / align * align;
+    const uint64_t block = payload - 16 - h.base;
+    if (block + 16 > h.bytes || need > h.bytes - block - 16) return heapClose(w, l, in, h);  // no room: NULL
+    if (block > h.top) {
+      if (!heapWrite(w, l, in, h.base + h.top, block - h.top - 16) || !heapWrite(w, l, in, h.base + h.top + 8, kBlockFree))
+        return false;
+      ++h.freeBlocks;
+    }
+    if (!heapWrite(w, l, in, h.base + block, need) || !heapWrite(w, l, in, h.base + block + 8, kBlockUsed)) return false;
+    h.top = block + 16 + need;
+    if (!heapClose(w, l, in, h)) return false;
+    *out = payload;
+    return true;
+  }
+
+  // free(ptr): nothing for NULL (the guide); a pointer that is not a live allocation of the heap
+  // (the guide leaves freeing one twice undefined) is an illegal address.
+  bool heapFree(Warp& w, unsigned l, const Instruction& in, uint64_t ptr) {
+    if (ptr == 0) return true;
+    Heap h;
+    if (!heapOpen(w, l, in, &h)) return false;
+    uint64_t mark = 0;
+    const bool inside = h.bytes != 0 && ptr >= h.base + kHeapHeader + 16 && ptr - h.base <= h.top && (ptr - h.base) % 16 == 0;
+    if (inside && !heapRead(w, l, in, ptr - 8, &mark)) return false;
+    if (mark != kBlockUsed) {
+      fail(Fault::kIllegalAddress, w, l, &in,
+           "free(" + hex(ptr) + "): not an allocation of the device heap's that is live (freed already, or not from malloc)");
+      return false;
+    }
+    ++h.freeBlocks;
+    return heapWrite(w, l, in, ptr - 8, kBlockFree) && heapClose(w, l, in, h);
   }
 
   // A NUL-terminated string at the generic address `va` (at most 64 KiB); "(null)" for 0.

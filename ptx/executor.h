@@ -70,6 +70,7 @@ enum class Fault : uint8_t {
   kBarrierDeadlock,    // threads wait at a barrier that can never complete
   kTimeout,            // more than maxWarpInstructions
   kAssert,             // a device assert failed (__assertfail): LaunchResult::assertOutput says which
+  kInvalidPc,          // brx.idx with an index outside its .branchtargets list (undefined in the ISA)
 };
 const char* faultName(Fault f);
 

@@ -38,7 +38,7 @@ const char* opName(Op op) {
       "setp", "selp", "slct", "mov", "cvt", "cvta", "ld", "st",
       "fma", "sqrt", "rcp", "rsqrt", "ex2", "lg2", "sin", "cos", "testp", "copysign",
       "atom", "red", "bar", "shfl", "vote", "activemask", "membar",
-      "bra", "ret", "exit", "trap", "call", "multimem"};
+      "bra", "brx", "ret", "exit", "trap", "call", "multimem"};
   return names[static_cast<unsigned>(op)];
 }
 

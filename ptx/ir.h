@@ -42,7 +42,7 @@ enum class Op : uint8_t {
   // atomics and synchronisation
   kAtom, kRed, kBar, kShfl, kVote, kActivemask, kMembar,
   // control
-  kBra, kRet, kExit, kTrap, kCall,
+  kBra, kBrx, kRet, kExit, kTrap, kCall,
   // multimem.ld_reduce / .st / .red on a multicast address (Instruction::multimem says which)
   kMultimem,
 };
@@ -98,9 +98,13 @@ struct VecElem {
 };
 
 struct Operand {
-  enum class Kind : uint8_t { kNone, kReg, kImm, kSpecial, kAddr, kVec, kLabel };
+  // kTargets: a `.branchtargets` list (brx.idx); `target` indexes Function::targetLists.
+  enum class Kind : uint8_t { kNone, kReg, kImm, kSpecial, kAddr, kVec, kLabel, kTargets };
   Kind kind = Kind::kNone;
   bool negate = false;    // `!p` for a predicate source
+  // An address in a recursive function's local memory (Function::localRefs of a Callee that is
+  // `recursive`): each activation has its own frame, so the executor adds the lane's frame offset.
+  bool frame = false;
   Special special = Special::kTid;
   uint8_t component = 0;  // 0..2 for .x/.y/.z
   uint8_t vecCount = 0;
@@ -128,6 +132,10 @@ struct Instruction {
   TestpMode testpMode = TestpMode::kFinite;
   MultimemOp multimem = MultimemOp::kLdReduce;
   bool accF32 = false;      // multimem.ld_reduce .acc::f32: f16/bf16 values accumulate in f32
+  bool accF16 = false;      // multimem.ld_reduce .acc::f16: fp8 values accumulate in f16
+  // multimem on fp8 (.e4m3, .e5m2 and their x2 / x4 packings): 1 e4m3, 2 e5m2; `type` is then
+  // .b8 / .b16 / .b32, the packing's width (every byte one value).
+  uint8_t mmFp8 = 0;
   bool ftz = false, sat = false, approx = false;
   bool cvtaTo = false;      // cvta.to.<space> (generic -> space) rather than cvta.<space>
   bool uniform = false;     // bra.uni: the program promises that the branch does not diverge
@@ -162,7 +170,17 @@ enum class Builtin : uint8_t {
   kNone,
   kVprintf,     // vprintf(format, args): device printf (docs/ptx.md, "printf")
   kAssertFail,  // __assertfail(message, file, line, function, charSize): a failed assert
+  // The device heap (docs/ptx.md, "malloc and free"): malloc(size), free(ptr), and
+  // __cuda_syscall_aligned_malloc(size, align), which nvcc emits for __nv_aligned_device_malloc.
+  kMalloc,
+  kFree,
+  kAlignedMalloc,
 };
+
+// A module whose kernels call malloc/free gets a variable of this name in its .global space (16
+// bytes: the device heap's address and size, both 0 until whoever places the module says where
+// the heap is: the driver, at the module's first launch in a context; Module::heapVariable).
+constexpr const char* kDeviceHeapVariable = "__mcsim_device_heap";
 
 // A `call` as the parser reads it: the callee and the caller's `.param` variables that carry the
 // arguments and receive the return values (offsets and sizes in the caller's local memory, where
@@ -176,6 +194,7 @@ struct CallSite {
   uint32_t line = 0;
   std::vector<std::pair<uint32_t, uint32_t>> args, rets;  // (local offset, bytes)
   uint32_t callee = 0;  // after linking: index in Function::callees
+  bool inFrame = false;  // the caller is recursive: args and rets are in the lane's current frame
 };
 
 // A function placed in a linked kernel (Function::callees): where its code, registers and local
@@ -186,7 +205,9 @@ struct Callee {
   uint32_t entryPc = 0;
   uint32_t regBase = 0, regCount = 0;
   uint32_t localBase = 0, localBytes = 0;
-  bool recursive = false;  // on a cycle of calls: a call saves its registers and locals (docs/ptx.md)
+  // On a cycle of calls: each activation's local memory is a frame of its own on the lane's stack
+  // (its addresses distinct from every other activation's), and a call saves its registers.
+  bool recursive = false;
   std::vector<std::pair<uint32_t, uint32_t>> params, returns;  // (local offset in the kernel's, bytes)
 };
 
@@ -199,6 +220,8 @@ struct Function {
   std::vector<Param> params;
   std::vector<Param> returns;
   std::vector<CallSite> calls;   // a call instruction's ops[0].target indexes these
+  // The `.branchtargets` lists of brx.idx (instruction indices), which ops[1].target indexes.
+  std::vector<std::vector<uint32_t>> targetLists;
   // Instructions whose operand holds an address in this function's local memory, relocated when
   // the function is placed in a kernel: (instruction, operand).
   std::vector<std::pair<uint32_t, uint8_t>> localRefs;
@@ -236,6 +259,8 @@ struct Module {
   std::vector<uint8_t> globalInit;   // the module's .global variables, initialised
   std::vector<uint8_t> constInit;    // its .const variables, initialised
   uint32_t moduleShared = 0;         // bytes of module-level static .shared
+  // The offset of kDeviceHeapVariable in the module's .global space; -1: no kernel calls malloc/free.
+  int64_t heapVariable = -1;
   std::vector<std::pair<unsigned, std::string>> files;  // .file number -> name
   // Every function declared or defined, in the order first declared: the n-th is at address
   // kFunctionWindow + n * kFunctionStride. `addressTaken`: those whose address the module takes

@@ -23,6 +23,13 @@ struct Symbol {
   uint32_t size = 0;   // bytes (frame parameters: what a call copies)
 };
 
+// A .branchtargets list's labels, resolved at the function's end into Function::targetLists.
+struct TargetRef {
+  uint32_t list = 0;
+  uint32_t line = 0;
+  std::vector<std::string> labels;
+};
+
 struct LabelRef {
   size_t instr;
   unsigned operand;
@@ -498,6 +505,8 @@ class Parser {
     regs_.clear();
     labels_.clear();
     labelRefs_.clear();
+    targetLists_.clear();
+    targetRefs_.clear();
     externRefs_.clear();
     fnSymbols_.clear();
     prototypes_.clear();
@@ -655,18 +664,45 @@ class Parser {
       return fail("unsupported directive '" + d + "' in a function body");
     }
     if (tk.kind == TK::kIdent && peek(1).kind == TK::kPunct && peek(1).text == ":" && peek(2).kind == TK::kDirective &&
+        peek(2).text == ".branchtargets")
+      return branchTargets();
+    if (tk.kind == TK::kIdent && peek(1).kind == TK::kPunct && peek(1).text == ":" && peek(2).kind == TK::kDirective &&
         (peek(2).text == ".callprototype" || peek(2).text == ".calltargets")) {
       const std::string label = tk.text;
       p_ += 2;
       return next().text == ".callprototype" ? callPrototype(label) : callTargetList(label);
     }
     if (tk.kind == TK::kIdent && peek(1).kind == TK::kPunct && peek(1).text == ":") {
-      if (labels_.count(tk.text) != 0) return fail("label '" + tk.text + "' is defined twice");
+      if (labels_.count(tk.text) != 0 || targetLists_.count(tk.text) != 0) return fail("label '" + tk.text + "' is defined twice");
       labels_[tk.text] = static_cast<uint32_t>(fn_->code.size());
       p_ += 2;
       return true;
     }
     return instruction();
+  }
+
+  // `name: .branchtargets L1, L2, ...;` (PTX ISA, "Control Flow Directives: .branchtargets"): the
+  // list brx.idx indexes. Its labels may be defined later in the function; they are resolved at
+  // its end.
+  bool branchTargets() {
+    const std::string name = next().text;
+    const uint32_t line = peek().line;
+    p_ += 2;  // ':' and the directive
+    if (labels_.count(name) != 0 || targetLists_.count(name) != 0) return fail("label '" + name + "' is defined twice");
+    TargetRef ref;
+    ref.list = static_cast<uint32_t>(fn_->targetLists.size());
+    ref.line = line;
+    for (;;) {
+      if (!at(TK::kIdent) || peek().text[0] == '%') return fail("expected a label in .branchtargets, found '" + peek().text + "'");
+      ref.labels.push_back(next().text);
+      if (!atPunct(',')) break;
+      ++p_;
+    }
+    if (!expectPunct(';', "after .branchtargets")) return false;
+    targetLists_[name] = ref.list;
+    fn_->targetLists.emplace_back();
+    targetRefs_.push_back(std::move(ref));
+    return true;
   }
 
   bool regDecl() {
@@ -890,6 +926,13 @@ class Parser {
         pendingLabel_[index] = n;
         return true;
       }
+      if (in.op == Op::kBrx) {  // the list must be defined before its use (PTX ISA, brx.idx)
+        auto it = targetLists_.find(n);
+        if (it == targetLists_.end()) return fail("'" + n + "' is not a .branchtargets list defined before this brx.idx");
+        o->kind = Operand::Kind::kTargets;
+        o->target = it->second;
+        return true;
+      }
       o->kind = Operand::Kind::kImm;
       if (!symbolAddress(n, index, &o->imm)) return false;
       if (atPunct('+')) {
@@ -1085,12 +1128,30 @@ class Parser {
     for (Function& f : m_->functions)
       if (!f.isEntry) kernels.push_back(std::move(f));
     m_->functions = std::move(kernels);
+    // Kernels that call malloc or free find the device heap through a variable of the module's.
+    bool heap = false;
+    for (const Function& f : m_->functions)
+      for (const Callee& c : f.callees)
+        heap = heap || c.builtin == Builtin::kMalloc || c.builtin == Builtin::kFree || c.builtin == Builtin::kAlignedMalloc;
+    if (heap) {
+      ModuleVariable v;
+      v.name = kDeviceHeapVariable;
+      v.offset = alignUp(m_->globalInit.size(), 16);
+      v.size = 16;
+      v.align = 16;
+      m_->globalInit.resize(v.offset + v.size, 0);
+      m_->heapVariable = static_cast<int64_t>(v.offset);
+      m_->variables.push_back(v);
+    }
     return true;
   }
 
   static Builtin builtinByName(const std::string& n) {
     if (n == "vprintf") return Builtin::kVprintf;
     if (n == "__assertfail") return Builtin::kAssertFail;
+    if (n == "malloc") return Builtin::kMalloc;
+    if (n == "free") return Builtin::kFree;
+    if (n == "__cuda_syscall_aligned_malloc") return Builtin::kAlignedMalloc;
     return Builtin::kNone;
   }
 
@@ -1168,51 +1229,6 @@ class Parser {
         edges[i].push_back(it->second);
       }
     }
-    // 2. Their code, relocated (registers, labels, local addresses, call sites), and the call sites.
-    for (size_t i = 0; i < placed.size(); ++i) {
-      if (placed[i] == nullptr) continue;
-      const Function& f = *placed[i];
-      const Callee& base = out->callees[i];
-      const uint32_t siteBase = static_cast<uint32_t>(out->calls.size());
-      for (const CallSite& cs : f.calls) {
-        CallSite site = cs;
-        for (auto& a : site.args) a.first += base.localBase;
-        for (auto& r : site.rets) r.first += base.localBase;
-        if (!cs.indirect) site.callee = index.at(cs.name);
-        out->calls.push_back(site);
-      }
-      if (i == 0) {
-        for (Instruction& in : out->code)
-          if (in.op == Op::kCall) in.ops[0].target += siteBase;
-        continue;
-      }
-      std::vector<Instruction> code = f.code;
-      auto reloc = [&](uint32_t& r) {
-        if (r != kNoReg) r += base.regBase;
-      };
-      for (Instruction& in : code) {
-        reloc(in.guard);
-        if (in.op == Op::kCall) in.ops[0].target += siteBase;
-        for (unsigned k = 0; k < in.nops; ++k) {
-          Operand& o = in.ops[k];
-          reloc(o.reg);
-          for (unsigned e = 0; e < o.vecCount; ++e) reloc(o.vec[e].reg);
-          if (o.kind == Operand::Kind::kLabel) o.target += base.entryPc;
-        }
-      }
-      for (const auto& [instr, operand] : f.localRefs) code[instr].ops[operand].imm += base.localBase;
-      out->code.insert(out->code.end(), code.begin(), code.end());
-      out->regTypes.insert(out->regTypes.end(), f.regTypes.begin(), f.regTypes.end());
-      for (const std::string& n : f.regNames) out->regNames.push_back(f.name + ":" + n);
-    }
-    out->localBytes = localEnd;
-    if (indirect) {
-      for (const std::string& t : addressTaken) {
-        const uint32_t id = functionIds_.at(t);
-        out->indirect.emplace_back(kFunctionWindow + uint64_t{id} * kFunctionStride, index.at(t));
-      }
-      std::sort(out->indirect.begin(), out->indirect.end());
-    }
     // Recursive: a function from which a chain of calls leads back to itself.
     for (size_t c = 1; c < out->callees.size(); ++c) {
       std::vector<bool> seen(out->callees.size(), false);
@@ -1226,6 +1242,61 @@ class Parser {
       }
       out->callees[c].recursive = seen[c];
     }
+    // 2. Their code, relocated (registers, labels, local addresses, call sites), and the call sites.
+    for (size_t i = 0; i < placed.size(); ++i) {
+      if (placed[i] == nullptr) continue;
+      const Function& f = *placed[i];
+      const Callee& base = out->callees[i];
+      const uint32_t siteBase = static_cast<uint32_t>(out->calls.size());
+      for (const CallSite& cs : f.calls) {
+        CallSite site = cs;
+        for (auto& a : site.args) a.first += base.localBase;
+        for (auto& r : site.rets) r.first += base.localBase;
+        if (!cs.indirect) site.callee = index.at(cs.name);
+        site.inFrame = base.recursive;
+        out->calls.push_back(site);
+      }
+      if (i == 0) {
+        for (Instruction& in : out->code)
+          if (in.op == Op::kCall) in.ops[0].target += siteBase;
+        continue;
+      }
+      const uint32_t listBase = static_cast<uint32_t>(out->targetLists.size());
+      for (std::vector<uint32_t> list : f.targetLists) {
+        for (uint32_t& pc : list) pc += base.entryPc;
+        out->targetLists.push_back(std::move(list));
+      }
+      std::vector<Instruction> code = f.code;
+      auto reloc = [&](uint32_t& r) {
+        if (r != kNoReg) r += base.regBase;
+      };
+      for (Instruction& in : code) {
+        reloc(in.guard);
+        if (in.op == Op::kCall) in.ops[0].target += siteBase;
+        for (unsigned k = 0; k < in.nops; ++k) {
+          Operand& o = in.ops[k];
+          reloc(o.reg);
+          for (unsigned e = 0; e < o.vecCount; ++e) reloc(o.vec[e].reg);
+          if (o.kind == Operand::Kind::kLabel) o.target += base.entryPc;
+          if (o.kind == Operand::Kind::kTargets) o.target += listBase;
+        }
+      }
+      for (const auto& [instr, operand] : f.localRefs) {
+        code[instr].ops[operand].imm += base.localBase;
+        code[instr].ops[operand].frame = base.recursive;
+      }
+      out->code.insert(out->code.end(), code.begin(), code.end());
+      out->regTypes.insert(out->regTypes.end(), f.regTypes.begin(), f.regTypes.end());
+      for (const std::string& n : f.regNames) out->regNames.push_back(f.name + ":" + n);
+    }
+    out->localBytes = localEnd;
+    if (indirect) {
+      for (const std::string& t : addressTaken) {
+        const uint32_t id = functionIds_.at(t);
+        out->indirect.emplace_back(kFunctionWindow + uint64_t{id} * kFunctionStride, index.at(t));
+      }
+      std::sort(out->indirect.begin(), out->indirect.end());
+    }
     return true;
   }
 
@@ -1234,6 +1305,13 @@ class Parser {
       auto it = labels_.find(r.name);
       if (it == labels_.end()) return failAt(r.line, "undefined label '" + r.name + "'");
       f->code[r.instr].ops[r.operand].target = it->second;
+    }
+    for (const TargetRef& r : targetRefs_) {
+      for (const std::string& l : r.labels) {
+        auto it = labels_.find(l);
+        if (it == labels_.end()) return failAt(r.line, "undefined label '" + l + "' in .branchtargets");
+        f->targetLists[r.list].push_back(it->second);
+      }
     }
     const uint64_t dyn = alignUp(f->staticShared, f->dynamicSharedAlign);
     for (const ExternRef& r : externRefs_) f->code[r.instr].ops[r.operand].imm += dyn;
@@ -1269,6 +1347,8 @@ class Parser {
   std::map<std::string, uint32_t> regs_;
   std::map<std::string, uint32_t> labels_;
   std::vector<LabelRef> labelRefs_;
+  std::map<std::string, uint32_t> targetLists_;  // the current function's .branchtargets lists
+  std::vector<TargetRef> targetRefs_;
   std::vector<ExternRef> externRefs_;
   std::pair<uint16_t, uint32_t> loc_{0, 0};
   unsigned operandIndex_ = 0;

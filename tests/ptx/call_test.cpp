@@ -490,5 +490,85 @@ TEST(PtxCall, MalformedCallsAreRefused) {
   }
 }
 
+// malloc and free as nvcc calls them (docs/ptx.md, "malloc and free"), over a 1 KiB heap in
+// global memory: 16-byte aligned blocks, each after a 16-byte header, from offset 64 (the heap's
+// header); freed neighbours merge and a block that fits is split; NULL when nothing fits; a free
+// of what malloc did not return stops the kernel; no heap placed: NULL.
+const char* kHeapKernels = R"(
+.extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);
+.extern .func free(.param .b64 free_param_0);
+.visible .entry alloc(.param .u64 pout, .param .u64 psize)
+{
+  .reg .b64 %rd<8>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [pout];
+  ld.param.u64 %rd2, [psize];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 8;
+  add.s64 %rd4, %rd1, %rd3;
+  { .param .b64 param0;
+  st.param.b64 [param0+0], %rd2;
+  .param .b64 retval0;
+  call.uni (retval0), malloc, (param0);
+  ld.param.b64 %rd5, [retval0+0]; }
+  st.global.u64 [%rd4], %rd5;
+  ret;
+}
+.visible .entry release(.param .u64 pptr)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [pptr];
+  { .param .b64 param0;
+  st.param.b64 [param0+0], %rd1;
+  call.uni free, (param0); }
+  ret;
+}
+)";
+
+TEST(PtxCall, MallocAndFreeKeepTheHeapInDeviceMemory) {
+  Program p(std::string(kHeader) + kHeapKernels, "heap.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_GE(p.module().heapVariable, 0);
+  const uint64_t out = p.buffer(32 * 8);
+  // No heap placed yet: NULL.
+  ASSERT_EQ(p.launch("alloc", {}, {1, 1, 1}, {out, 8}).fault, Fault::kNone);
+  EXPECT_EQ(p.read<uint64_t>(out, 1)[0], 0u);
+  const uint64_t heap = p.buffer(1024);
+  const uint64_t where[2] = {heap, 1024};
+  std::memcpy(p.executor().moduleGlobals().data() + p.module().heapVariable, where, sizeof where);
+  // Four blocks of 100 bytes (112 with the rounding), lanes in ascending order.
+  ASSERT_EQ(p.launch("alloc", {}, {4, 1, 1}, {out, 100}).fault, Fault::kNone);
+  auto v = p.read<uint64_t>(out, 4);
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(v[i], heap + 80 + 128 * i) << i;
+  // Freeing the middle two: a block of 200 takes their merged room (240 bytes), and leaves 16.
+  ASSERT_EQ(p.launch("release", {}, {1, 1, 1}, {heap + 208}).fault, Fault::kNone);
+  ASSERT_EQ(p.launch("release", {}, {1, 1, 1}, {heap + 336}).fault, Fault::kNone);
+  ASSERT_EQ(p.launch("alloc", {}, {1, 1, 1}, {out, 200}).fault, Fault::kNone);
+  EXPECT_EQ(p.read<uint64_t>(out, 1)[0], heap + 208);
+  // 600 bytes fit nowhere (above the last block 432 are left): NULL; 16 take the rest of the merge.
+  ASSERT_EQ(p.launch("alloc", {}, {1, 1, 1}, {out, 600}).fault, Fault::kNone);
+  EXPECT_EQ(p.read<uint64_t>(out, 1)[0], 0u);
+  ASSERT_EQ(p.launch("alloc", {}, {1, 1, 1}, {out, 16}).fault, Fault::kNone);
+  EXPECT_EQ(p.read<uint64_t>(out, 1)[0], heap + 432);
+  // Freeing the last block gives its room back above the others: now 500 fit.
+  ASSERT_EQ(p.launch("release", {}, {1, 1, 1}, {heap + 464}).fault, Fault::kNone);
+  ASSERT_EQ(p.launch("alloc", {}, {1, 1, 1}, {out, 500}).fault, Fault::kNone);
+  EXPECT_EQ(p.read<uint64_t>(out, 1)[0], heap + 464);
+  // free(NULL) is nothing; a pointer malloc did not return, or one freed already, is an illegal address.
+  EXPECT_EQ(p.launch("release", {}, {1, 1, 1}, {0}).fault, Fault::kNone);
+  LaunchResult r = p.launch("release", {}, {1, 1, 1}, {heap + 100});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("not an allocation of the device heap's that is live"), std::string::npos) << r.message;
+  ASSERT_EQ(p.launch("release", {}, {1, 1, 1}, {heap + 80}).fault, Fault::kNone);
+  r = p.launch("release", {}, {1, 1, 1}, {heap + 80});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress) << r.message;
+  // A program that writes over a block's header: malloc says so rather than hand out garbage.
+  const uint64_t junk = 0x1234;
+  std::memcpy(p.memory().host(heap + 72), &junk, 8);  // the header of the (free) block at heap + 64
+  r = p.launch("alloc", {}, {1, 1, 1}, {out, 8});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("is overwritten"), std::string::npos) << r.message;
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test

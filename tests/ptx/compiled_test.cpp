@@ -186,11 +186,36 @@ void checkStructCalls(Program& p) {
   }
 }
 
+// The host's version of kernels.cu's local_chain/recursive_locals.
+int localChain(int* parent, int n) {
+  int mine[4];
+  for (int i = 0; i < 4; ++i) mine[i] = n * 10 + i;
+  if (parent != nullptr) parent[n & 3] += 1000 * (n + 1);
+  const int below = n > 0 ? localChain(mine, n - 1) : 0;
+  int s = 0;
+  for (int i = 0; i < 4; ++i) s += mine[i] * (i + 1);
+  return s + 7 * below;
+}
+
+void checkRecursiveLocals(Program& p) {
+  const int n = 40;
+  const uint64_t dout = p.buffer(n * 4);
+  const LaunchResult r = p.launch("recursive_locals", {}, {n, 1, 1}, {dout});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<int>(dout, n);
+  for (int t = 0; t < n; ++t) {
+    int top[4] = {1, 2, 3, 4};
+    const int want = localChain(top, t % 9) + top[0] + top[1] + top[2] + top[3];
+    ASSERT_EQ(out[t], want) << t;
+  }
+}
+
 TEST_F(PtxCompiled, DeviceFunctionsAndRecursion) {
   checkStructCalls(*program_);
   ASSERT_GE(program_->module().find("device_calls")->callees.size(), 3u);
   checkDeviceCalls(*program_);
   checkFunctionPointers(*program_);
+  checkRecursiveLocals(*program_);
 }
 
 // What printf_kernel prints with base 10, formatted by the host's printf.
@@ -222,6 +247,7 @@ TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
   checkDeviceCalls(p);
   checkStructCalls(p);
   checkFunctionPointers(p);
+  checkRecursiveLocals(p);
   const LaunchResult r = p.launch("printf_kernel", {}, {64, 1, 1}, {10});
   ASSERT_EQ(r.fault, Fault::kNone) << r.message;
   EXPECT_EQ(r.printfOutput, printfKernelOutput());

@@ -463,3 +463,142 @@ TEST(PtxControl, BadLaunchesAreRefusedWithTheReason) {
 
 }  // namespace
 }  // namespace mcsim::ptx::test
+
+namespace mcsim::ptx::test {
+namespace {
+
+// brx.idx (PTX ISA, "Control Flow Instructions: brx.idx"): each lane goes to entry `index` of the
+// .branchtargets list (labels defined after the list, one of them twice); lanes that pick
+// different entries diverge and reconverge after the switch (the ballot there sees all 32); a
+// false guard falls through; .uni is accepted. The same code in a device function (its list
+// relocated with it).
+const char* kSwitch = R"(
+.func (.param .b32 func_retval0) pick(.param .b32 pick_param_0)
+{
+  .reg .b32 %r<4>;
+  ld.param.u32 %r1, [pick_param_0];
+  ts: .branchtargets C0, C1, C2, C1;
+  brx.idx %r1, ts;
+C0:
+  mov.u32 %r2, 1000;
+  bra.uni J;
+C1:
+  mov.u32 %r2, 2000;
+  bra.uni J;
+C2:
+  mov.u32 %r2, 3000;
+J:
+  add.u32 %r3, %r2, %r1;
+  st.param.b32 [func_retval0+0], %r3;
+  ret;
+}
+.visible .entry k(.param .u64 pout, .param .u64 pmask, .param .u64 pfn)
+{
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [pout];
+  ld.param.u64 %rd2, [pmask];
+  ld.param.u64 %rd5, [pfn];
+  mov.u32 %r0, %tid.x;
+  rem.u32 %r1, %r0, 5;
+  mov.u32 %r2, 7;
+  setp.ne.u32 %p1, %r1, 4;
+  sw: .branchtargets L0, L1, L2, L3;
+  @%p1 brx.idx %r1, sw;
+  bra.uni JOIN;
+L2:
+  add.u32 %r2, %r2, 20;
+L3:
+  add.u32 %r2, %r2, 300;
+  bra.uni JOIN;
+L0:
+  mov.u32 %r2, 0;
+  bra.uni JOIN;
+L1:
+  mov.u32 %r2, 1;
+JOIN:
+  activemask.b32 %r5;
+  mul.wide.u32 %rd3, %r0, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u32 [%rd4], %r2;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r5;
+  and.b32 %r6, %r0, 3;
+  { .param .b32 param0;
+  st.param.b32 [param0+0], %r6;
+  .param .b32 retval0;
+  call (retval0), pick, (param0);
+  ld.param.b32 %r7, [retval0+0]; }
+  mov.u32 %r8, 0;
+  uni: .branchtargets U0;
+  brx.idx.uni %r8, uni;
+U0:
+  add.s64 %rd6, %rd5, %rd3;
+  st.global.u32 [%rd6], %r7;
+  ret;
+}
+)";
+
+TEST(PtxControl, BranchIndexedGoesToEachLanesEntry) {
+  Program p(std::string(kHeader) + kSwitch, "switch.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(64 * 4), mask = p.buffer(64 * 4), fn = p.buffer(64 * 4);
+  const LaunchResult r = p.launch("k", {}, {64, 1, 1}, {out, mask, fn});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 64), m = p.read<uint32_t>(mask, 64), f = p.read<uint32_t>(fn, 64);
+  const uint32_t want[5] = {0, 1, 327, 307, 7};  // L2 falls through into L3; index 4 is guarded off
+  for (uint32_t t = 0; t < 64; ++t) {
+    EXPECT_EQ(v[t], want[t % 5]) << t;
+    EXPECT_EQ(m[t], 0xffffffffu) << t;
+    const uint32_t i = t & 3;
+    EXPECT_EQ(f[t], (i == 0 ? 1000u : i == 2 ? 3000u : 2000u) + i) << t;
+  }
+}
+
+// The ISA leaves an index past the list undefined: mcsim stops the kernel and says why.
+TEST(PtxControl, BranchIndexPastTheListStopsTheKernel) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry k()
+{
+  .reg .b32 %r<2>;
+  mov.u32 %r0, %tid.x;
+  ts: .branchtargets A, B;
+  brx.idx %r0, ts;
+A:
+B:
+  ret;
+}
+)", "past.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p.launch("k", {}, {2, 1, 1}, {}).fault, Fault::kNone);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {});
+  EXPECT_EQ(r.fault, Fault::kInvalidPc);
+  EXPECT_NE(r.message.find("thread (2,0,0): brx.idx index 2 is outside its .branchtargets list of 2 labels in 'brx.idx' at past.ptx:10"),
+            std::string::npos)
+      << r.message;
+}
+
+std::string loadError(const std::string& body) {
+  Module m;
+  std::string error;
+  if (parseModule(std::string(kHeader) + body, "b.ptx", &m, &error)) return "(accepted)";
+  return error;
+}
+
+TEST(PtxControl, BadBranchTargetListsAreRefusedAtLoad) {
+  // The list must be defined before the brx.idx that uses it (PTX ISA, brx.idx).
+  EXPECT_EQ(loadError(".visible .entry k()\n{\n.reg .b32 %r<2>;\nbrx.idx %r1, ts;\nts: .branchtargets A;\nA:\nret;\n}\n"),
+            "b.ptx:7: 'ts' is not a .branchtargets list defined before this brx.idx");
+  EXPECT_EQ(loadError(".visible .entry k()\n{\n.reg .b32 %r<2>;\nts: .branchtargets A, Z;\nbrx.idx %r1, ts;\nA:\nret;\n}\n"),
+            "b.ptx:7: undefined label 'Z' in .branchtargets");
+  EXPECT_EQ(loadError(".visible .entry k()\n{\n.reg .b32 %r<2>;\nts: .branchtargets A;\nbrx %r1, ts;\nA:\nret;\n}\n"),
+            "b.ptx:8: 'brx' needs .idx");
+  EXPECT_EQ(loadError(".visible .entry k()\n{\n.reg .b32 %r<2>;\nts: .branchtargets A;\nbrx.idx 1, ts;\nA:\nret;\n}\n"),
+            "b.ptx:8: 'brx.idx' needs an index register and the label of a .branchtargets list");
+  EXPECT_EQ(loadError(".visible .entry k()\n{\n.reg .b32 %r<2>;\nts: .branchtargets A;\nts: .branchtargets A;\nA:\nret;\n}\n"),
+            "b.ptx:8: label 'ts' is defined twice");
+}
+
+}  // namespace
+}  // namespace mcsim::ptx::test

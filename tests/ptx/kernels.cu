@@ -111,6 +111,23 @@ extern "C" __global__ void struct_calls(double* out) {
   out[threadIdx.x] = sum_big(b, loc);
 }
 
+// Recursion through a pointer to the caller's local array: each activation's array has its own
+// address, so the deeper call's writes through `parent` reach its caller's copy, not its own.
+__device__ __noinline__ int local_chain(int* parent, int n) {
+  int mine[4];
+  for (int i = 0; i < 4; ++i) mine[i] = n * 10 + i;
+  if (parent != nullptr) parent[n & 3] += 1000 * (n + 1);
+  const int below = n > 0 ? local_chain(mine, n - 1) : 0;
+  int s = 0;
+  for (int i = 0; i < 4; ++i) s += mine[i] * (i + 1);
+  return s + 7 * below;
+}
+extern "C" __global__ void recursive_locals(int* out) {
+  int top[4] = {1, 2, 3, 4};
+  const int r = local_chain(top, static_cast<int>(threadIdx.x % 9));
+  out[threadIdx.x] = r + top[0] + top[1] + top[2] + top[3];
+}
+
 // More arguments than device printf takes (32): the rest are printed as written.
 extern "C" __global__ void printf_many() {
   printf("%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d|\n", 1, 2, 3, 4,

@@ -2,7 +2,10 @@
 // form the executor implements, with expected values worked out from the ISA's definitions
 // (ld_reduce combines the members' values in ascending device ordinal, st writes every member,
 // red combines its operand into every member), the faults of bad use, and the forms refused at load.
+#include <cmath>
 #include <cstring>
+
+#include "model/half_float.h"
 
 #include "tests/ptx/harness.h"
 
@@ -314,7 +317,12 @@ TEST(PtxMultimem, FormsTheIsaDoesNotAllowAreRefusedAtLoad) {
       {"multimem.st.v2.f64 [%rd1], {%fd1, %fd2};", ".v2 is not allowed with .f64"},
       {"multimem.st.v2.b32 [%rd1], {%r1, %r2};", "integer multimem takes no .vec"},
       {"multimem.ld_reduce.add.acc::f32.f32 %f1, [%rd1];", ".acc::f32 is for"},
-      {"multimem.ld_reduce.add.e5m2x4 %r1, [%rd1];", "fp8 forms of multimem (.e5m2x4) are not implemented"},
+      {"multimem.red.add.v4.e4m3 [%rd1], {%h1, %h2, %h3, %h4};", "multimem.red has no fp8 forms"},
+      {"multimem.ld_reduce.add.e4m3 %h1, [%rd1];", "must be 32, 64 or 128 bits, not 8"},
+      {"multimem.st.v8.e4m3x4 [%rd1], {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8};", "not 256"},
+      {"multimem.ld_reduce.add.acc::f16.v2.f16x2 {%r1, %r2}, [%rd1];", ".acc::f16 is for the fp8 types"},
+      {"multimem.ld_reduce.add.acc::f32.e4m3x4 %r1, [%rd1];", ".acc::f32 is for"},
+      {"multimem.ld_reduce.and.e5m2x4 %r1, [%rd1];", "takes .add, .min or .max"},
       {"multimem.ld_reduce.u32 %r1, [%rd1];", "needs an operator"},
       {"multimem.ld.add.u32 %r1, [%rd1];", "must be multimem.ld_reduce, multimem.st or multimem.red"},
       {"multimem.ld_reduce.add.v4.f32 {%f1, %f2}, [%rd1];", "needs a vector of 4 registers"},
@@ -326,6 +334,145 @@ TEST(PtxMultimem, FormsTheIsaDoesNotAllowAreRefusedAtLoad) {
     EXPECT_NE(p.error().find(want), std::string::npos) << line << ": " << p.error();
     EXPECT_NE(p.error().find("test.ptx:"), std::string::npos) << p.error();
   }
+}
+
+// fp8 by definition (the OCP formats the PTX ISA names): a code's value, and a value rounded to
+// nearest even by search over every finite code; past the largest finite value (by more than half
+// its quantum, or by half with an odd largest code) e4m3 gives NaN 0x7f, e5m2 infinity 0x7c.
+struct Fp8 {
+  bool e4m3;
+  double value(uint8_t c) const {
+    const double sign = (c & 0x80) ? -1.0 : 1.0;
+    if (e4m3) {
+      const int e = (c >> 3) & 15, m = c & 7;
+      if (e == 15 && m == 7) return std::nan("");
+      return sign * (e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10));
+    }
+    const int e = (c >> 2) & 31, m = c & 3;
+    if (e == 31) return m != 0 ? std::nan("") : sign * INFINITY;
+    return sign * (e == 0 ? std::ldexp(m, -16) : std::ldexp(4 + m, e - 17));
+  }
+  uint8_t round(double x) const {
+    if (x != x) return 0x7f;
+    const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+    const double a = std::fabs(x);
+    const uint8_t largest = e4m3 ? 0x7e : 0x7b;
+    const double top = value(largest), quantum = e4m3 ? 32.0 : 8192.0;
+    if (a > top + quantum / 2 || (a == top + quantum / 2 && (largest & 1) != 0)) return sign | (e4m3 ? 0x7f : 0x7c);
+    uint8_t best = 0;
+    for (uint8_t c = 1; c <= largest; ++c) {
+      const double d = std::fabs(value(c) - a), bd = std::fabs(value(best) - a);
+      if (d < bd || (d == bd && (c & 1) == 0)) best = c;
+    }
+    return sign | best;
+  }
+};
+
+// Bytes for `members` members: a deterministic spread over every code but NaN (and inf for e5m2),
+// with the edge cases the ISA's rounding meets in the first 16 bytes: zeros of both signs,
+// subnormals, the largest values (sums that overflow), NaN.
+std::vector<std::vector<uint8_t>> fp8Members(bool e4m3, unsigned members, unsigned bytes) {
+  std::vector<std::vector<uint8_t>> m(members, std::vector<uint8_t>(bytes));
+  uint32_t x = 12345;
+  const uint8_t nan = 0x7f, top = e4m3 ? 0x7e : 0x7b;
+  const uint8_t edge[4][16] = {
+      {0x00, 0x80, 0x01, 0x81, top, top, static_cast<uint8_t>(0x80 | top), nan, 0x00, 0x08, 0x38, 0x40, 0x02, 0x80, 0x7f, 0x30},
+      {0x80, 0x80, 0x01, 0x01, top, 0x00, static_cast<uint8_t>(0x80 | top), 0x00, 0x00, 0x88, 0xb8, 0x40, 0x82, 0x00, 0x7f, 0xb0},
+      {0x00, 0x80, 0x81, 0x01, top, 0x00, static_cast<uint8_t>(0x80 | top), 0x01, 0x80, 0x08, 0x38, 0x40, 0x02, 0x00, 0x00, 0x30},
+      {0x80, 0x00, 0x01, 0x01, 0x01, 0x00, 0x80, 0x01, 0x80, 0x08, 0x38, 0xc0, 0x02, 0x80, 0x00, 0xb0}};
+  for (unsigned i = 0; i < members; ++i) {
+    for (unsigned b = 0; b < bytes; ++b) {
+      x = x * 1103515245u + 12345u;
+      uint8_t c = static_cast<uint8_t>(x >> 16);
+      if ((c & 0x7f) > top) c = static_cast<uint8_t>((c & 0x80) | (c & 0x3f));  // no NaN / inf in the spread
+      m[i][b] = b < 16 ? edge[i % 4][b] : c;
+    }
+  }
+  return m;
+}
+
+TEST(PtxMultimem, LdReduceFp8AddRoundsEachStepInItsFormat) {
+  for (bool e4m3 : {true, false}) {
+    const Fp8 f{e4m3};
+    const auto init = fp8Members(e4m3, 4, 256);
+    const std::string type = e4m3 ? "e4m3" : "e5m2";
+    const auto out = ldReduce<uint8_t>("  multimem.ld_reduce.relaxed.sys.global.add.v4." + type +
+                                           " {%h1, %h2, %h3, %h4}, [%rd1];\n  st.global.v4.b8 [%rd2], {%h1, %h2, %h3, %h4};\n",
+                                       4, init, 64);
+    ASSERT_EQ(out.size(), 256u);
+    for (unsigned b = 0; b < 256; ++b) {
+      uint8_t acc = init[0][b];
+      for (unsigned i = 1; i < 4; ++i) acc = f.round(static_cast<float>(f.value(acc)) + static_cast<float>(f.value(init[i][b])));
+      EXPECT_EQ(out[b], acc) << type << " byte " << b;
+    }
+  }
+}
+
+TEST(PtxMultimem, LdReduceFp8AccF16SumsInF16AndRoundsOnce) {
+  for (bool e4m3 : {true, false}) {
+    const Fp8 f{e4m3};
+    const auto init = fp8Members(e4m3, 3, 256);
+    const std::string type = e4m3 ? "e4m3x2" : "e5m2x2";
+    const auto out = ldReduce<uint8_t>("  multimem.ld_reduce.add.acc::f16.v4." + type +
+                                           " {%h1, %h2, %h3, %h4}, [%rd1];\n  st.global.v4.b16 [%rd2], {%h1, %h2, %h3, %h4};\n",
+                                       8, init, 32);
+    ASSERT_EQ(out.size(), 256u);
+    for (unsigned b = 0; b < 256; ++b) {
+      // Each member's value is an f16 exactly; each partial sum rounded to f16 (through float,
+      // exact for two f16 values' sum's rounding: the double rounding is innocuous).
+      float sum = static_cast<float>(f.value(init[0][b]));
+      for (unsigned i = 1; i < 3; ++i)
+        sum = model::half::f16ToFloat(model::half::floatToF16(sum + static_cast<float>(f.value(init[i][b]))));
+      EXPECT_EQ(out[b], f.round(sum)) << type << " byte " << b;
+    }
+  }
+  // Where the accumulation's precision shows: 448 + 16 + 16 in e4m3 steps stays 448 (464 rounds to
+  // even 448, twice); in f16 it is 480, which e4m3 cannot hold: NaN.
+  const std::vector<std::vector<uint8_t>> init = {{0x7e, 0, 0, 0}, {0x58, 0, 0, 0}, {0x58, 0, 0, 0}};  // 448, 16, 16
+  const auto plain = ldReduce<uint8_t>("  multimem.ld_reduce.add.e4m3x4 %r1, [%rd1];\n  st.global.b32 [%rd2], %r1;\n", 4, init, 1);
+  const auto wide = ldReduce<uint8_t>("  multimem.ld_reduce.add.acc::f16.e4m3x4 %r1, [%rd1];\n  st.global.b32 [%rd2], %r1;\n", 4, init, 1);
+  ASSERT_EQ(plain.size(), 4u);
+  ASSERT_EQ(wide.size(), 4u);
+  EXPECT_EQ(plain[0], 0x7e);
+  EXPECT_EQ(wide[0], 0x7f);
+}
+
+TEST(PtxMultimem, LdReduceFp8MinMaxAndStore) {
+  for (bool e4m3 : {true, false}) {
+    const Fp8 f{e4m3};
+    const auto init = fp8Members(e4m3, 4, 128);
+    const std::string type = e4m3 ? "e4m3x4" : "e5m2x4";
+    for (bool isMin : {true, false}) {
+      const auto out = ldReduce<uint8_t>(std::string("  multimem.ld_reduce.") + (isMin ? "min" : "max") + ".v4." + type +
+                                             " {%r1, %r2, %r3, %r4}, [%rd1];\n  st.global.v4.b32 [%rd2], {%r1, %r2, %r3, %r4};\n",
+                                         16, init, 8);
+      ASSERT_EQ(out.size(), 128u);
+      for (unsigned b = 0; b < 128; ++b) {
+        uint8_t acc = init[0][b];
+        for (unsigned i = 1; i < 4; ++i) {
+          const uint8_t c = init[i][b];
+          const double x = f.value(acc), y = f.value(c);
+          if (x != x || y != y) {
+            acc = x != x && y != y ? 0x7f : x != x ? c : acc;
+            continue;
+          }
+          // As PTX's min and max: -0 below +0.
+          const auto below = [&](uint8_t p, uint8_t q) {
+            const double vp = f.value(p), vq = f.value(q);
+            return vp < vq || (vp == vq && vp == 0 && (p & 0x80) != 0 && (q & 0x80) == 0);
+          };
+          if (isMin ? below(c, acc) : below(acc, c)) acc = c;
+        }
+        EXPECT_EQ(out[b], acc) << type << (isMin ? " min" : " max") << " byte " << b;
+      }
+    }
+  }
+  // st writes the bytes to every member, unchanged.
+  Program p(mmKernel("  mov.b32 %r1, 0x7f80017e;\n  mov.b32 %r2, 0x00fe7c01;\n  multimem.st.v2.e5m2x4 [%rd1], {%r1, %r2};\n", 8));
+  ASSERT_TRUE(p.ok()) << p.error();
+  Team t(p, std::vector<std::vector<uint32_t>>(3, std::vector<uint32_t>(2, 0)));
+  ASSERT_EQ(p.launch("k", {}, {1, 1, 1}, {t.mc, p.buffer(8)}).fault, Fault::kNone);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(t.member<uint32_t>(i, 2), (std::vector<uint32_t>{0x7f80017eu, 0x00fe7c01u})) << i;
 }
 
 TEST(PtxMultimem, ASpinOnLdReduceIsParkedAndReported) {
