@@ -18,9 +18,9 @@
 //                 crossbar carries one copy per member) -> every member's port -> member HBM
 //   multimem.red  as st, each member's memory doing a read-modify-write
 //   ld_reduce     request to the switches; every member reads its HBM and sends its operand up
-//                 its ports; each switch's reduction engine takes the operands in (at a fraction
-//                 of its links' line rate, plus its gathering latency); the result comes down
-//                 this GPU's ports
+//                 its ports; each port takes its member's operands into the switch's reduction
+//                 (at a fraction of the port's line rate; plus the gathering latency); the result
+//                 comes down this GPU's ports
 // A chunk spreads over the switches in proportion to the links that lead to each.
 #include <algorithm>
 #include <cstdio>
@@ -352,7 +352,7 @@ uint64_t NodeModel::multicastIn(int gpu, const ResolvedStep& st, uint64_t offset
     for (size_t i = 0; i < members; ++i) {
       Port& up = ports_[static_cast<size_t>(st.memberGpus[i])][p];
       const uint64_t in = up.up.serve(read[i], share, "ld_reduce") + nvlinkLatencyPs_;
-      reduced = std::max(reduced, plane.reduce.serve(in, share, "ld_reduce"));
+      reduced = std::max(reduced, up.reduce.serve(in, share, "ld_reduce"));
     }
     const uint64_t out = reduced + plane.latencyPs + reduceLatencyPs_;
     end = std::max(end, ports_[static_cast<size_t>(gpu)][p].down.serve(out, share, "ld_reduce") + nvlinkLatencyPs_);

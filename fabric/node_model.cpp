@@ -49,16 +49,9 @@ NodeModel::NodeModel(const Preset& preset, Engine& engine) : preset_(preset), en
   for (size_t p = 0; p < planes_.size(); ++p) {
     Plane& plane = planes_[p];
     const double n = static_cast<double>(plane.switches.size());
-    std::vector<model::TimelineTrack> crossbars, engines;
-    for (int s : plane.switches) {
-      crossbars.push_back(Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"));
-      engines.push_back(Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction"));
-    }
+    std::vector<model::TimelineTrack> crossbars;
+    for (int s : plane.switches) crossbars.push_back(Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"));
     plane.crossbar = BandwidthServer(n * preset.nvswitch.crossbarGbytesPerSec * 1e9, crossbars, &horizon_);
-    // Each switch's engine takes operands in at a fraction of the line rate of the GPU links on it.
-    const double links = n * planeLinks[p] * preset.gpuCount;
-    plane.reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceLineRateFraction * links * perLink), engines,
-                                   &horizon_);
     plane.latencyPs = preset.nvswitch.latencyNs * 1000;
   }
   ports_.resize(static_cast<size_t>(preset.gpuCount));
@@ -66,14 +59,17 @@ NodeModel::NodeModel(const Preset& preset, Engine& engine) : preset_(preset), en
     for (size_t p = 0; p < planes_.size(); ++p) {
       Port port;
       port.links = planeLinks[p] * static_cast<int>(planes_[p].switches.size());
-      std::vector<model::TimelineTrack> out, in;
+      std::vector<model::TimelineTrack> out, in, reduction;
       for (int s : planes_[p].switches) {
         const std::string gpu = "GPU " + std::to_string(g), to = "NVLink switch " + std::to_string(s);
         out.push_back(Timeline::trackIfActive(gpu, to + " out"));
         in.push_back(Timeline::trackIfActive(gpu, to + " in"));
+        reduction.push_back(Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction, from GPU " + std::to_string(g)));
       }
-      port.up = BandwidthServer(perLink * port.links, out, &horizon_);
-      port.down = BandwidthServer(perLink * port.links, in, &horizon_);
+      const double rate = perLink * port.links;
+      port.up = BandwidthServer(rate, out, &horizon_);
+      port.down = BandwidthServer(rate, in, &horizon_);
+      port.reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceLineRateFraction * rate), reduction, &horizon_);
       ports_[static_cast<size_t>(g)].push_back(std::move(port));
     }
   }

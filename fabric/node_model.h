@@ -176,14 +176,17 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   struct Plane {
     std::vector<int> switches;    // which switches it stands for (timeline rows)
     model::BandwidthServer crossbar;
-    model::BandwidthServer reduce;  // the multicast reduction engines, counting operand bytes in
     uint64_t latencyPs = 0;
   };
-  // A GPU's links to one plane (to all of its switches), as one port per direction.
+  // A GPU's links to one plane (to all of its switches), as one port per direction, and the
+  // switches' reduction of the operands that come in through it (docs/multimem.md: a port takes
+  // a member's operands into a load-with-reduction at a fraction of its line rate, so a member's
+  // operands are reduced no faster however few GPUs the team has).
   struct Port {
     int links = 0;
-    model::BandwidthServer up;    // GPU to switch
-    model::BandwidthServer down;  // switch to GPU
+    model::BandwidthServer up;      // GPU to switch
+    model::BandwidthServer down;    // switch to GPU
+    model::BandwidthServer reduce;  // operand bytes into the switches' reduction, from this GPU
   };
   void execute(DeviceWork& work);
   // Moves `bytes` of piece `p` starting `offset` bytes in, leaving at `t`; returns arrival.
