@@ -18,9 +18,9 @@
 //                 crossbar carries one copy per member) -> every member's port -> member HBM
 //   multimem.red  as st, each member's memory doing a read-modify-write
 //   ld_reduce     request to the switches; every member reads its HBM and sends its operand up
-//                 its ports; each switch's reduction engine takes the operands in (at a fraction
-//                 of its links' line rate, plus its gathering latency); the result comes down
-//                 this GPU's ports
+//                 its ports; each port takes its member's operands into the switch's reduction
+//                 (at a fraction of the port's line rate; plus the gathering latency); the result
+//                 comes down this GPU's ports
 // A chunk spreads over the switches in proportion to the links that lead to each.
 #include <algorithm>
 #include <cstdio>
@@ -183,7 +183,7 @@ sc_core::sc_event& NodeModel::signalled() {
 }
 
 uint64_t NodeModel::hopPs() const {
-  return 2 * nvlinkLatencyPs_ + (switches_.empty() ? 0 : switches_[0]->latencyPs);
+  return 2 * nvlinkLatencyPs_ + (planes_.empty() ? 0 : planes_[0].latencyPs);
 }
 
 void NodeModel::noteSyncAllocs(const ResolvedStep& st) {
@@ -313,16 +313,15 @@ uint64_t NodeModel::multicastOut(int gpu, const ResolvedStep& st, uint64_t offse
   std::vector<uint64_t> arrive(members, t);
   uint64_t sent = 0;
   *left = t;
-  for (size_t s = 0; s < switches_.size(); ++s) {
-    Port& up = ports_[static_cast<size_t>(gpu)][s];
-    if (up.links == 0) continue;
-    const uint64_t share = switchShare(gpu, s, bytes, &sent);
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    const uint64_t share = planeShare(gpu, p, bytes, &sent);
     if (share == 0) continue;
-    uint64_t a = up.up.serve(t, share, "multimem") + nvlinkLatencyPs_;
+    Plane& plane = planes_[p];
+    uint64_t a = ports_[static_cast<size_t>(gpu)][p].up.serve(t, share, "multimem") + nvlinkLatencyPs_;
     // The switch replicates: its crossbar carries one copy per member.
-    a = switches_[s]->crossbar.serve(a, share * members, "multimem") + switches_[s]->latencyPs;
+    a = plane.crossbar.serve(a, share * members, "multimem") + plane.latencyPs;
     for (size_t i = 0; i < members; ++i) {
-      Port& down = ports_[static_cast<size_t>(st.memberGpus[i])][s];
+      Port& down = ports_[static_cast<size_t>(st.memberGpus[i])][p];
       const uint64_t out = down.down.serve(a, share, "multimem");
       *left = std::max(*left, out);
       arrive[i] = std::max(arrive[i], out + nvlinkLatencyPs_);
@@ -345,19 +344,18 @@ uint64_t NodeModel::multicastIn(int gpu, const ResolvedStep& st, uint64_t offset
   std::vector<uint64_t> read(members);
   for (size_t i = 0; i < members; ++i) read[i] = readSpan(st.memberGpus[i], st.members[i], offset, bytes, asked, "ld_reduce");
   uint64_t end = t, sent = 0;
-  for (size_t s = 0; s < switches_.size(); ++s) {
-    Port& down = ports_[static_cast<size_t>(gpu)][s];
-    if (down.links == 0) continue;
-    const uint64_t share = switchShare(gpu, s, bytes, &sent);
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    const uint64_t share = planeShare(gpu, p, bytes, &sent);
     if (share == 0) continue;
+    Plane& plane = planes_[p];
     uint64_t reduced = 0;
     for (size_t i = 0; i < members; ++i) {
-      Port& up = ports_[static_cast<size_t>(st.memberGpus[i])][s];
+      Port& up = ports_[static_cast<size_t>(st.memberGpus[i])][p];
       const uint64_t in = up.up.serve(read[i], share, "ld_reduce") + nvlinkLatencyPs_;
-      reduced = std::max(reduced, switches_[s]->reduce.serve(in, share, "ld_reduce"));
+      reduced = std::max(reduced, up.reduce.serve(in, share, "ld_reduce"));
     }
-    const uint64_t out = reduced + switches_[s]->latencyPs + reduceLatencyPs_;
-    end = std::max(end, down.down.serve(out, share, "ld_reduce") + nvlinkLatencyPs_);
+    const uint64_t out = reduced + plane.latencyPs + reduceLatencyPs_;
+    end = std::max(end, ports_[static_cast<size_t>(gpu)][p].down.serve(out, share, "ld_reduce") + nvlinkLatencyPs_);
   }
   return end;
 }

@@ -32,26 +32,46 @@ void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) 
 NodeModel::NodeModel(const Preset& preset, Engine& engine) : preset_(preset), engine_(engine) {
   for (int g = 0; g < preset.gpuCount; ++g) gpus_.push_back(std::make_unique<model::Gpu>(g, preset.gpu.timing, &horizon_));
   const double perLink = preset.nvlink.gbytesPerSecPerLinkPerDirection * preset.nvlink.efficiency * 1e9;
+  // Switches reached over equally many links form a plane (node_model.h); switches no GPU links to
+  // carry nothing.
+  std::vector<int> planeLinks;  // links from each GPU to one switch of the plane
   for (int s = 0; s < preset.nvswitch.count; ++s) {
-    auto sw = std::make_unique<Switch>();
-    sw->crossbar = BandwidthServer(preset.nvswitch.crossbarGbytesPerSec * 1e9,
-                                   Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"), &horizon_);
-    const double links = static_cast<double>(preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)]) *
-                         preset.gpuCount;
-    sw->reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceLineRateFraction * links * perLink),
-                                 Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction"), &horizon_);
-    sw->latencyPs = preset.nvswitch.latencyNs * 1000;
-    switches_.push_back(std::move(sw));
+    const int links = preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)];
+    if (links == 0) continue;
+    const auto it = std::find(planeLinks.begin(), planeLinks.end(), links);
+    if (it != planeLinks.end()) {
+      planes_[static_cast<size_t>(it - planeLinks.begin())].switches.push_back(s);
+      continue;
+    }
+    planeLinks.push_back(links);
+    planes_.emplace_back();
+    planes_.back().switches.push_back(s);
+  }
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    Plane& plane = planes_[p];
+    const double n = static_cast<double>(plane.switches.size());
+    std::vector<model::TimelineTrack> crossbars;
+    for (int s : plane.switches) crossbars.push_back(Timeline::trackIfActive("NVSwitch " + std::to_string(s), "crossbar"));
+    plane.crossbar = BandwidthServer(n * preset.nvswitch.crossbarGbytesPerSec * 1e9, crossbars, &horizon_);
+    plane.latencyPs = preset.nvswitch.latencyNs * 1000;
   }
   ports_.resize(static_cast<size_t>(preset.gpuCount));
   for (int g = 0; g < preset.gpuCount; ++g) {
-    for (int s = 0; s < preset.nvswitch.count; ++s) {
-      Port p;
-      p.links = preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)];
-      const std::string gpu = "GPU " + std::to_string(g), to = "NVLink switch " + std::to_string(s);
-      p.up = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " out"), &horizon_);
-      p.down = BandwidthServer(perLink * p.links, Timeline::trackIfActive(gpu, to + " in"), &horizon_);
-      ports_[static_cast<size_t>(g)].push_back(std::move(p));
+    for (size_t p = 0; p < planes_.size(); ++p) {
+      Port port;
+      port.links = planeLinks[p] * static_cast<int>(planes_[p].switches.size());
+      std::vector<model::TimelineTrack> out, in, reduction;
+      for (int s : planes_[p].switches) {
+        const std::string gpu = "GPU " + std::to_string(g), to = "NVLink switch " + std::to_string(s);
+        out.push_back(Timeline::trackIfActive(gpu, to + " out"));
+        in.push_back(Timeline::trackIfActive(gpu, to + " in"));
+        reduction.push_back(Timeline::trackIfActive("NVSwitch " + std::to_string(s), "reduction, from GPU " + std::to_string(g)));
+      }
+      const double rate = perLink * port.links;
+      port.up = BandwidthServer(rate, out, &horizon_);
+      port.down = BandwidthServer(rate, in, &horizon_);
+      port.reduce = BandwidthServer(std::max(1.0, preset.nvswitch.reduceLineRateFraction * rate), reduction, &horizon_);
+      ports_[static_cast<size_t>(g)].push_back(std::move(port));
     }
   }
   nvlinkLatencyPs_ = preset.nvlink.latencyNs * 1000;
@@ -59,7 +79,7 @@ NodeModel::NodeModel(const Preset& preset, Engine& engine) : preset_(preset), en
   crossGpuSyncPs_ = preset.nvlink.crossGpuSyncNs * 1000;
   // A read of a peer's memory is set up with the peer, and sends its request across the fabric
   // before any data comes back.
-  pullLatencyPs_ = crossGpuSyncPs_ + 2 * nvlinkLatencyPs_ + (switches_.empty() ? 0 : switches_[0]->latencyPs);
+  pullLatencyPs_ = crossGpuSyncPs_ + 2 * nvlinkLatencyPs_ + (planes_.empty() ? 0 : planes_[0].latencyPs);
 }
 
 NodeModel::~NodeModel() {
@@ -169,24 +189,22 @@ void NodeModel::executeWork(DeviceWork& w) {
 uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left) {
   model::Gpu& src = *gpus_[static_cast<size_t>(from)];
   model::Gpu& dst = *gpus_[static_cast<size_t>(to)];
-  if (switches_.empty()) {
+  if (planes_.empty()) {
     // No NVLink fabric: through the host.
     const uint64_t out = src.toHost(t, bytes, false);
     if (left != nullptr) *left = out;
     return dst.fromHost(out, bytes, false);
   }
-  // The chunk spreads over the switches in proportion to the links leading to each.
+  // The chunk spreads over the planes in proportion to the links leading to each.
   uint64_t end = t, sent = 0;
   if (left != nullptr) *left = t;
-  for (size_t s = 0; s < switches_.size(); ++s) {
-    Port& up = ports_[static_cast<size_t>(from)][s];
-    Port& down = ports_[static_cast<size_t>(to)][s];
-    if (up.links == 0 || down.links == 0) continue;
-    const uint64_t share = switchShare(from, s, bytes, &sent);
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    const uint64_t share = planeShare(from, p, bytes, &sent);
     if (share == 0) continue;
-    uint64_t a = up.up.serve(t, share, what) + nvlinkLatencyPs_;
-    a = switches_[s]->crossbar.serve(a, share, what) + switches_[s]->latencyPs;
-    a = down.down.serve(a, share, what);
+    Plane& plane = planes_[p];
+    uint64_t a = ports_[static_cast<size_t>(from)][p].up.serve(t, share, what) + nvlinkLatencyPs_;
+    a = plane.crossbar.serve(a, share, what) + plane.latencyPs;
+    a = ports_[static_cast<size_t>(to)][p].down.serve(a, share, what);
     if (left != nullptr) *left = std::max(*left, a);
     a += nvlinkLatencyPs_;
     end = std::max(end, a);
@@ -194,9 +212,9 @@ uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, c
   return end;
 }
 
-uint64_t NodeModel::switchShare(int gpu, size_t s, uint64_t bytes, uint64_t* sent) const {
-  const uint64_t links = static_cast<uint64_t>(ports_[static_cast<size_t>(gpu)][s].links);
-  const uint64_t share = s + 1 == switches_.size() ? bytes - *sent : bytes * links / preset_.nvlink.linksPerGpu;
+uint64_t NodeModel::planeShare(int gpu, size_t p, uint64_t bytes, uint64_t* sent) const {
+  const uint64_t links = static_cast<uint64_t>(ports_[static_cast<size_t>(gpu)][p].links);
+  const uint64_t share = p + 1 == planes_.size() ? bytes - *sent : bytes * links / preset_.nvlink.linksPerGpu;
   *sent += share;
   return share;
 }

@@ -1,8 +1,8 @@
 // The simulated hardware of one node, and device work executed on it.
 //
-// The preset's GPUs (memory system, PCIe), each GPU's NVLink links grouped by the switch they
-// lead to (one port per GPU and switch, a bandwidth server per direction), and the switches
-// (crossbar, port-to-port latency). Device work (a copy, a memset, an event's record point) runs
+// The preset's GPUs (memory system, PCIe), each GPU's NVLink links grouped by the switches they
+// lead to (one port per GPU and plane of identically wired switches, a bandwidth server per
+// direction), and the switches (crossbar, reduction engine, port-to-port latency). Device work (a copy, a memset, an event's record point) runs
 // as a simulation process: it waits for the work it must follow, moves the data (unless timing
 // only), then pays the copy engine's setup cost and streams its bytes in chunks through the
 // resources on their path, keeping a window of chunks in flight. A chunk occupies each resource
@@ -170,16 +170,28 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   int gpuCount() const { return static_cast<int>(gpus_.size()); }
 
  private:
-  // A GPU's links to one switch, as one port per direction.
+  // The switches, grouped into planes. Every GPU reaches a switch over the same number of links
+  // (nvswitch.links_per_gpu_per_switch is one list for all GPUs), and a chunk spreads over the
+  // switches in proportion to those links, so switches reached over equally many links carry
+  // identical shares of every transfer at identical times: a plane times them as one resource of
+  // their summed rate (the same times, to a byte of the shares' rounding), and a chunk costs one
+  // booking per plane instead of one per switch. hgx-h100 (5/4/4/5 links) has two planes;
+  // gb200-nvl72 (one link to each of 18 switches) has one, so a multicast chunk there books each
+  // member's port once instead of 18 times. Planes follow the order of their first switch.
+  struct Plane {
+    std::vector<int> switches;    // which switches it stands for (timeline rows)
+    model::BandwidthServer crossbar;
+    uint64_t latencyPs = 0;
+  };
+  // A GPU's links to one plane (to all of its switches), as one port per direction, and the
+  // switches' reduction of the operands that come in through it (docs/multimem.md: a port takes
+  // a member's operands into a load-with-reduction at a fraction of its line rate, so a member's
+  // operands are reduced no faster however few GPUs the team has).
   struct Port {
     int links = 0;
-    model::BandwidthServer up;    // GPU to switch
-    model::BandwidthServer down;  // switch to GPU
-  };
-  struct Switch {
-    model::BandwidthServer crossbar;
-    model::BandwidthServer reduce;  // the multicast reduction engine, counting operand bytes in
-    uint64_t latencyPs = 0;
+    model::BandwidthServer up;      // GPU to switch
+    model::BandwidthServer down;    // switch to GPU
+    model::BandwidthServer reduce;  // operand bytes into the switches' reduction, from this GPU
   };
   // Runs `work` as its slice of the timeline (fabric/work_slice.h); executeWork does it.
   void execute(DeviceWork& work);
@@ -188,9 +200,9 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   uint64_t moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t);
   // `left` (if given): when the last byte has left the switches for `to` (see writeSpan).
   uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left = nullptr);
-  // Switch s's part of a `bytes` chunk that `gpu` sends or receives, in proportion to the links
-  // between them; the last switch takes what the others left (`sent` counts what they took).
-  uint64_t switchShare(int gpu, size_t s, uint64_t bytes, uint64_t* sent) const;
+  // Plane p's part of a `bytes` chunk that `gpu` sends or receives, in proportion to the links
+  // between them; the last plane takes what the others left (`sent` counts what they took).
+  uint64_t planeShare(int gpu, size_t p, uint64_t bytes, uint64_t* sent) const;
   // Carries out the pieces of a copy or memset; with `syncOnly` (a timing-only run) only those
   // into allocations kernels synchronise on (syncAllocs_).
   void moveData(DeviceWork& w, bool syncOnly);
@@ -252,8 +264,8 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   // moved on to the current simulated time before a chunk is timed.
   model::Horizon horizon_;
   std::vector<std::unique_ptr<model::Gpu>> gpus_;
-  std::vector<std::unique_ptr<Switch>> switches_;
-  std::vector<std::vector<Port>> ports_;  // [gpu][switch]
+  std::vector<Plane> planes_;             // none: no switch fabric
+  std::vector<std::vector<Port>> ports_;  // [gpu][plane]
   uint64_t nvlinkLatencyPs_ = 0;
   uint64_t reduceLatencyPs_ = 0;  // the switches' reduction engines, per load-with-reduction
   uint64_t pullLatencyPs_ = 0;

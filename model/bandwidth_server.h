@@ -35,6 +35,9 @@ class BandwidthServer {
   // `bytesPerSecond` is the rate the resource sustains (peak times efficiency). `horizon` is the
   // simulation's, which must outlive the server; none: a horizon that stays at 0.
   BandwidthServer(double bytesPerSecond, TimelineTrack track, const Horizon* horizon = nullptr);
+  // A resource that stands for several identical ones (the switches of one plane: node_model.h),
+  // each with its own timeline track showing the same activity.
+  BandwidthServer(double bytesPerSecond, const std::vector<TimelineTrack>& tracks, const Horizon* horizon);
 
   // Serves `bytes` that arrive at `arrivePs`; returns when the last byte has been served.
   uint64_t serve(uint64_t arrivePs, uint64_t bytes, const char* what = nullptr);
@@ -42,19 +45,27 @@ class BandwidthServer {
 
  private:
   using Interval = std::pair<uint64_t, uint64_t>;  // [start, end)
-  void book(uint64_t start, uint64_t end, const char* what);
+  // Books [start, end) as the promise before index i (every promise before i ends by `start`,
+  // the one at i starts after it), merged with the neighbours it touches; returns the index of
+  // the promise that holds it.
+  size_t book(size_t i, uint64_t start, uint64_t end, const char* what);
+  // Inserts v at index i, or removes the promise at i, moving the shorter side; each returns the
+  // index of v, or of the promise that was before i.
+  size_t insertAt(size_t i, Interval v);
+  size_t removeAt(size_t i);
   // The index of the first promise that could overlap [t, ...): the one holding t, else the next.
   size_t firstEndingAfter(uint64_t t) const;
   void forgetBeforeHorizon();
   double psPerByte_ = 0;
-  // The promises, sorted, disjoint and not touching, from busy_[head_] on (those before head_ lie
-  // before the horizon and are dropped in batches). A sorted vector rather than a tree: new
-  // promises land at or near the end, and a busy link holds thousands of them, so searching and
-  // inserting in contiguous memory is several times faster than chasing tree nodes.
+  // The promises, sorted, disjoint and not touching, from busy_[head_] on (the slots before head_
+  // are promises before the horizon, dropped in batches, and room for inserting at the front).
+  // A sorted vector rather than a tree: new promises land near the horizon or near the end, an
+  // insertion moves whichever side is shorter, and a busy link holds thousands of them, so
+  // searching and inserting in contiguous memory is several times faster than chasing tree nodes.
   std::vector<Interval> busy_;
   size_t head_ = 0;
   uint64_t bytes_ = 0;
-  TimelineTrack track_;
+  std::vector<TimelineTrack> tracks_;  // only valid ones: empty when no timeline is written
   static constexpr Horizon kNoHorizon{};
   const Horizon* horizon_ = &kNoHorizon;
 };

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Timing-only is the same timing, only faster: for each algorithm, the simulated time of every
-size must be the same whether the data moves or not, and whether the size runs alone or after
-the others in one command.
+"""Timing-only is the same timing, only faster, and a size's figure does not depend on the sizes
+run before it: for each algorithm, the simulated time of every size must be the same whether the
+data moves or not, and whether the size runs alone, in a rising sweep or in a falling one.
 
     check_timing_only.py --algos nvls,ring --sizes 64K,1M,4M -- mcsim bench allreduce [options]
 
-Runs, per algorithm: the sweep functional, the sweep timing-only, and each size timing-only on
-its own; compares the time_us column (printed with 3 decimals, i.e. to the nanosecond) exactly.
+Runs, per algorithm: the sweep functional, each size functional on its own, the sweep
+timing-only, the sweep timing-only from the largest size down, and each size timing-only on its
+own; compares the time_us column (printed with 3 decimals, i.e. to the nanosecond) exactly.
 """
 import argparse
 import subprocess
@@ -34,14 +35,18 @@ def main():
         base = command + ["--algo", algo]
         functional = times(base + ["--sizes", args.sizes])
         sweep = times(base + ["--sizes", args.sizes, "--timing-only"])
-        alone = {}
+        falling = times(base + ["--sizes", ",".join(reversed(sizes)), "--timing-only"])
+        alone, functional_alone = {}, {}
         for s in sizes:
             alone.update(times(base + ["--sizes", s, "--timing-only"]))
+            functional_alone.update(times(base + ["--sizes", s]))
         for size in sorted(functional):
-            row = f"{algo} {size}: functional {functional[size]} us, timing-only in the sweep " \
-                  f"{sweep.get(size)} us, timing-only alone {alone.get(size)} us"
+            row = f"{algo} {size}: functional {functional[size]} us (alone {functional_alone.get(size)}), " \
+                  f"timing-only in the sweep {sweep.get(size)} us (falling {falling.get(size)}, " \
+                  f"alone {alone.get(size)})"
             print(row)
-            if not (functional[size] == sweep.get(size) == alone.get(size)):
+            if len({functional[size], functional_alone.get(size), sweep.get(size), falling.get(size),
+                    alone.get(size)}) != 1:
                 problems.append(row)
         if len(functional) != len(sizes):
             problems.append(f"{algo}: {len(functional)} rows for {len(sizes)} sizes")

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "model/random.h"
+
 namespace mcsim::model {
 namespace {
 
@@ -70,6 +74,34 @@ TEST_F(Calendar, ZeroBytesTakeNoTime) {
   link.serve(0, 100);
   EXPECT_EQ(link.serve(50, 0), 50u);
   EXPECT_EQ(link.bytesServed(), 100u);
+}
+
+// Bookings near the horizon and far ahead, merging on both sides, with the horizon moving on:
+// the calendar (which inserts and removes by moving whichever side of its list is shorter) gives
+// exactly what a plain picosecond-by-picosecond record of the busy time gives.
+TEST_F(Calendar, ManyInterleavedBookingsMatchAPlainRecordOfBusyTime) {
+  constexpr uint64_t kSpan = 200000;
+  std::vector<bool> busy(kSpan + 20000, false);
+  auto reference = [&](uint64_t at, uint64_t bytes) {
+    uint64_t t = at;
+    for (uint64_t left = bytes; left > 0; ++t) {
+      if (!busy[t]) {
+        busy[t] = true;
+        --left;
+      }
+    }
+    return t;
+  };
+  RandomStream rng(20);
+  for (int i = 0; i < 4000; ++i) {
+    const uint64_t now = static_cast<uint64_t>(i) * 40;
+    horizon.ps = now;
+    // Mostly just after the horizon (a read asked for now), sometimes far ahead (a store that
+    // arrives after the fabric), in sizes that leave gaps and that close them.
+    const uint64_t ahead = rng.next() % 4 == 0 ? 2000 + rng.next() % 6000 : rng.next() % 300;
+    const uint64_t bytes = 1 + rng.next() % 30;
+    ASSERT_EQ(link.serve(now + ahead, bytes), reference(now + ahead, bytes)) << "booking " << i;
+  }
 }
 
 }  // namespace
