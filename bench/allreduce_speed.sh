@@ -30,7 +30,10 @@ for n in $gpus; do
   for s in $sizes; do
     i=0
     for mcsim in "$@"; do
-      out=$( { /usr/bin/time -f 'TIME %e %U %S' "$mcsim" bench allreduce --topology gb200-nvl72 --gpus "$n" \
+      # The plain table (builds from before 2026-11-29 print nothing else and know no --format).
+      plain=()
+      "$mcsim" bench allreduce --help 2>/dev/null | grep -q -- --format && plain=(--format plain)
+      out=$( { /usr/bin/time -f 'TIME %e %U %S' "$mcsim" bench allreduce "${plain[@]}" --topology gb200-nvl72 --gpus "$n" \
                --algo nvls --sizes "$s" --iters 1 --timing-only; } 2>&1)
       row=$(grep -E '^[0-9]+ ' <<<"$out" | tail -1)
       read -r _ wall user sys < <(grep '^TIME' <<<"$out")

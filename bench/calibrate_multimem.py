@@ -33,7 +33,7 @@ CURVE = [s * MiB for s in (1, 4, 16, 64, 256, 1024, 4096)]
 
 def run(mcsim, algo, sizes, iters=2):
     cmd = [mcsim, "bench", "allreduce", "--topology", "hgx-h100", "--gpus", "8", "--algo", algo,
-           "--sizes", ",".join(str(s) for s in sizes), "--iters", str(iters), "--timing-only"]
+           "--sizes", ",".join(str(s) for s in sizes), "--iters", str(iters), "--timing-only", "--format", "plain"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = {}
     for line in out.splitlines():

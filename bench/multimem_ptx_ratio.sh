@@ -14,9 +14,9 @@ sizes=512K,2M,8M,32M
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %10s %12s %10s %8s %11s\n' algo bytes model_us ptx_us ratio ptx_wall_s
 for algo in twoshot oneshot nvls; do
-  model=$("$mcsim" bench allreduce --algo "$algo" --sizes "$sizes" --iters 2 | grep -v '^#' | tail -n +2)
+  model=$("$mcsim" bench allreduce --format plain --algo "$algo" --sizes "$sizes" --iters 2 | grep -v '^#' | tail -n +2)
   start=$(date +%s.%N)
-  ptx=$(MCSIM_LIBRARY_KERNELS=ptx "$mcsim" bench allreduce --algo "$algo" --sizes "$sizes" --iters 2 | grep -v '^#' | tail -n +2)
+  ptx=$(MCSIM_LIBRARY_KERNELS=ptx "$mcsim" bench allreduce --format plain --algo "$algo" --sizes "$sizes" --iters 2 | grep -v '^#' | tail -n +2)
   wall=$(echo "$(date +%s.%N) - $start" | bc)
   paste <(echo "$model") <(echo "$ptx") | while read -r bytes mt _ _ _ pt _ _; do
     printf '%-8s %10s %12s %10s %8.3f %11.2f\n' "$algo" "$bytes" "$mt" "$pt" "$(echo "$pt / $mt" | bc -l)" "$wall"

@@ -48,6 +48,39 @@ TEST(BenchOptions, ParsesEveryOption) {
   EXPECT_EQ(o.loader, Loader::kLibrary);
 }
 
+// nccl-tests' options (its src/common.cu): -b/-e with -f (a factor) or -i (a step, 1 MiB by
+// default), -n, -w, -c, -o, -d with its type names, -g.
+TEST(BenchOptions, TakesNcclTestsOptions) {
+  Options o;
+  std::string error;
+  ASSERT_TRUE(parse({"-b", "8", "-e", "128", "-f", "2", "-n", "3", "-w", "0", "-c", "1", "-o", "sum", "-d", "half", "-g",
+                     "2", "--format", "plain"},
+                    &o, &error))
+      << error;
+  EXPECT_EQ(o.sizes, (std::vector<uint64_t>{8, 16, 32, 64, 128}));
+  EXPECT_EQ(o.minBytes, 8u);
+  EXPECT_EQ(o.maxBytes, 128u);
+  EXPECT_EQ(o.stepFactor, 2u);
+  EXPECT_EQ(o.iters, 3);
+  EXPECT_EQ(o.warmups, 0);
+  EXPECT_TRUE(o.check);
+  EXPECT_EQ(o.dtype, uint32_t{MCSIM_DTYPE_F16X2});
+  EXPECT_EQ(o.ncclTypeName, "half");
+  EXPECT_EQ(o.gpus, 2);
+  EXPECT_EQ(o.format, Format::kPlain);
+
+  Options steps;
+  ASSERT_TRUE(parse({"-b", "1M", "-e", "3M"}, &steps, &error)) << error;
+  EXPECT_EQ(steps.sizes, (std::vector<uint64_t>{1 << 20, 2 << 20, 3 << 20}));
+  EXPECT_EQ(steps.format, Format::kNcclTests);
+  Options step512;
+  ASSERT_TRUE(parse({"-b", "512K", "-e", "1M", "-i", "256K"}, &step512, &error)) << error;
+  EXPECT_EQ(step512.sizes, (std::vector<uint64_t>{512 << 10, 768 << 10, 1 << 20}));
+  Options one;
+  ASSERT_TRUE(parse({"-b", "64K"}, &one, &error)) << error;
+  EXPECT_EQ(one.sizes, (std::vector<uint64_t>{64 << 10}));
+}
+
 TEST(BenchOptions, RefusesWithAMessage) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--algo", "nvlz"}, "unknown algorithm 'nvlz'"},
@@ -56,6 +89,12 @@ TEST(BenchOptions, RefusesWithAMessage) {
       {{"--iters"}, "--iters needs a value"},
       {{"--dtype", "f64", "--sizes", "12"}, "not a whole number of f64 elements"},
       {{"--frobnicate", "1"}, "unknown option '--frobnicate'"},
+      {{"-o", "prod"}, "reduce with sum only"},
+      {{"-b", "2M", "-e", "1M"}, "is more than -e"},
+      {{"--sizes", "1M", "-b", "1M"}, "use one"},
+      {{"-f", "2"}, "give -b"},
+      {{"-c", "2"}, "neither 0 nor 1"},
+      {{"--format", "csv"}, "neither nccl-tests nor plain"},
   };
   for (const auto& [args, message] : cases) {
     Options o;

@@ -2,7 +2,8 @@
 // manner of nccl-tests' all_reduce_perf. The same binary runs on mcsim (`mcsim bench allreduce`,
 // or `mcsim run -- mcsim_bench_allreduce ...`) and on a real multicast-capable node.
 //
-// For each size it runs one warm-up all-reduce and --iters timed ones, back to back, and prints
+// For each size it runs -w warm-up all-reduces and --iters timed ones, back to back, and prints
+// nccl-tests' table (report.h), or with --format plain
 //   bytes time_us algbw_GBps busbw_GBps
 // with nccl-tests' definitions: algbw = bytes / time, busbw = algbw * 2(n-1)/n (GB = 1e9 bytes).
 // time is the mean over the timed iterations of the span from the earliest start to the latest
@@ -35,20 +36,19 @@
 #include "gpu_set.h"
 #include "mcsim/kernels.h"
 #include "options.h"
+#include "report.h"
 #include "reference.h"
 
 namespace mcsim::bench {
 
 namespace {
 
-constexpr int kWarmups = 1;
-
 class Benchmark {
  public:
   Benchmark(const Options& o, GpuSet& gpus, AllReduce& algo) : o_(o), gpus_(gpus), algo_(algo) {}
 
   bool createEvents() {
-    const size_t iterations = static_cast<size_t>(kWarmups + o_.iters);
+    const size_t iterations = static_cast<size_t>(o_.warmups + o_.iters);
     starts_.assign(iterations, std::vector<CUevent>(static_cast<size_t>(gpus_.size()), nullptr));
     ends_ = starts_;
     for (size_t i = 0; i < iterations; ++i) {
@@ -94,7 +94,7 @@ class Benchmark {
     }
     if (!synchronize()) return false;
     double total = 0;
-    for (size_t i = kWarmups; i < starts_.size(); ++i) {
+    for (size_t i = static_cast<size_t>(o_.warmups); i < starts_.size(); ++i) {
       float longest = 0;
       for (size_t g = 0; g < starts_[i].size(); ++g) {
         if (!gpus_.use(static_cast<int>(g))) return false;
@@ -108,9 +108,9 @@ class Benchmark {
     return true;
   }
 
-  // One more all-reduce of `count` elements on known inputs; `passed` says whether every GPU's
-  // result is the exact sum.
-  bool check(uint64_t count, bool* passed) {
+  // One more all-reduce of `count` elements on known inputs; `wrong` counts the elements, over
+  // every GPU, that are not the exact sum.
+  bool check(uint64_t count, uint64_t* wrongOut) {
     const uint64_t bytes = count * mcsim_dtype_bytes(o_.dtype);
     // Nothing may still read the buffers (a ring's last steps read the peers') when they change.
     if (!synchronize()) return false;
@@ -132,7 +132,7 @@ class Benchmark {
     for (int g = 0; g < gpus_.size(); ++g) {
       wrong += countMismatches(o_.dtype, expected, results[static_cast<size_t>(g)], g);
     }
-    *passed = wrong == 0;
+    *wrongOut = wrong;
     if (wrong != 0) {
       std::fprintf(stderr,
                    "mcsim_bench_allreduce: check FAILED for %" PRIu64 " bytes: %" PRIu64
@@ -202,13 +202,13 @@ void describe(const Options& o, const GpuSet& gpus, const AllReduce& algo) {
     if (o.algo == Algo::kRing) shapes += ", 2n-1 launches per GPU";
   }
   std::fprintf(stderr, "# all-reduce %s on %d x %s, %s, %d iterations after %d warm-up; %s\n", algoName(o.algo),
-               gpus.size(), gpus.name().c_str(), o.dtypeName.c_str(), o.iters, kWarmups, shapes.c_str());
+               gpus.size(), gpus.name().c_str(), o.dtypeName.c_str(), o.iters, o.warmups, shapes.c_str());
 }
 
 // The barrier words are 32-bit and must reach world * epoch: refuse a run that would wrap them.
 bool epochsFit(const Options& o, const AllReduce& algo, int world) {
   uint64_t epochs = 0;
-  const uint64_t runsPerSize = static_cast<uint64_t>(kWarmups + o.iters + (o.check ? 1 : 0));
+  const uint64_t runsPerSize = static_cast<uint64_t>(o.warmups + o.iters + (o.check ? 1 : 0));
   for (size_t i = 0; i < o.sizes.size(); ++i) epochs += runsPerSize * algo.epochsPerAllReduce();
   if (epochs * static_cast<uint64_t>(world) <= UINT32_MAX) return true;
   std::fprintf(stderr, "mcsim_bench_allreduce: this run needs %" PRIu64
@@ -239,19 +239,18 @@ int run(const Options& o) {
   bool passed = true;
   if (ok) {
     describe(o, gpus, algo);
-    std::printf("bytes time_us algbw_GBps busbw_GBps\n");
-    const double n = gpus.size();
+    Report report(o, gpus, o.algo == Algo::kOneshot ? Report::Place::kOutOfPlace : Report::Place::kInPlace);
+    report.begin();
     for (uint64_t bytes : o.sizes) {
       const uint64_t count = bytes / mcsim_dtype_bytes(o.dtype);
       double ms = 0;
       if (!(ok = algo.restartBarriers() && bench.time(count, &ms))) break;
-      const double us = ms * 1e3, algbw = static_cast<double>(bytes) / (us * 1e3);
-      std::printf("%" PRIu64 " %.3f %.3f %.3f\n", bytes, us, algbw, algbw * 2 * (n - 1) / n);
-      std::fflush(stdout);
-      bool sizePassed = true;
-      if (o.check && !(ok = bench.check(count, &sizePassed))) break;
-      passed = passed && sizePassed;
+      uint64_t wrong = 0;
+      if (o.check && !(ok = bench.check(count, &wrong))) break;
+      report.row(bytes, ms * 1e3, o.check ? static_cast<int64_t>(wrong) : -1);
+      passed = passed && wrong == 0;
     }
+    if (ok) report.end();
     if (ok && o.check && passed) std::fprintf(stderr, "# check: every result exact\n");
   }
   if (!ok && bench.busy()) {

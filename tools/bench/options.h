@@ -11,6 +11,10 @@ namespace mcsim::bench {
 
 enum class Algo { kNvls, kOneshot, kTwoshot, kRing };
 enum class Loader { kModule, kLibrary };  // cuModuleLoadData per context, or cuLibraryLoadData once
+// What stdout holds: nccl-tests' table (its header lines, out-of-place and in-place columns, the
+// average bus bandwidth), to diff against a real machine's all_reduce_perf; or one plain row per
+// size (`bytes time_us algbw_GBps busbw_GBps`), for scripts.
+enum class Format { kNcclTests, kPlain };
 
 struct Options {
   int gpus = 0;  // 0: every device
@@ -18,9 +22,14 @@ struct Options {
   std::vector<uint64_t> sizes{uint64_t{1} << 20};  // bytes per GPU
   uint32_t dtype = 0;                              // MCSIM_DTYPE_F32
   std::string dtypeName = "f32";
-  int iters = 5;    // timed iterations, after one warm-up
+  std::string ncclTypeName = "float";             // the type as nccl-tests names it
+  int iters = 5;    // timed iterations
+  int warmups = 1;  // untimed iterations before them
   bool check = false;
   Loader loader = Loader::kModule;
+  Format format = Format::kNcclTests;
+  // How the sizes were asked for, for nccl-tests' first line: -b/-e with -f (factor > 1) or -i.
+  uint64_t minBytes = 0, maxBytes = 0, stepBytes = 0, stepFactor = 1;
 };
 
 const char* algoName(Algo a);
