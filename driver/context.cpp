@@ -55,6 +55,7 @@ std::vector<CUctx_st*>& threadStack() { return threadOwned<std::vector<CUctx_st*
 // granularity; no persisting L2, no shared-memory carve-out limit.
 constexpr size_t kDefaultPrintfFifoBytes = 8650752;
 constexpr size_t kMinPrintfFifoBytes = 512 << 10;
+constexpr size_t kMinMallocHeapBytes = 4 << 20;
 
 void setDefaultLimits(CUctx_st* ctx) {
   for (size_t& l : ctx->limits) l = 0;
@@ -473,8 +474,10 @@ CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
   if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
     // cuda.h, cuCtxSetLimit: "Setting CU_LIMIT_MALLOC_HEAP_SIZE must be performed before launching
     // any kernel that uses the malloc() or free() device system calls, otherwise
-    // CUDA_ERROR_INVALID_VALUE will be returned." Read back as asked (the programming guide:
-    // cuCtxGetLimit returns the requested heap size).
+    // CUDA_ERROR_INVALID_VALUE will be returned." At least 4 MiB: a real H200 reads 1000 bytes
+    // and 1 MiB back as 4,194,304 (driver 580.159.04, docs/real-driver.md); larger sizes as asked
+    // (the programming guide: cuCtxGetLimit returns the requested heap size).
+    value = std::max<size_t>(value, kMinMallocHeapBytes);
     const bool set = unlessDeviceHeapPlaced(ctx, [&] {
       std::lock_guard<std::mutex> lock(contexts().mu);
       ctx->limits[limit] = value;

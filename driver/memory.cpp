@@ -169,6 +169,12 @@ CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool 
   if (bytes == 0) return CUDA_SUCCESS;
   if (dst == 0 || src == 0) return CUDA_ERROR_INVALID_VALUE;
   if ((dstKnown && !knownMemory(dst)) || (srcKnown && !knownMemory(src))) return CUDA_ERROR_INVALID_VALUE;
+  // The device heap of malloc in kernels is not memory the host's copies may name (the CUDA C++
+  // Programming Guide; a real H200 answers CUDA_ERROR_INVALID_VALUE, docs/real-driver.md).
+  if ((isDeviceAddress(dst) && inDeviceHeap(dst, bytes)) || (isDeviceAddress(src) && inDeviceHeap(src, bytes))) {
+    return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "the copy names memory of the device heap (malloc in kernels), which "
+                        "the host's copy calls cannot reach");
+  }
   fabric::DeviceOp op;
   op.kind = fabric::DeviceOp::Kind::kCopy;
   op.dst = dst;

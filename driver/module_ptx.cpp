@@ -243,7 +243,7 @@ struct DeviceHeap {
   uint64_t va = 0;
   uint64_t bytes = 0;
 };
-// The contexts' placed heaps; looked up by context, never iterated.
+// The contexts' placed heaps; looked up by context (iterated only to find an address's heap).
 struct DeviceHeaps {
   std::mutex mu;
   std::map<CUctx_st*, DeviceHeap> placed;
@@ -292,6 +292,15 @@ bool unlessDeviceHeapPlaced(CUctx_st* ctx, const std::function<void()>& set) {
   if (h.placed.count(ctx) != 0) return false;
   set();
   return true;
+}
+
+bool inDeviceHeap(uint64_t va, uint64_t bytes) {
+  DeviceHeaps& h = deviceHeaps();
+  std::lock_guard<std::mutex> lock(h.mu);
+  for (const auto& [ctx, heap] : h.placed) {
+    if (heap.bytes != 0 && va < heap.va + heap.bytes && heap.va < va + bytes) return true;
+  }
+  return false;
 }
 
 void releaseDeviceHeap(CUctx_st* ctx) {

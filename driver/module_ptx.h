@@ -83,6 +83,9 @@ class ModulePtx {
 bool unlessDeviceHeapPlaced(CUctx_st* ctx, const std::function<void()>& set);
 // Gives the context's heap back (its memory goes: destroyed, reset or released).
 void releaseDeviceHeap(CUctx_st* ctx);
+// Whether [va, va + bytes) touches a context's device heap, which the host's copy calls refuse
+// (CUDA_ERROR_INVALID_VALUE on a real H200, docs/real-driver.md).
+bool inDeviceHeap(uint64_t va, uint64_t bytes);
 
 // The packed parameter buffer a launch's `extra` names (CU_LAUNCH_PARAM_BUFFER_POINTER and
 // _SIZE, up to CU_LAUNCH_PARAM_END); CUDA_ERROR_INVALID_VALUE when it names none or other keys.
