@@ -17,6 +17,7 @@
 #include "fabric/json_source.h"
 #include "fabric/preset.h"
 #include "preset_errors.h"
+#include "tool_settings.h"
 
 namespace mcsim::tools {
 
@@ -75,10 +76,9 @@ int execWithDriver(const char* who, const DriverSettings& s, const std::vector<s
   setEnv("LD_LIBRARY_PATH", (old != nullptr && *old != '\0') ? lib.dir + ":" + old : lib.dir);
   // The program's NVTX ranges go on the timeline through mcsim's injection library
   // (docs/timeline.md); a tool the user named keeps its place.
-  const char* timeline = std::getenv("MCSIM_TIMELINE");
-  const char* summary = std::getenv("MCSIM_TIMELINE_SUMMARY");
-  const bool keptTimeline = (timeline != nullptr && *timeline != '\0') || (summary != nullptr && std::strcmp(summary, "1") == 0);
-  if (keptTimeline && std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
+  const settings::Settings& env = toolSettings();
+  const bool keptTimeline = !s.timeline.empty() || s.timelineSummary || !env.timeline.empty() || env.timelineSummary;
+  if (keptTimeline && !env.isSet("NVTX_INJECTION64_PATH")) {
     setEnv("NVTX_INJECTION64_PATH", lib.dir + "/libmcsim-nvtx.so");
   }
 
