@@ -129,4 +129,18 @@ TEST(SharedEvents, TheNodesRecordGoesWithTheEventOrItsContext) {
   ASSERT_OK(cuDevicePrimaryCtxRelease(0));
 }
 
+// A value no enumerator of this cuda.h names, where the C ABI takes an enum: refused by the entry
+// point's range check, with nothing written (an application built against a newer cuda.h passes
+// such values). The replay fuzzer's first finding was UndefinedBehaviorSanitizer's enum check on
+// this call (a trace asking for attribute 759); the sanitizer builds leave that check out
+// (CMakeLists.txt, MCSIM_UBSAN_EXCEPTIONS), because the driver relies on what GCC and clang define.
+TEST(FailedCalls, EnumValuesNoEnumeratorNamesAreRefused) {
+  ASSERT_OK(cuInit(0));
+  for (int a : {759, 1 << 20, -7}) {
+    int v = -12345;
+    EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuDeviceGetAttribute(&v, static_cast<CUdevice_attribute>(a), 0)) << a;
+    EXPECT_EQ(-12345, v);
+  }
+}
+
 }  // namespace
