@@ -42,12 +42,13 @@ for t in "${targets[@]}"; do
   timeout=10
   [[ $t == replay ]] && timeout=900
   # -rss_limit_mb: an input that makes a reader take memory out of proportion is a finding too.
+  started=$SECONDS
   nice "$exe" "$corpus" -max_len=16384 -max_total_time="$seconds" -rss_limit_mb=2048 -timeout="$timeout" \
     -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   found=$(find "$artifacts" -type f | wc -l)
-  echo "$t: ${runs:-?} executions in ${seconds} s, exit $rc, $found findings ($log)"
+  echo "$t: ${runs:-?} executions in $((SECONDS - started)) s (of ${seconds}), exit $rc, $found findings ($log)"
   [[ $rc -ne 0 || $found -ne 0 ]] && status=1
 done
 exit "$status"
