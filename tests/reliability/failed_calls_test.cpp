@@ -133,7 +133,7 @@ TEST(SharedEvents, TheNodesRecordGoesWithTheEventOrItsContext) {
 // point's range check, with nothing written (an application built against a newer cuda.h passes
 // such values). The replay fuzzer's first finding was UndefinedBehaviorSanitizer's enum check on
 // this call (a trace asking for attribute 759); the sanitizer builds leave that check out
-// (CMakeLists.txt, MCSIM_UBSAN_EXCEPTIONS), because the driver relies on what GCC and clang define.
+// (-fno-sanitize=enum in CMakeLists.txt), because the driver relies on what GCC and clang define.
 TEST(FailedCalls, EnumValuesNoEnumeratorNamesAreRefused) {
   ASSERT_OK(cuInit(0));
   for (int a : {759, 1 << 20, -7}) {
