@@ -18,6 +18,10 @@
 #include "model/engine.h"
 #include "model/thread_owned.h"
 
+CUevent_st::~CUevent_st() {
+  if (sharedKey != 0) mcsim::driver::node().ipcEventRelease(sharedKey);
+}
+
 namespace mcsim::driver {
 
 namespace {
@@ -124,13 +128,19 @@ namespace {
 
 fabric::WorkDone recordedWork(const CUevent_st* ev) { return eventRecordPoint(ev); }
 
-// A new event in the tables (caller holding their lock).
-CUevent newEvent(StreamTables& t, CUctx_st* ctx, unsigned flags, uint64_t sharedKey) {
+// A new event, not yet in the tables. It owns the node's hold of `sharedKey` from here on: when
+// it is not put in the tables after all, dropping it (outside their lock) gives the hold back.
+EventRef makeEvent(CUctx_st* ctx, unsigned flags, uint64_t sharedKey) {
   auto e = std::make_shared<CUevent_st>();
   e->ctx = ctx;
   e->flags = flags;
-  e->id = t.nextEventId++;
   e->sharedKey = sharedKey;
+  return e;
+}
+
+// Puts a new event in the tables (caller holding their lock).
+CUevent insertEvent(StreamTables& t, EventRef e) {
+  e->id = t.nextEventId++;
   CUevent_st* raw = e.get();
   t.events[raw] = std::move(e);
   return raw;
@@ -399,6 +409,7 @@ void releaseContextStreams(CUctx_st* ctx, const std::string& how) {
   (void)synchronizeContext(ctx);
   StreamTables& t = tables();
   std::vector<unsigned long long> streams, events;  // the program's own, by id
+  std::vector<EventRef> gone;  // dropped after the lock (~CUevent_st gives shared events' holds back)
   {
     std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
     for (auto it = t.created.begin(); it != t.created.end();) {
@@ -419,6 +430,7 @@ void releaseContextStreams(CUctx_st* ctx, const std::string& how) {
         continue;
       }
       events.push_back(it->second->id);
+      gone.push_back(std::move(it->second));
       it = t.events.erase(it);
     }
   }
@@ -431,12 +443,16 @@ void releaseContextStreams(CUctx_st* ctx, const std::string& how) {
 
 CUresult checkEvent(CUevent e, EventRef* out) {
   StreamTables& t = tables();
-  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-  auto it = t.events.find(e);
-  if (it == t.events.end()) {
-    return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "the event is not one this process created, or it was destroyed");
+  EventRef found;
+  {
+    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+    auto it = t.events.find(e);
+    if (it == t.events.end()) {
+      return MCSIM_REFUSE(CUDA_ERROR_INVALID_HANDLE, "the event is not one this process created, or it was destroyed");
+    }
+    found = it->second;
   }
-  *out = it->second;
+  *out = std::move(found);  // what *out held before is dropped outside the lock
   return CUDA_SUCCESS;
 }
 
@@ -483,9 +499,12 @@ CUresult eventRecordEntry(CUevent e, CUstream s, bool perThreadDefault) {
 }
 
 CUresult adoptSharedEvent(CUctx_st* ctx, uint64_t key, CUevent* out) {
+  EventRef e = makeEvent(ctx, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, key);
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-  *out = newEvent(t, ctx, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, key);
+  // A context destroyed meanwhile takes no new event (as cuEventCreate's); the hold goes with `e`.
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  *out = insertEvent(t, std::move(e));
   return CUDA_SUCCESS;
 }
 
@@ -632,26 +651,25 @@ CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   // An interprocess event's record point lives on the node, for every process that opens it.
   uint64_t key = 0;
   if ((Flags & CU_EVENT_INTERPROCESS) != 0) MCSIM_TRY(toResult(node().ipcEventCreate(&key)));
+  EventRef e = makeEvent(ctx, Flags, key);  // a refusal below gives the node's record back with it
   StreamTables& t = tables();
   std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
   if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;  // (as a stream's: createStream)
-  *phEvent = newEvent(t, ctx, Flags, key);
+  *phEvent = insertEvent(t, std::move(e));
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventDestroy_v2(CUevent hEvent) {
   MCSIM_REQUIRE_INIT();
   StreamTables& t = tables();
-  uint64_t key = 0;
-  {
-    std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
-    auto it = t.events.find(hEvent);
-    if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
-    key = it->second->sharedKey;
-    t.events.erase(it);  // a record still pending completes on its own; a call using it keeps its own reference
-  }
-  // This process's hold of a shared event goes (the node's lock is never taken under the tables').
-  if (key != 0) node().ipcEventRelease(key);
+  // Dropped after the lock: the last reference gives a shared event's hold on the node back. A
+  // call still using the event keeps its own reference, and the hold with it.
+  EventRef gone;
+  std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+  auto it = t.events.find(hEvent);
+  if (it == t.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  gone = std::move(it->second);
+  t.events.erase(it);  // a record still pending completes on its own
   return CUDA_SUCCESS;
 }
 

@@ -48,6 +48,13 @@ struct CUstream_st {
 };
 
 struct CUevent_st {
+  CUevent_st() = default;
+  CUevent_st(const CUevent_st&) = delete;
+  CUevent_st& operator=(const CUevent_st&) = delete;
+  // Gives the node's hold of a shared event back (sharedKey): the hold lives as long as the event
+  // object, the table's reference or that of a call still using it, whichever goes last. No
+  // reference may be dropped under the stream tables' lock (the node's is never taken under it).
+  ~CUevent_st();
   unsigned long long id = 0;
   CUctx_st* ctx = nullptr;
   unsigned flags = 0;

@@ -108,7 +108,8 @@ Status FabricManager::bind(MulticastObject& mc, int device, uint64_t mcOffset, c
                         "shareable handle type (CUmemAllocationProp::requestedHandleTypes)");
   }
   // One binding per device and multicast range.
-  for (const auto& [key, b] : mc.bindings) {
+  for (const auto& entry : mc.bindings) {
+    const auto& b = entry.second;  // (not a structured binding: MCSIM_REFUSE's lambda uses it)
     if (b.device == device && mcOffset < b.mcOffset + b.size && b.mcOffset < mcOffset + size) {
       return MCSIM_REFUSE(Status::kInvalidValue, "device ", std::to_string(device), " already has memory bound at ",
                           "multicast offsets [", std::to_string(b.mcOffset), ", ", std::to_string(b.mcOffset + b.size),

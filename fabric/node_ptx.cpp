@@ -317,8 +317,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     std::vector<McStream> streams;
     for (const auto& [key, t] : traffic) {
       const uint64_t bytes = t.bytes;
+      const model::AllocId object = key.first;  // (a lambda cannot use a structured binding in C++17)
       const auto other = [&](ptx::MultimemKind k) {
-        auto it = traffic.find({key.first, k});
+        auto it = traffic.find({object, k});
         return it == traffic.end() ? uint64_t{0} : it->second.bytes;
       };
       switch (key.second) {

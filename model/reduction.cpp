@@ -47,6 +47,7 @@
 #include "model/half_float.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -378,7 +379,13 @@ MCSIM_REDUCTION_DISPATCH void dispatch(uint32_t dtype, uint32_t op, uint8_t* acc
 bool haveF16c() {
   static const bool have = [] {
     __builtin_cpu_init();
+#if defined(__clang__)
+    // clang (14) knows no "f16c" feature name here: CPUID leaf 1, ECX bit 29.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+#else
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#endif
   }();
   return have;
 }

@@ -2,6 +2,7 @@
 // that plays NCCL's bootstrap for mp_rank processes (mp_rank.cpp describes its protocol).
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -34,6 +36,24 @@ inline std::string readFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// How many entries a directory has (a process's descriptors: /proc/PID/fd).
+inline int countEntries(const std::string& dir) {
+  int n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+// "N in use" of `mcsim node status`: the bytes of the node's segment in use.
+inline unsigned long long segmentInUse(const std::string& status) {
+  const size_t at = status.find(" in use");
+  if (at == std::string::npos) return 0;
+  const size_t start = status.rfind(' ', at - 1);
+  return std::strtoull(status.c_str() + start + 1, nullptr, 10);
 }
 
 // Runs a program to its end with `env` added; its exit status and output (stdout and stderr).

@@ -8,7 +8,6 @@
 // its segment use and its open descriptors back to what they were before the processes came,
 // and every process's own descriptors the same before and after its cycles. Prints the figures;
 // exits 1 if anything leaked or a process failed.
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,23 +22,6 @@
 #include "tests/multiprocess/broker.h"
 
 namespace {
-
-int countEntries(const std::string& dir) {
-  int n = 0;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
-
-// "N in use" of `mcsim node status`.
-unsigned long long segmentInUse(const std::string& status) {
-  const size_t at = status.find(" in use");
-  if (at == std::string::npos) return 0;
-  const size_t start = status.rfind(' ', at - 1);
-  return std::strtoull(status.c_str() + start + 1, nullptr, 10);
-}
 
 // A line of /proc/PID/status, e.g. "VmHWM".
 std::string procStatus(int pid, const std::string& key) {
@@ -89,16 +71,16 @@ int main(int argc, char** argv) {
   // is, so the count is taken once it has stayed the same for 20 ms: a heuristic this benchmark
   // (run by hand through bench/node_load.sh, never by the test suite) can afford.
   auto settledFds = [&] {
-    int n = countEntries(fdDir);
+    int n = mptest::countEntries(fdDir);
     for (int i = 0; i < 100; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      const int m = countEntries(fdDir);
+      const int m = mptest::countEntries(fdDir);
       if (m == n) break;
       n = m;
     }
     return n;
   };
-  const unsigned long long inUseBefore = segmentInUse(status());
+  const unsigned long long inUseBefore = mptest::segmentInUse(status());
   const int nodeFdsBefore = settledFds();
 
   mptest::Broker b(MCSIM_MP_RANK, dir);
@@ -134,7 +116,7 @@ int main(int argc, char** argv) {
     return after.find("processes: 0 attached") != std::string::npos;
   });
   const int nodeFdsAfter = settledFds();
-  const unsigned long long inUseAfter = segmentInUse(after);
+  const unsigned long long inUseAfter = mptest::segmentInUse(after);
   mptest::Broker c(MCSIM_MP_RANK, dir);
   c.spawn("counts", 0, 1, {{"MCSIM_NODE", name}, {"MCSIM_NODE_DIR", dir}});
   c.start();

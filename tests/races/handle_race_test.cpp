@@ -407,4 +407,249 @@ TEST_F(HandleRace, AllocationHandleReleasedWhileUsed) {
   race.run();
 }
 
+
+TEST_F(HandleRace, GraphDestroyedWhileUsed) {
+  // A destroyed graph is CUDA_ERROR_INVALID_VALUE (the graph calls' answer to a bad graph).
+  const Allowed ok{CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE};
+  CUstream stream = nullptr;
+  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  Race<CUgraph> race;
+  race.ctx = ctx;
+  race.create = [&] {
+    CUgraph g = nullptr;
+    EXPECT_OK(cuGraphCreate(&g, 0));
+    CUDA_MEMSET_NODE_PARAMS memset{};
+    memset.dst = buffer;
+    memset.elementSize = 4;
+    memset.width = kBufferBytes / 4;
+    memset.height = 1;
+    memset.value = 11;
+    CUgraphNode n = nullptr;
+    EXPECT_OK(cuGraphAddMemsetNode(&n, g, nullptr, 0, &memset, ctx));
+    return g;
+  };
+  race.destroy = [](CUgraph g) { EXPECT_OK(cuGraphDestroy(g)); };
+  race.use = [&](CUgraph g, const auto& check) {
+    CUgraphNode empty = nullptr;
+    check("cuGraphAddEmptyNode", cuGraphAddEmptyNode(&empty, g, nullptr, 0), ok);
+    size_t count = 0;
+    check("cuGraphGetNodes", cuGraphGetNodes(g, nullptr, &count), ok);
+    CUgraph clone = nullptr;
+    const CUresult cloned = cuGraphClone(&clone, g);
+    check("cuGraphClone", cloned, ok);
+    if (cloned == CUDA_SUCCESS) check("cuGraphDestroy(clone)", cuGraphDestroy(clone), Allowed{CUDA_SUCCESS});
+    CUgraphExec exec = nullptr;
+    const CUresult made = cuGraphInstantiateWithFlags(&exec, g, 0);
+    check("cuGraphInstantiateWithFlags", made, ok);
+    if (made == CUDA_SUCCESS) {
+      // An exec is a copy: it outlives its graph.
+      check("cuGraphLaunch", cuGraphLaunch(exec, stream), Allowed{CUDA_SUCCESS});
+      check("cuStreamSynchronize", cuStreamSynchronize(stream), Allowed{CUDA_SUCCESS});
+      check("cuGraphExecDestroy", cuGraphExecDestroy(exec), Allowed{CUDA_SUCCESS});
+    }
+  };
+  race.run();
+  EXPECT_OK(cuStreamDestroy(stream));
+}
+
+TEST_F(HandleRace, GraphExecDestroyedWhileUsed) {
+  const Allowed ok{CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE};
+  CUstream stream = nullptr;
+  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUgraph g = nullptr;
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  CUDA_MEMSET_NODE_PARAMS memset{};
+  memset.dst = buffer;
+  memset.elementSize = 4;
+  memset.width = kBufferBytes / 4;
+  memset.height = 1;
+  memset.value = 13;
+  CUgraphNode node = nullptr;
+  ASSERT_OK(cuGraphAddMemsetNode(&node, g, nullptr, 0, &memset, ctx));
+  Race<CUgraphExec> race;
+  race.ctx = ctx;
+  race.create = [&] {
+    CUgraphExec e = nullptr;
+    EXPECT_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    return e;
+  };
+  race.destroy = [](CUgraphExec e) { EXPECT_OK(cuGraphExecDestroy(e)); };
+  race.use = [&](CUgraphExec e, const auto& check) {
+    check("cuGraphLaunch", cuGraphLaunch(e, stream), ok);
+    cuuint64_t flags = 0;
+    check("cuGraphExecGetFlags", cuGraphExecGetFlags(e, &flags), ok);
+    CUDA_MEMSET_NODE_PARAMS changed = memset;
+    changed.value = 17;
+    check("cuGraphExecMemsetNodeSetParams", cuGraphExecMemsetNodeSetParams(e, node, &changed, ctx), ok);
+    check("cuGraphUpload", cuGraphUpload(e, stream), ok);
+    check("cuStreamSynchronize", cuStreamSynchronize(stream), Allowed{CUDA_SUCCESS});
+  };
+  race.run();
+  EXPECT_OK(cuGraphDestroy(g));
+  EXPECT_OK(cuStreamDestroy(stream));
+}
+
+TEST_F(HandleRace, MulticastObjectReleasedWhileUsed) {
+  // A released multicast handle is CUDA_ERROR_INVALID_VALUE, as a released allocation handle is.
+  const Allowed ok{CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE};
+  size_t gran = 0;
+  const CUmulticastObjectProp prop = cutest::mcProp(1, 0);
+  ASSERT_OK(cuMulticastGetGranularity(&gran, &prop, CU_MULTICAST_GRANULARITY_MINIMUM));
+  // Each user binds its own memory at its own offset of the object.
+  const CUmemAllocationProp memProp = cutest::devicePinned(0);
+  std::vector<CUmemGenericAllocationHandle> memory(kUsers);
+  for (auto& m : memory) ASSERT_OK(cuMemCreate(&m, gran, &memProp, 0));
+  std::atomic<int> nextUser{0};
+  Race<CUmemGenericAllocationHandle> race;
+  race.ctx = ctx;
+  race.create = [&] {
+    CUmemGenericAllocationHandle mc = 0;
+    const CUmulticastObjectProp p = cutest::mcProp(1, gran * kUsers);
+    EXPECT_OK(cuMulticastCreate(&mc, &p));
+    EXPECT_OK(cuMulticastAddDevice(mc, 0));
+    return mc;
+  };
+  race.destroy = [](CUmemGenericAllocationHandle mc) { EXPECT_OK(cuMemRelease(mc)); };
+  race.use = [&](CUmemGenericAllocationHandle mc, const auto& check) {
+    thread_local int user = nextUser.fetch_add(1);
+    const size_t offset = gran * static_cast<size_t>(user);
+    const CUresult bound = cuMulticastBindMem(mc, offset, memory[static_cast<size_t>(user)], 0, gran, 0);
+    check("cuMulticastBindMem", bound, ok);
+    if (bound == CUDA_SUCCESS) check("cuMulticastUnbind", cuMulticastUnbind(mc, 0, offset, gran), ok);
+    CUmemAllocationProp got{};
+    check("cuMemGetAllocationPropertiesFromHandle", cuMemGetAllocationPropertiesFromHandle(&got, mc), ok);
+    // The creator added device 0 already; adding it again is refused whether or not the object lives.
+    const CUresult added = cuMulticastAddDevice(mc, 0);
+    if (added == CUDA_SUCCESS) check("cuMulticastAddDevice (again)", added, Allowed{});
+  };
+  race.run();
+  for (auto m : memory) EXPECT_OK(cuMemRelease(m));
+}
+
+TEST_F(HandleRace, ReservationFreedWhileUsed) {
+  // A freed reservation is CUDA_ERROR_INVALID_VALUE to the VMM calls.
+  const Allowed ok{CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE};
+  const CUmemAllocationProp prop = cutest::devicePinned(0);
+  size_t gran = 0;
+  ASSERT_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  std::vector<CUmemGenericAllocationHandle> memory(kUsers);
+  for (auto& m : memory) ASSERT_OK(cuMemCreate(&m, gran, &prop, 0));
+  std::atomic<int> nextUser{0};
+  std::atomic<CUdeviceptr> freeing{0};
+  Race<CUdeviceptr> race;
+  race.ctx = ctx;
+  race.create = [&] {
+    CUdeviceptr va = 0;
+    EXPECT_OK(cuMemAddressReserve(&va, gran * kUsers, 0, 0, 0));
+    freeing.store(0);  // (the new reservation may lie where the last one did)
+    return va;
+  };
+  // A reservation with a user's mapping in it cannot be freed yet: the user unmaps it next. Users
+  // that see the free coming map no more there (those already mapping race it).
+  race.destroy = [&](CUdeviceptr va) {
+    freeing.store(va);
+    CUresult r;
+    while ((r = cuMemAddressFree(va, gran * kUsers)) != CUDA_SUCCESS) {
+      EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, r);
+      std::this_thread::yield();
+    }
+  };
+  race.use = [&](CUdeviceptr va, const auto& check) {
+    thread_local int user = nextUser.fetch_add(1);
+    const CUdeviceptr at = va + gran * static_cast<size_t>(user);
+    const CUresult mapped = freeing.load() == va ? CUDA_ERROR_INVALID_VALUE : cuMemMap(at, gran, 0, memory[static_cast<size_t>(user)], 0);
+    check("cuMemMap", mapped, ok);
+    if (mapped == CUDA_SUCCESS) {
+      const CUmemAccessDesc rw = cutest::readWrite(0);
+      check("cuMemSetAccess", cuMemSetAccess(at, gran, &rw, 1), Allowed{CUDA_SUCCESS});
+      check("cuMemsetD32", cuMemsetD32(at, 2, 4), Allowed{CUDA_SUCCESS});
+      check("cuMemUnmap", cuMemUnmap(at, gran), Allowed{CUDA_SUCCESS});
+    }
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    check("cuMemGetAddressRange", cuMemGetAddressRange(&base, &size, at),
+          Allowed{CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_INVALID_VALUE});
+  };
+  race.run();
+  for (auto m : memory) EXPECT_OK(cuMemRelease(m));
+}
+
+TEST_F(HandleRace, PinnedHostMemoryFreedWhileUsed) {
+  // Host memory the driver no longer knows is CUDA_ERROR_INVALID_VALUE.
+  const Allowed ok{CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE};
+  Race<void*> race;
+  race.ctx = ctx;
+  race.create = [] {
+    void* p = nullptr;
+    EXPECT_OK(cuMemHostAlloc(&p, kBufferBytes, CU_MEMHOSTALLOC_DEVICEMAP));
+    return p;
+  };
+  race.destroy = [](void* p) { EXPECT_OK(cuMemFreeHost(p)); };
+  race.use = [&](void* p, const auto& check) {
+    unsigned flags = 0;
+    check("cuMemHostGetFlags", cuMemHostGetFlags(&flags, p), ok);
+    CUdeviceptr d = 0;
+    check("cuMemHostGetDevicePointer", cuMemHostGetDevicePointer(&d, p, 0), ok);
+    CUmemorytype type{};
+    check("cuPointerGetAttribute", cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                                         reinterpret_cast<CUdeviceptr>(p)),
+          Allowed{CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE});
+  };
+  race.run();
+}
+
+TEST_F(HandleRace, IpcMemoryHandleOfFreedMemory) {
+  // Exporting freed memory is CUDA_ERROR_INVALID_VALUE; opening a handle in the process that made
+  // it is CUDA_ERROR_INVALID_CONTEXT (ipc.cpp), or CUDA_ERROR_INVALID_VALUE once the memory is gone.
+  const Allowed ok{CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE};
+  Race<CUdeviceptr> race;
+  race.ctx = ctx;
+  race.create = [] {
+    CUdeviceptr p = 0;
+    EXPECT_OK(cuMemAlloc(&p, kBufferBytes));
+    return p;
+  };
+  race.destroy = [](CUdeviceptr p) { EXPECT_OK(cuMemFree(p)); };
+  race.use = [&](CUdeviceptr p, const auto& check) {
+    CUipcMemHandle handle{};
+    const CUresult got = cuIpcGetMemHandle(&handle, p);
+    check("cuIpcGetMemHandle", got, ok);
+    if (got == CUDA_SUCCESS) {
+      CUdeviceptr opened = 0;
+      check("cuIpcOpenMemHandle", cuIpcOpenMemHandle(&opened, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+            Allowed{CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE});
+    }
+  };
+  race.run();
+}
+
+TEST_F(HandleRace, IpcEventDestroyedWhileUsed) {
+  const Allowed ok{CUDA_SUCCESS, CUDA_ERROR_INVALID_HANDLE};
+  CUstream stream = nullptr;
+  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  Race<CUevent> race;
+  race.ctx = ctx;
+  race.create = [] {
+    CUevent e = nullptr;
+    EXPECT_OK(cuEventCreate(&e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    return e;
+  };
+  race.destroy = [](CUevent e) { EXPECT_OK(cuEventDestroy(e)); };
+  race.use = [&](CUevent e, const auto& check) {
+    CUipcEventHandle handle{};
+    const CUresult got = cuIpcGetEventHandle(&handle, e);
+    check("cuIpcGetEventHandle", got, ok);
+    if (got == CUDA_SUCCESS) {
+      CUevent opened = nullptr;
+      const CUresult r = cuIpcOpenEventHandle(&opened, handle);
+      check("cuIpcOpenEventHandle", r, Allowed{CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_MAP_FAILED});
+    }
+    check("cuEventRecord", cuEventRecord(e, stream), ok);
+    check("cuStreamWaitEvent", cuStreamWaitEvent(stream, e, 0), ok);
+    check("cuEventSynchronize", cuEventSynchronize(e), ok);
+  };
+  race.run();
+  EXPECT_OK(cuStreamDestroy(stream));
+}
+
 }  // namespace

@@ -46,6 +46,11 @@ TEST(TraceReader, EveryBadTraceIsRefusedWithFileLineAndReason) {
       // Issue 19, item 15: the replay set whatever the header named (a fault plan file of /etc/passwd).
       {"env-not-recorded.jsonl", 1, "the header's env sets MCSIM_FAULTS_FILE, which a trace does not restore (only MCSIM_TOPOLOGY, "},
       {"env-bad-value.jsonl", 1, "the header's env: MCSIM_DRIVER_VERSION='abc' is not a version"},
+      // Found by the replay fuzzer: a float where C has an integer reached a conversion out of
+      // range (undefined) in the decoder; a float data_limit would have in the replay.
+      {"float-where-c-has-an-integer.jsonl", 3,
+       "argument 'dev': a number with a fraction or an exponent where C has an integer"},
+      {"data-limit-not-bytes.jsonl", 1, "the header's data_limit must be a number of bytes"},
   };
   for (const BadTrace& c : cases) {
     const std::string path = kDir + "/bad/" + c.file;

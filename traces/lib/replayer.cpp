@@ -343,6 +343,7 @@ ReplayChild startReplayChild(const Trace& t, const ReplayOptions& o) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "mcsim replay: %s\n", e.what());
     }
+    if (o.atChildEnd) o.atChildEnd();
     std::fflush(nullptr);
     ::_exit(code);
   }

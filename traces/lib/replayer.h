@@ -5,6 +5,7 @@
 // caller compares that trace with the original (trace_diff.h).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "traces/lib/trace_reader.h"
@@ -30,6 +31,9 @@ struct ReplayOptions {
   int peers = 0;
   double timeoutSeconds = 300;
   bool checkInvariants = true;  // mcsim only: a failing call must leave the state digest unchanged
+  // Called in the child once the replay has ended, just before it exits (the replay fuzzer hands
+  // the child's coverage back to its parent through it); not called when the child crashed.
+  std::function<void()> atChildEnd;
 };
 
 struct ReplayOutcome {

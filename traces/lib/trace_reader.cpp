@@ -1,5 +1,7 @@
 #include "traces/lib/trace_reader.h"
 
+#include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -40,6 +42,26 @@ void addName(const Json& v, std::vector<std::string>* out) {
 }
 
 bool isUnsigned(const Json& j) { return j.is_number_unsigned() || (j.is_number_integer() && j.get<int64_t>() >= 0); }
+
+// Whether `j` holds no number with a fraction or an exponent (a JSON float) anywhere: every number
+// of an argument is an integer in C but a float's, and a float converted to an integer type out of
+// its range is undefined (a trace asking for 1.3e102 bytes reached one in the decoder).
+bool onlyIntegers(const Json& j) {
+  if (j.is_number_float()) return false;
+  if (j.is_structured()) {
+    for (const auto& e : j) {
+      if (!onlyIntegers(e)) return false;
+    }
+  }
+  return true;
+}
+
+// A float argument: a finite number a float holds.
+bool fitsFloat(const Json& j) {
+  if (!j.is_number()) return false;
+  const double v = j.get<double>();
+  return std::isfinite(v) && std::fabs(v) <= static_cast<double>(std::numeric_limits<float>::max());
+}
 
 // Checks an argument's shape for its kind; "" or the problem.
 std::string checkArgument(const ParamDesc& p, const Json& a) {
@@ -309,6 +331,10 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
       if (j.contains("faults") && !j.at("faults").is_null() && !j.at("faults").is_string()) {
         return fail(path, n, "the header's faults must be a string");
       }
+      // (a replay records with it: MCSIM_RECORD_DATA)
+      if (j.contains("data_limit") && !isUnsigned(j.at("data_limit"))) {
+        return fail(path, n, "the header's data_limit must be a number of bytes");
+      }
       out->header = j;
       out->target = j.at("target").get<std::string>();
       continue;
@@ -393,6 +419,13 @@ std::string parseTrace(const std::string& text, const std::string& path, Trace* 
       if (!r.args.contains(p.name)) return fail(path, n, std::string("argument '") + p.name + "' is missing");
       const std::string why = checkArgument(p, r.args.at(p.name));
       if (!why.empty()) return fail(path, n, std::string("argument '") + p.name + "': " + why);
+      if (p.kind == Kind::kScalar && p.ctype == CType::kF32) {
+        if (!r.args.at(p.name).is_null() && !fitsFloat(r.args.at(p.name))) {
+          return fail(path, n, std::string("argument '") + p.name + "': expected a number a float holds");
+        }
+      } else if (!onlyIntegers(r.args.at(p.name))) {
+        return fail(path, n, std::string("argument '") + p.name + "': a number with a fraction or an exponent where C has an integer");
+      }
     }
     // Decoding with every name answered checks the descriptors' fields.
     try {
