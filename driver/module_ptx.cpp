@@ -96,6 +96,10 @@ struct LinkedImage {
   std::vector<PtxEntry> objects;
   std::unique_ptr<ptx::PtxLinker> linker;
   std::map<std::string, std::shared_ptr<const ptx::LinkedPtx>> kernels;
+  // The links of functions a kernel's link declared only, made at their first call (on the
+  // thread that runs the kernel, so under a lock of their own): (kernel, function) -> text.
+  std::mutex callMu;
+  std::map<std::pair<std::string, std::string>, std::string> calls;
 };
 
 // The image of `code`'s prelinked objects for compute capability `cc`. Known by the objects'
@@ -160,6 +164,22 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
         why_ = "linking the PTX of the relocatable objects it was linked from: " + error;
         *r = CUDA_ERROR_NOT_SUPPORTED;
         return nullptr;
+      }
+      if (l->tablesDeclaredOnly) {
+        // The functions it declares only (a table's: NCCL's ncclDevFuncTable) are linked at their
+        // first call, once per process for every context (docs/ptx.md).
+        l->text += ptx::registerCallLinker(
+            [image, name](const std::string& function, std::string* text, std::string* error) {
+              std::lock_guard<std::mutex> callLock(image->callMu);
+              auto c = image->calls.find({name, function});
+              if (c == image->calls.end()) {
+                ptx::LinkedPtx linked;
+                if (!image->linker->linkOnCall(name, function, &linked, error)) return false;
+                c = image->calls.emplace(std::make_pair(name, function), std::move(linked.text)).first;
+              }
+              *text = c->second;
+              return true;
+            });
       }
       k = image->kernels.emplace(name, std::move(l)).first;
     }

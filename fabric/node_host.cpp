@@ -499,6 +499,8 @@ class ProcessNode final : public AttachedNode {
       *module = 0;
       return Status::kOk;
     }
+    // A linked kernel's table functions, linked at their first call (docs/ptx.md).
+    ptx::attachCallLinker(text, parsed.get());
     ptxModules_[draft] = std::move(parsed);
     return Status::kOk;
   }

@@ -14,9 +14,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "ptx/ir.h"
 
 namespace mcsim::ptx {
 
@@ -66,8 +69,15 @@ class PtxLinker {
   // defining the functions only initialisers name may add.
   bool link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error,
             size_t tableBytes = kTableBytes) const;
+  // The link that adds `function` (its mangled name), declared only in `kernel`'s link, to the
+  // kernel at its first call (ptx::extendKernel): the kernel and `function` with what they reach,
+  // every other function declared and every .global and .const variable laid out as in the
+  // kernel's link, so that addresses and places agree.
+  bool linkOnCall(const std::string& kernel, const std::string& function, LinkedPtx* out, std::string* error) const;
 
  private:
+  bool linkWith(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error, size_t tableBytes,
+                bool onCall) const;
   struct State;
   std::unique_ptr<State> s_;
 };
@@ -80,5 +90,15 @@ class PtxLinker {
 // `.weak` ones is taken), or an object cannot be scanned (an unclosed body, say).
 bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::string>& roots, LinkedPtx* out,
              std::string* error);
+
+// Linking at a first call across the driver and the node (docs/ptx.md, "Linking a function at its
+// first call"). The program's driver, which holds the objects, registers how to link one
+// function of a kernel's link (PtxLinker::linkOnCall's text); the marker it gets back ends the
+// kernel's text sent to the node, which attaches (attachCallLinker) the parse of that text to
+// the module it parses, as Module::linkOnCall. Thread-safe. A node in another process (a shared
+// node) finds no such linker: its Module::linkOnCall answers why.
+using CallLinker = std::function<bool(const std::string& function, std::string* text, std::string* error)>;
+std::string registerCallLinker(CallLinker linker);  // a comment line, to end the module's text
+void attachCallLinker(const std::string& text, Module* module);
 
 }  // namespace mcsim::ptx
