@@ -169,13 +169,13 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
         // The functions it declares only (a table's: NCCL's ncclDevFuncTable) are linked at their
         // first call, once per process for every context (docs/ptx.md).
         l->text += ptx::registerCallLinker(
-            [image, name](const std::string& function, std::string* text, std::string* error) {
+            [image, name](const std::string& function, std::string* text, std::string* why) {
               std::lock_guard<std::mutex> callLock(image->callMu);
               auto c = image->calls.find({name, function});
               if (c == image->calls.end()) {
-                ptx::LinkedPtx linked;
-                if (!image->linker->linkOnCall(name, function, &linked, error)) return false;
-                c = image->calls.emplace(std::make_pair(name, function), std::move(linked.text)).first;
+                ptx::LinkedPtx call;
+                if (!image->linker->linkOnCall(name, function, &call, why)) return false;
+                c = image->calls.emplace(std::make_pair(name, function), std::move(call.text)).first;
               }
               *text = c->second;
               return true;

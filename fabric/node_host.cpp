@@ -38,6 +38,7 @@
 #include "model/digest.h"
 #include "model/engine.h"
 #include "model/ordered_mutex.h"
+#include "ptx/linker.h"
 #include "ptx/parser.h"
 
 namespace mcsim::fabric {

@@ -526,6 +526,9 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
         else variables.insert(Ref{o, k});
       }
     }
+    // And the builtins any object declares, as the first object that does.
+    for (const auto& [n, r] : s_->firstExtern)
+      if (info[r.first].stmts[r.second].kind == Stmt::Kind::kFunction) functions.emplace(r, false);
   }
 
   // Names: an object's own symbols keep theirs unless another emitted symbol has it.

@@ -9,8 +9,10 @@
 // the variables any of those name. Functions that only a variable's initialiser names (a table
 // of function pointers) are defined too, with what they reach, while that adds at most
 // kTableBytes of PTX; beyond that all of them are declared, not defined: they have addresses, and
-// an indirect call to one stops the kernel as a call to a function defined nowhere does
-// (docs/nccl.md says why: NCCL's table names all 671 of its device functions, 131 MB of PTX).
+// each is linked into the kernel at its first call (linkOnCall, ptx::extendKernel; docs/nccl.md
+// says why: NCCL's table names all 671 of its device functions, 131 MB of PTX). Such a link
+// declares every function of the objects and lays out every .global and .const variable, in one
+// order, so that the links made later agree with it on every address.
 #pragma once
 
 #include <cstdint>
