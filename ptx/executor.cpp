@@ -224,7 +224,7 @@ class Executor::Run {
   // The kernel grew (a function linked at its first call, by this run or another of the same
   // kernel): the tables and every warp's registers and local memory follow; what is there keeps
   // its place (a lane's local memory moves to the lane's new stride).
-  void grow() {
+  void followKernel() {
     if (direct_.size() == fn_.code.size() && regMask_.size() == fn_.regTypes.size() && localStride_ == fn_.localBytes) return;
     prepareCode();
     const uint64_t from = localStride_, to = fn_.localBytes;
@@ -1385,7 +1385,7 @@ class Executor::Run {
     // The module is the executor's owner's, not const: the kernel grows in place.
     if (!extendKernel(ex_.module_, const_cast<Function*>(&fn_), extra, name, why)) return false;
     hasCalls_ = true;
-    grow();
+    followKernel();
     return true;
   }
 
@@ -1394,7 +1394,7 @@ class Executor::Run {
   // different functions diverge and reconverge at the return as any other lanes. An address that
   // is not such a function's stops the kernel with an illegal address before any lane enters.
   void indirectCall(Warp& w, const Instruction& in, uint32_t exec) {
-    grow();  // another run of this kernel may have linked functions into it
+    followKernel();  // another run of this kernel may have linked functions into it
     const uint64_t* target = row(w, in.ops[0].reg);
     uint32_t callee[32];
     for (uint32_t m = exec; m != 0; m &= m - 1) {

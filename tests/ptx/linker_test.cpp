@@ -212,6 +212,39 @@ const std::string kD = std::string(kHeader) + R"(
 }
 .visible .global .align 8 .u64 table2[2] = {add_str, scale};
 .extern .func (.param .b32 func_retval0) scale(.param .b32 scale_param_0);
+// Warp 0 keeps a value in local memory and a register while it loops past its turn; warp 1 makes
+// the first call meanwhile, which grows the kernel under warp 0.
+.visible .entry keep_local(.param .u64 keep_local_param_0)
+{
+  .local .align 4 .b8 mine[4];
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [keep_local_param_0];
+  mov.u32 %r1, %tid.x;
+  add.s32 %r2, %r1, 1000;
+  st.local.u32 [mine], %r2;
+  setp.ge.u32 %p1, %r1, 32;
+  @%p1 bra CALL;
+  mov.u32 %r3, 0;
+LOOP:
+  add.s32 %r3, %r3, 1;
+  setp.lt.u32 %p1, %r3, 5000;
+  @%p1 bra LOOP;
+CALL:
+  mov.u64 %rd2, table2;
+  ld.global.u64 %rd3, [%rd2];
+  { .param .b64 param0;
+  st.param.b64 [param0+0], %rd1;
+  prototype_2 : .callprototype ()_ (.param .b64 _);
+  call %rd3, (param0), prototype_2; }
+  ld.local.u32 %r4, [mine];
+  add.s32 %r5, %r4, %r2;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.u32 [%rd5+4], %r5;
+  ret;
+}
 .visible .entry call_table(.param .u64 call_table_param_0)
 {
   .reg .b32 %r<3>;
@@ -270,6 +303,23 @@ TEST(PtxLinker, TableFunctionsAreLinkedAtTheirFirstCall) {
   EXPECT_NE(r.message.find("the address of 'add_str', which could not be linked at its first call: no objects here"),
             std::string::npos)
       << r.message;
+  // A kernel grown while a warp holds values in its registers and local memory: they stay.
+  {
+    LinkedPtx keep;
+    ASSERT_TRUE(linker.link({"keep_local"}, &keep, &error, /*tableBytes=*/100)) << error;
+    Program g(keep.text, "linked.ptx");
+    ASSERT_TRUE(g.ok()) << g.error();
+    g.module().linkOnCall = [&](const std::string& function, Module* extra, std::string* why) {
+      LinkedPtx l;
+      return linker.linkOnCall("keep_local", function, &l, why) && parseModule(l.text, "linked.ptx", extra, why);
+    };
+    const uint64_t o = g.buffer(4 * 65);
+    const LaunchResult kr = g.launch("keep_local", {1, 1, 1}, {64, 1, 1}, {o});
+    ASSERT_EQ(kr.fault, Fault::kNone) << kr.message;
+    const std::vector<uint32_t> got = g.read<uint32_t>(o, 65);
+    EXPECT_EQ(got[0], 64u * 14u);
+    for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(got[1 + t], 2 * (t + 1000)) << t;
+  }
   // A function no object defines.
   LinkedPtx none;
   EXPECT_FALSE(linker.linkOnCall("call_table", "nowhere", &none, &error));
