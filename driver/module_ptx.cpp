@@ -72,10 +72,13 @@ CUresult ModulePtx::prepare(int device) {
     return result_ = CUDA_ERROR_NOT_SUPPORTED;
   }
   nodeModule_ = draft;
-  // The .global variables: in the device's memory, initialised from the PTX.
+  // The .global variables: in the device's memory, initialised from the PTX (of a kernel whose
+  // functions are linked at their first call, the kernel's own: the node writes the rest then).
+  ptx::attachCallLinker(entry->text, &module_);
   if (!module_.globalInit.empty()) {
     Status s = node().allocLinear(device, module_.globalInit.size(), &globalsVa_);
-    if (s == Status::kOk) s = node().write(globalsVa_, module_.globalInit.data(), module_.globalInit.size(), device);
+    const uint64_t load = std::min<uint64_t>(module_.globalInit.size(), module_.globalsLoaded);
+    if (s == Status::kOk && load != 0) s = node().write(globalsVa_, module_.globalInit.data(), load, device);
     if (s != Status::kOk) {
       why_ = "its .global variables could not be placed in device memory";
       return result_ = toResult(s);
@@ -166,6 +169,12 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
         return nullptr;
       }
       if (l->tablesDeclaredOnly) {
+        // Its kernel's .global variables are laid out first: only those are placed at the load.
+        ptx::Module parsed;
+        std::string parseError;
+        const uint64_t loaded = ptx::parseModule(l->text, "linked.ptx", &parsed, &parseError, /*lenient=*/true)
+                                    ? ptx::kernelGlobalsEnd(parsed, *l)
+                                    : UINT64_MAX;
         // The functions it declares only (a table's: NCCL's ncclDevFuncTable) are linked at their
         // first call, once per process for every context (docs/ptx.md).
         l->text += ptx::registerCallLinker(
@@ -179,7 +188,8 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
               }
               *text = c->second;
               return true;
-            });
+            },
+            loaded);
       }
       k = image->kernels.emplace(name, std::move(l)).first;
     }

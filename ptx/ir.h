@@ -250,6 +250,11 @@ struct Module {
   // kernel at its first call (extendKernel, ptx/parser.h). Set by the module's owner; empty: none.
   // Called on the thread that runs the kernel.
   std::function<bool(const std::string& name, Module* extra, std::string* why)> linkOnCall;
+  // Such a module's owner places in device memory only the first `globalsLoaded` bytes of
+  // globalInit (the kernel's own variables); the rest (those of the functions linked at a call)
+  // is written there at the first such link (`restLoaded`), on the thread that runs the kernel.
+  uint64_t globalsLoaded = UINT64_MAX;
+  bool restLoaded = false;
 
   const Function* find(const std::string& fn) const;
   // The name of the function at `address` (kFunctionWindow ...), or nullptr.

@@ -392,7 +392,7 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
     }
     if (body && hasBody) added += st.end - st.begin;
   };
-  for (size_t k = 0; k < roots.size(); ++k) {
+  auto wantRoot = [&](size_t k) -> bool {
     const std::string& root = roots[k];
     auto g = global.find(root);
     // A link for a call (linkOnCall): the kernel, then the function called, which may be one of
@@ -420,14 +420,17 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
         *error = "no object defines a function '" + root + "'";
         return false;
       }
-      continue;
+      return true;
     }
     if (g == global.end() || info[g->second.first].stmts[g->second.second].entry != (k == 0 || !onCall)) {
       *error = k > 0 && onCall ? "no object defines a function '" + root + "'" : "no object defines a kernel '" + root + "'";
       return false;
     }
     want(g->second, true);
-  }
+    return true;
+  };
+  for (size_t k = 0; k < roots.size() && (k == 0 || !onCall); ++k)
+    if (!wantRoot(k)) return false;
   // Takes in what the statements in `todo` name, transitively.
   auto drain = [&]() -> bool {
   while (!todo.empty()) {
@@ -471,6 +474,12 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
 
     return true;
   };
+  if (!drain()) return false;
+  // What the kernel reaches of the variables: laid out first (below), so that where the others
+  // are laid out too they stay out of the kernel's way.
+  const std::set<Ref> kernelVariables = variables;
+  for (size_t k = 1; k < roots.size() && onCall; ++k)
+    if (!wantRoot(k)) return false;
   if (!drain()) return false;
   if (onCall) tableBytes = 0;
   // Functions only an initialiser names (tables of function pointers): defined too, with what
@@ -596,8 +605,15 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
     append(";\n");
     if (!body) ++out->functionsDeclared;
   }
-  for (const Ref& r : variables) {
+  std::vector<Ref> layout(kernelVariables.begin(), kernelVariables.end());
+  for (const Ref& r : variables)
+    if (kernelVariables.count(r) == 0) layout.push_back(r);
+  for (const Ref& r : layout) {
     const Stmt& st = info[r.first].stmts[r.second];
+    if (kernelVariables.count(r) != 0) {
+      auto rn = rename[r.first].find(st.name);
+      out->kernelVariables.push_back(rn != rename[r.first].end() ? rn->second : st.name);
+    }
     out->pieces.push_back({line, r.first, st.line});
     copy(r.first, st.begin, st.end);
     append("\n");
@@ -636,18 +652,31 @@ CallLinkers& callLinkers() {
 
 }  // namespace
 
-std::string registerCallLinker(CallLinker linker) {
+std::string registerCallLinker(CallLinker linker, uint64_t globalsLoaded) {
   CallLinkers& c = callLinkers();
   std::lock_guard<std::mutex> lock(c.mu);
   c.linkers.push_back(std::move(linker));
-  return std::string(kCallLinkerMarker) + std::to_string(::getpid()) + " linker " + std::to_string(c.linkers.size() - 1) + "\n";
+  return std::string(kCallLinkerMarker) + std::to_string(::getpid()) + " linker " + std::to_string(c.linkers.size() - 1) +
+         " globals loaded " + std::to_string(globalsLoaded) + "\n";
+}
+
+uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked) {
+  const std::set<std::string> names(linked.kernelVariables.begin(), linked.kernelVariables.end());
+  uint64_t end = 0;
+  for (const ModuleVariable& v : module.variables)
+    if (v.space == Space::kGlobal && names.count(v.name) != 0) end = std::max(end, v.offset + v.size);
+  return end;
 }
 
 void attachCallLinker(const std::string& text, Module* module) {
   const size_t at = text.rfind(kCallLinkerMarker);
   if (at == std::string::npos) return;
   unsigned long pid = 0, index = 0;
-  if (std::sscanf(text.c_str() + at + sizeof kCallLinkerMarker - 1, "%lu linker %lu", &pid, &index) != 2) return;
+  unsigned long long loaded = 0;
+  if (std::sscanf(text.c_str() + at + sizeof kCallLinkerMarker - 1, "%lu linker %lu globals loaded %llu", &pid, &index,
+                  &loaded) != 3)
+    return;
+  module->globalsLoaded = loaded;
   CallLinker linker;
   if (pid == static_cast<unsigned long>(::getpid())) {
     CallLinkers& c = callLinkers();

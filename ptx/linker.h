@@ -49,6 +49,9 @@ struct LinkedPtx {
   size_t functionsDeclared = 0;  // functions only declared (an initialiser names them)
   bool tablesDeclaredOnly = false;  // their definitions would have added more than kTableBytes
   size_t variables = 0;
+  // The variables the kernel (the first root) reaches, by their names in `text`: laid out before
+  // the others, which a link that declares functions only lays out too (docs/ptx.md).
+  std::vector<std::string> kernelVariables;
 
   // "obj.ptx:123" for line `line` of `text` ("" when it is not from an object). And a parser
   // message "<name>:<line>: why" about `text` with its line turned into the object's.
@@ -100,7 +103,11 @@ bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::stri
 // the module it parses, as Module::linkOnCall. Thread-safe. A node in another process (a shared
 // node) finds no such linker: its Module::linkOnCall answers why.
 using CallLinker = std::function<bool(const std::string& function, std::string* text, std::string* error)>;
-std::string registerCallLinker(CallLinker linker);  // a comment line, to end the module's text
-void attachCallLinker(const std::string& text, Module* module);
+// `globalsLoaded`: the bytes of the module's .global variables its kernel reaches (laid out first,
+// LinkedPtx::kernelVariables), which the driver places in device memory at the module's load.
+std::string registerCallLinker(CallLinker linker, uint64_t globalsLoaded);  // a comment line, to end the text
+void attachCallLinker(const std::string& text, Module* module);  // and sets Module::globalsLoaded
+// The end of the .global variables `module` (parsed from a link's text) places for its kernel.
+uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked);
 
 }  // namespace mcsim::ptx
