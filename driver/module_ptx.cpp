@@ -74,10 +74,13 @@ CUresult ModulePtx::prepare(int device) {
     return result_ = CUDA_ERROR_NOT_SUPPORTED;
   }
   nodeModule_ = draft;
-  // The .global variables: in the device's memory, initialised from the PTX.
+  // The .global variables: in the device's memory, initialised from the PTX (of a kernel whose
+  // functions are linked at their first call, the kernel's own: the node writes the rest then).
+  ptx::attachCallLinker(entry->text, &module_);
   if (!module_.globalInit.empty()) {
     Status s = node().allocLinear(device, module_.globalInit.size(), &globalsVa_);
-    if (s == Status::kOk) s = node().write(globalsVa_, module_.globalInit.data(), module_.globalInit.size(), device);
+    const uint64_t load = std::min<uint64_t>(module_.globalInit.size(), module_.globalsLoaded);
+    if (s == Status::kOk && load != 0) s = node().write(globalsVa_, module_.globalInit.data(), load, device);
     if (s != Status::kOk) {
       why_ = "its .global variables could not be placed in device memory";
       return result_ = toResult(s);
@@ -98,6 +101,10 @@ struct LinkedImage {
   std::vector<PtxEntry> objects;
   std::unique_ptr<ptx::PtxLinker> linker;
   std::map<std::string, std::shared_ptr<const ptx::LinkedPtx>> kernels;
+  // The links of functions a kernel's link declared only, made at their first call (on the
+  // thread that runs the kernel, so under a lock of their own): (kernel, function) -> text.
+  std::mutex callMu;
+  std::map<std::pair<std::string, std::string>, std::string> calls;
 };
 
 // The image of `code`'s prelinked objects for compute capability `cc`. Known by the objects'
@@ -162,6 +169,29 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
         why_ = "linking the PTX of the relocatable objects it was linked from: " + error;
         *r = CUDA_ERROR_NOT_SUPPORTED;
         return nullptr;
+      }
+      if (l->tablesDeclaredOnly) {
+        // Its kernel's .global variables are laid out first: only those are placed at the load.
+        ptx::Module parsed;
+        std::string parseError;
+        const uint64_t loaded = ptx::parseModule(l->text, "linked.ptx", &parsed, &parseError, /*lenient=*/true)
+                                    ? ptx::kernelGlobalsEnd(parsed, *l)
+                                    : UINT64_MAX;
+        // The functions it declares only (a table's: NCCL's ncclDevFuncTable) are linked at their
+        // first call, once per process for every context (docs/ptx.md).
+        l->text += ptx::registerCallLinker(
+            [image, name](const std::string& function, std::string* text, std::string* why) {
+              std::lock_guard<std::mutex> callLock(image->callMu);
+              auto c = image->calls.find({name, function});
+              if (c == image->calls.end()) {
+                ptx::LinkedPtx call;
+                if (!image->linker->linkOnCall(name, function, &call, why)) return false;
+                c = image->calls.emplace(std::make_pair(name, function), std::move(call.text)).first;
+              }
+              *text = c->second;
+              return true;
+            },
+            loaded);
       }
       k = image->kernels.emplace(name, std::move(l)).first;
     }

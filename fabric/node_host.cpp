@@ -38,6 +38,7 @@
 #include "model/digest.h"
 #include "model/engine.h"
 #include "model/ordered_mutex.h"
+#include "ptx/linker.h"
 #include "ptx/parser.h"
 
 namespace mcsim::fabric {
@@ -497,6 +498,8 @@ class ProcessNode final : public AttachedNode {
       *module = 0;
       return Status::kOk;
     }
+    // A linked kernel's table functions, linked at their first call (docs/ptx.md).
+    ptx::attachCallLinker(text, parsed.get());
     ptxModules_[draft] = std::move(parsed);
     return Status::kOk;
   }

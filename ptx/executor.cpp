@@ -13,6 +13,7 @@
 #include "model/float_env.h"
 #include "model/half_float.h"
 #include "model/reduction.h"
+#include "ptx/parser.h"
 #include "ptx/alu.h"
 
 namespace mcsim::ptx {
@@ -34,6 +35,10 @@ constexpr unsigned kMaxOperands = 6;  // Instruction::ops
 constexpr int32_t kPrintfArguments = 32;
 // Calls a lane may be in at once: deeper recursion fails as a GPU's stack overflow does.
 constexpr size_t kMaxCallDepth = 1024;
+// Where in a lane's local memory the frames of recursive activations start: far above any
+// kernel's own local memory, which grows when a function is linked at its first call and must
+// not run into them (docs/ptx.md, "Device functions").
+constexpr uint64_t kFrameBase = uint64_t{1} << 40;
 
 std::string hex(uint64_t v) {
   char b[24];
@@ -212,16 +217,27 @@ class Executor::Run {
  public:
   Run(Executor& ex, const Function& fn, const LaunchConfig& cfg) : ex_(ex), fn_(fn), cfg_(cfg) {
     hasCalls_ = fn.callees.size() > 1;
-    regMask_.reserve(fn.regTypes.size());
-    for (Type t : fn.regTypes) regMask_.push_back(widthMask(t));
     threadsPerBlock_ = cfg.block.x * cfg.block.y * cfg.block.z;
+    localStride_ = fn.localBytes;
+    prepareCode();
+    sharedBytes_ = static_cast<uint64_t>(fn.staticShared);
+    if (cfg.dynamicShared != 0)
+      sharedBytes_ = (sharedBytes_ + fn.dynamicSharedAlign - 1) / fn.dynamicSharedAlign * fn.dynamicSharedAlign + cfg.dynamicShared;
+  }
+
+  // The per-register and per-instruction tables, for the registers and code not yet in them:
+  // all at the start, the rest after a function was linked into the kernel at its first call.
+  void prepareCode() {
+    const Function& fn = fn_;
+    for (size_t r = regMask_.size(); r < fn.regTypes.size(); ++r) regMask_.push_back(widthMask(fn.regTypes[r]));
+    const size_t from = direct_.size();
     // Every immediate operand as a row of 32 copies, made once per launch, so that arithmetic
     // reads immediates and registers alike without filling a row each time.
     // Arithmetic whose results always fit its destination registers (no narrowing needed) may
     // write them directly: results are zero-extended from the instruction's type except a cvt
     // to a signed type (sign-extended), and setp's are 0 or 1.
     direct_.resize(fn.code.size(), false);
-    for (size_t i = 0; i < fn.code.size(); ++i) {
+    for (size_t i = from; i < fn.code.size(); ++i) {
       const Instruction& in = fn.code[i];
       if (!isAluOp(in.op) || in.nops == 0 || in.ops[0].kind != Operand::Kind::kReg) continue;
       bool ok = true;
@@ -236,16 +252,34 @@ class Executor::Run {
       direct_[i] = ok && !(in.op == Op::kSetp && in.boolOp != BoolOp::kNone);
     }
     immRows_.resize(fn.code.size() * kMaxOperands, nullptr);
-    for (size_t i = 0; i < fn.code.size(); ++i) {
+    for (size_t i = from; i < fn.code.size(); ++i) {
       for (unsigned k = 0; k < fn.code[i].nops; ++k) {
         if (fn.code[i].ops[k].kind != Operand::Kind::kImm || fn.code[i].ops[k].frame) continue;
         immStore_.emplace_back(32, fn.code[i].ops[k].imm);
         immRows_[i * kMaxOperands + k] = immStore_.back().data();
       }
     }
-    sharedBytes_ = static_cast<uint64_t>(fn.staticShared);
-    if (cfg.dynamicShared != 0)
-      sharedBytes_ = (sharedBytes_ + fn.dynamicSharedAlign - 1) / fn.dynamicSharedAlign * fn.dynamicSharedAlign + cfg.dynamicShared;
+  }
+
+  // The kernel grew (a function linked at its first call, by this run or another of the same
+  // kernel): the tables and every warp's registers and local memory follow; what is there keeps
+  // its place (a lane's local memory moves to the lane's new stride).
+  void followKernel() {
+    if (direct_.size() == fn_.code.size() && regMask_.size() == fn_.regTypes.size() && localStride_ == fn_.localBytes) return;
+    prepareCode();
+    const uint64_t from = localStride_, to = fn_.localBytes;
+    auto growWarps = [&](std::vector<Warp>& warps) {
+      for (Warp& w : warps) {
+        w.regs.resize(fn_.regTypes.size() * 32, 0);
+        if (from == to) continue;
+        std::vector<uint8_t> local(to * 32, 0);
+        for (uint64_t l = 0; l < 32 && from != 0; ++l) std::memcpy(local.data() + l * to, w.local.data() + l * from, from);
+        w.local.swap(local);
+      }
+    };
+    growWarps(warps_);
+    for (Slot& sl : slots_) growWarps(sl.warps);
+    localStride_ = static_cast<uint32_t>(to);
   }
 
   // A launch the executor refused: its first advance reports the fault.
@@ -375,7 +409,7 @@ class Executor::Run {
     std::vector<uint64_t> regs;
     std::vector<uint8_t> local;
     std::vector<Frame> frames[32];  // per lane: the calls it is in, innermost last
-    // Per lane: the frames of recursive activations, at local offsets from fn_.localBytes up, and
+    // Per lane: the frames of recursive activations, at local offsets from kFrameBase up, and
     // the offset of the innermost one from its function's linked local addresses (Operand::frame).
     std::vector<uint8_t> stack[32];
     uint64_t shift[32] = {};
@@ -442,7 +476,7 @@ class Executor::Run {
     for (unsigned i = 0; i < nwarps; ++i) {
       s.warps[i].id = i;
       s.warps[i].regs.resize(fn_.regTypes.size() * 32);
-      s.warps[i].local.resize(uint64_t{fn_.localBytes} * 32);
+      s.warps[i].local.resize(uint64_t{localStride_} * 32);
     }
     s.shared.resize(sharedBytes_);
     s.parked.resize(nwarps);
@@ -573,6 +607,11 @@ class Executor::Run {
       const Instruction& in = code[w.pc];
       step(w, in);
       if (result_.fault != Fault::kNone) return;
+      // A function linked at its first call (indirectCall) may have moved the code: `in` is gone.
+      if (fn_.code.data() != code) {
+        code = fn_.code.data();
+        continue;
+      }
       // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
       if (in.op == Op::kBar && in.barMode != BarMode::kWarpSync) {
         watching_ = false;
@@ -847,12 +886,13 @@ class Executor::Run {
         else bad = "outside the block's shared memory";
         break;
       case Space::kLocal:
-        if (inside(fn_.localBytes)) {
-          p = w.local.data() + uint64_t{lane} * fn_.localBytes + off;
-        } else if (off >= fn_.localBytes) {
-          // The frames of recursive activations, above the kernel's own local memory.
+        if (inside(localStride_)) {
+          p = w.local.data() + uint64_t{lane} * localStride_ + off;
+        } else if (off >= kFrameBase) {
+          // The frames of recursive activations, far above the kernel's own local memory (which
+          // grows when a function is linked at its first call, and must not move them).
           std::vector<uint8_t>& st = w.stack[lane];
-          const uint64_t at = off - fn_.localBytes;
+          const uint64_t at = off - kFrameBase;
           if (at < st.size() && size <= st.size() - at) p = st.data() + at;
           else bad = "outside the thread's local memory";
         } else {
@@ -1374,11 +1414,11 @@ class Executor::Run {
 
   // ---- calls (docs/ptx.md, "Device functions")
 
-  // Host bytes at local offset `off` of lane `lane`: the kernel's local memory, or above it a frame
-  // on the lane's stack. Offsets from linking (call sites, parameters) are always inside.
+  // Host bytes at local offset `off` of lane `lane`: the kernel's local memory, or from kFrameBase
+  // on a frame on the lane's stack. Offsets from linking (call sites, parameters) are always inside.
   uint8_t* localAt(Warp& w, unsigned lane, uint64_t off) {
-    if (off < fn_.localBytes) return w.local.data() + uint64_t{lane} * fn_.localBytes + off;
-    return w.stack[lane].data() + (off - fn_.localBytes);
+    if (off < kFrameBase) return w.local.data() + uint64_t{lane} * localStride_ + off;
+    return w.stack[lane].data() + (off - kFrameBase);
   }
   // The offset of a call site's argument and return variables for `lane`.
   static uint64_t siteShift(const Warp& w, unsigned lane, const CallSite& site) { return site.inFrame ? w.shift[lane] : 0; }
@@ -1434,8 +1474,8 @@ class Executor::Run {
       for (uint32_t r = 0; r < c.regCount; ++r) f.regs[r] = row(w, c.regBase + r)[l];
       f.shift = w.shift[l];
       f.stackTop = w.stack[l].size();
-      const uint64_t base = (fn_.localBytes + f.stackTop + 15) / 16 * 16;  // as linking aligns a function's locals
-      w.stack[l].resize(base - fn_.localBytes + c.localBytes);            // zeroed, as every run's
+      const uint64_t base = kFrameBase + (f.stackTop + 15) / 16 * 16;  // as linking aligns a function's locals
+      w.stack[l].resize(base - kFrameBase + c.localBytes);             // zeroed, as every run's
       to = base - c.localBase;
       w.shift[l] = to;
     }
@@ -1445,11 +1485,38 @@ class Executor::Run {
                   std::min(c.params[k].second, site.args[k].second));
   }
 
+  // Links function `name` into the kernel (Module::linkOnCall, extendKernel) and grows this run.
+  bool linkFunction(const std::string& name, std::string* why) {
+    Module extra;
+    if (!ex_.module_.linkOnCall(name, &extra, why)) return false;
+    // The module is the executor's owner's, not const: the kernel grows in place.
+    Module& module = const_cast<Module&>(ex_.module_);
+    if (!extendKernel(module, const_cast<Function*>(&fn_), extra, name, why)) return false;
+    // The variables beyond the kernel's own, which its owner did not place (Module::globalsLoaded).
+    if (!module.restLoaded && cfg_.moduleGlobalsVa != 0 && module.globalsLoaded < module.globalInit.size()) {
+      for (uint64_t at = module.globalsLoaded; at < module.globalInit.size();) {
+        MemoryWindow win;
+        if (ex_.memory_.resolve(cfg_.moduleGlobalsVa + at, AccessKind::kWrite, cfg_.device, &win) != MemoryError::kNone) {
+          *why = "the module's variables in device memory are not reachable";
+          return false;
+        }
+        const uint64_t n = std::min<uint64_t>(module.globalInit.size() - at, win.va + win.size - (cfg_.moduleGlobalsVa + at));
+        std::memcpy(win.host + (cfg_.moduleGlobalsVa + at - win.va), module.globalInit.data() + at, n);
+        at += n;
+      }
+    }
+    module.restLoaded = true;
+    hasCalls_ = true;
+    followKernel();
+    return true;
+  }
+
   // An indirect call (docs/ptx.md, "Indirect calls"): each lane goes to the function whose address
   // its register holds, among those linked into the kernel (Function::indirect); lanes calling
   // different functions diverge and reconverge at the return as any other lanes. An address that
   // is not such a function's stops the kernel with an illegal address before any lane enters.
   void indirectCall(Warp& w, const Instruction& in, uint32_t exec) {
+    followKernel();  // another run of this kernel may have linked functions into it
     const uint64_t* target = row(w, in.ops[0].reg);
     uint32_t callee[32];
     for (uint32_t m = exec; m != 0; m &= m - 1) {
@@ -1459,8 +1526,20 @@ class Executor::Run {
         const std::string* name = ex_.module_.functionAt(target[l]);
         char addr[24];
         std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(target[l]));
+        std::string why;
+        if (name != nullptr && ex_.module_.linkOnCall) {
+          // A function the link declared only: linked now, at its first call (docs/ptx.md,
+          // "Linking a function at its first call"); the kernel's code may move, so the call
+          // starts again from its instruction there.
+          if (linkFunction(*name, &why)) {
+            indirectCall(w, fn_.code[w.pc], exec);
+            return;
+          }
+          why = "', which could not be linked at its first call: " + why;
+        }
         fail(Fault::kIllegalAddress, w, l, &in,
              name == nullptr ? std::string("indirect call to ") + addr + ", which is not a function's address"
+             : !why.empty()  ? std::string("indirect call to ") + addr + ", the address of '" + *name + why
                              : std::string("indirect call to ") + addr + ", the address of '" + *name +
                                    "', which is declared but not defined in this module");
         return;
@@ -1903,6 +1982,7 @@ class Executor::Run {
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   std::vector<uint64_t> regMask_;
+  uint32_t localStride_ = 0;  // a lane's local memory: the kernel's localBytes when this run last grew
   std::deque<std::pair<std::string, uint64_t>> printfRecords_;  // (text, FIFO bytes)
   uint64_t printfBytes_ = 0;
   bool hasCalls_ = false;     // the kernel calls device functions (ret may return rather than exit)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -269,6 +270,16 @@ struct Module {
   std::vector<bool> addressTaken;
   // A lenient parse's functions left out: name -> why ("k.ptx:12: instruction ... not implemented").
   std::map<std::string, std::string> refused;
+  // A linked module whose link declared functions it did not define (a table's, docs/nccl.md):
+  // parses a link that defines function `name` into `extra`, for the executor to add it to a
+  // kernel at its first call (extendKernel, ptx/parser.h). Set by the module's owner; empty: none.
+  // Called on the thread that runs the kernel.
+  std::function<bool(const std::string& name, Module* extra, std::string* why)> linkOnCall;
+  // Such a module's owner places in device memory only the first `globalsLoaded` bytes of
+  // globalInit (the kernel's own variables); the rest (those of the functions linked at a call)
+  // is written there at the first such link (`restLoaded`), on the thread that runs the kernel.
+  uint64_t globalsLoaded = UINT64_MAX;
+  bool restLoaded = false;
 
   const Function* find(const std::string& fn) const;
   // The name of the function at `address` (kFunctionWindow ...), or nullptr.

@@ -2,11 +2,17 @@
 #include "ptx/linker.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <set>
+#include <mutex>
 #include <unordered_map>
+
+#include <unistd.h>
+
+#include "ptx/parser.h"
 
 namespace mcsim::ptx {
 
@@ -247,6 +253,9 @@ struct PtxLinker::State {
   // Definitions visible to every object: name -> (object, statement); weak ones yield.
   std::unordered_map<std::string, Ref> global;
   std::unordered_map<std::string, bool> globalWeak;
+  // Builtins (vprintf, __assertfail) and dynamic shared arrays, declared .extern and defined by
+  // none: the first object's declaration stands for all, so that every link declares them alike.
+  std::unordered_map<std::string, Ref> firstExtern;
   bool scanned = false;
   std::string error;
 };
@@ -279,6 +288,8 @@ bool PtxLinker::scan(std::string* error) {
       const bool definition = st.linkage != Stmt::Linkage::kExtern &&
                               (st.kind == Stmt::Kind::kVariable || st.bodyBegin != std::string::npos);
       if (oi.declared.count(st.name) == 0 || definition) oi.declared[st.name] = k;
+      if (!definition && (st.dynamicShared || (st.kind == Stmt::Kind::kFunction && isBuiltin(st.name))))
+        s_->firstExtern.emplace(st.name, Ref{o, k});
       if (!definition) continue;
       if (st.linkage == Stmt::Linkage::kLocal) {
         oi.local[st.name] = k;
@@ -305,6 +316,16 @@ bool PtxLinker::scan(std::string* error) {
 
 bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error,
                      size_t tableBytes) const {
+  return linkWith(roots, out, error, tableBytes, false);
+}
+
+bool PtxLinker::linkOnCall(const std::string& kernel, const std::string& function, LinkedPtx* out,
+                           std::string* error) const {
+  return linkWith({kernel, function}, out, error, 0, true);
+}
+
+bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error, size_t tableBytes,
+                         bool onCall) const {
   *out = LinkedPtx{};
   if (!s_->scanned || !s_->error.empty()) {
     *error = s_->scanned ? s_->error : "the objects were not scanned";
@@ -340,7 +361,8 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
     }
     const Stmt& st = oi.stmts[d->second];
     if (st.dynamicShared || (st.kind == Stmt::Kind::kFunction && isBuiltin(n))) {
-      *r = Ref{o, d->second};
+      auto f = s_->firstExtern.find(n);
+      *r = f != s_->firstExtern.end() ? f->second : Ref{o, d->second};
       return 1;
     }
     *error = "'" + n + "', declared .extern in " + objects[o].name + " (line " + std::to_string(st.line) +
@@ -370,14 +392,45 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
     }
     if (body && hasBody) added += st.end - st.begin;
   };
-  for (const std::string& root : roots) {
+  auto wantRoot = [&](size_t k) -> bool {
+    const std::string& root = roots[k];
     auto g = global.find(root);
-    if (g == global.end() || !info[g->second.first].stmts[g->second.second].entry) {
-      *error = "no object defines a kernel '" + root + "'";
+    // A link for a call (linkOnCall): the kernel, then the function called, which may be one of
+    // an object's own (non-.visible) functions: the first object's that defines it.
+    if (g == global.end() && onCall && k > 0) {
+      // One of an object's own functions, by its name in the kernel's link: `name$oN` where
+      // the link renamed it apart (object N), else the first object's that defines it.
+      std::string base = root;
+      uint32_t only = UINT32_MAX;
+      const size_t dollar = root.rfind("$o");
+      if (dollar != std::string::npos && dollar + 2 < root.size() &&
+          root.find_first_not_of("0123456789", dollar + 2) == std::string::npos) {
+        base = root.substr(0, dollar);
+        only = static_cast<uint32_t>(std::stoul(root.substr(dollar + 2)));
+      }
+      bool found = false;
+      for (uint32_t o = 0; o < info.size() && !found; ++o) {
+        if (only != UINT32_MAX && o != only) continue;
+        auto l = info[o].local.find(base);
+        if (l == info[o].local.end() || info[o].stmts[l->second].kind != Stmt::Kind::kFunction) continue;
+        want(Ref{o, l->second}, true);
+        found = true;
+      }
+      if (!found) {
+        *error = "no object defines a function '" + root + "'";
+        return false;
+      }
+      return true;
+    }
+    if (g == global.end() || info[g->second.first].stmts[g->second.second].entry != (k == 0 || !onCall)) {
+      *error = k > 0 && onCall ? "no object defines a function '" + root + "'" : "no object defines a kernel '" + root + "'";
       return false;
     }
     want(g->second, true);
-  }
+    return true;
+  };
+  for (size_t k = 0; k < roots.size() && (k == 0 || !onCall); ++k)
+    if (!wantRoot(k)) return false;
   // Takes in what the statements in `todo` name, transitively.
   auto drain = [&]() -> bool {
   while (!todo.empty()) {
@@ -422,6 +475,13 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
     return true;
   };
   if (!drain()) return false;
+  // What the kernel reaches of the variables: laid out first (below), so that where the others
+  // are laid out too they stay out of the kernel's way.
+  const std::set<Ref> kernelVariables = variables;
+  for (size_t k = 1; k < roots.size() && onCall; ++k)
+    if (!wantRoot(k)) return false;
+  if (!drain()) return false;
+  if (onCall) tableBytes = 0;
   // Functions only an initialiser names (tables of function pointers): defined too, with what
   // they reach, while that adds at most `tableBytes` of PTX; beyond, all of them stay declared only.
   {
@@ -447,12 +507,37 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
         break;
       }
     }
-    if (over) {
+    if (over || onCall) {
       functions = savedFunctions;
       variables = savedVariables;
       todo.clear();
       out->tablesDeclaredOnly = true;
     }
+  }
+  // Functions declared only are linked at their first call (linkOnCall): every link of these
+  // objects that declares some then declares every function and lays out every .global and
+  // .const variable, all in one order, so that each function has the same address and each
+  // variable the same place in all of them (docs/ptx.md, "Linking a function at its first call").
+  if (out->tablesDeclaredOnly) {
+    for (uint32_t o = 0; o < info.size(); ++o) {
+      for (uint32_t k = 0; k < info[o].stmts.size(); ++k) {
+        const Stmt& st = info[o].stmts[k];
+        if (st.name.empty() || st.linkage == Stmt::Linkage::kExtern) continue;
+        const bool function = st.kind == Stmt::Kind::kFunction && !st.entry && st.bodyBegin != std::string::npos;
+        const bool variable = st.kind == Stmt::Kind::kVariable && info[o].object->text->compare(st.declBegin, 7, ".shared") != 0;
+        if (!function && !variable) continue;
+        // The definition that stands: the object's own, or the one every object resolves to.
+        if (st.linkage != Stmt::Linkage::kLocal) {
+          auto g = global.find(st.name);
+          if (g == global.end() || g->second != Ref{o, k}) continue;
+        }
+        if (function) functions.emplace(Ref{o, k}, false);
+        else variables.insert(Ref{o, k});
+      }
+    }
+    // And the builtins any object declares, as the first object that does.
+    for (const auto& [n, r] : s_->firstExtern)
+      if (info[r.first].stmts[r.second].kind == Stmt::Kind::kFunction) functions.emplace(r, false);
   }
 
   // Names: an object's own symbols keep theirs unless another emitted symbol has it.
@@ -520,8 +605,15 @@ bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std:
     append(";\n");
     if (!body) ++out->functionsDeclared;
   }
-  for (const Ref& r : variables) {
+  std::vector<Ref> layout(kernelVariables.begin(), kernelVariables.end());
+  for (const Ref& r : variables)
+    if (kernelVariables.count(r) == 0) layout.push_back(r);
+  for (const Ref& r : layout) {
     const Stmt& st = info[r.first].stmts[r.second];
+    if (kernelVariables.count(r) != 0) {
+      auto rn = rename[r.first].find(st.name);
+      out->kernelVariables.push_back(rn != rename[r.first].end() ? rn->second : st.name);
+    }
     out->pieces.push_back({line, r.first, st.line});
     copy(r.first, st.begin, st.end);
     append("\n");
@@ -543,6 +635,68 @@ bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::stri
              std::string* error) {
   PtxLinker linker(objects);
   return linker.scan(error) && linker.link(roots, out, error);
+}
+
+namespace {
+
+constexpr const char kCallLinkerMarker[] = "// mcsim: functions linked at their first call: process ";
+
+struct CallLinkers {
+  std::mutex mu;
+  std::vector<CallLinker> linkers;
+};
+CallLinkers& callLinkers() {
+  static auto* c = new CallLinkers();  // leaked: kernels may run during static destruction
+  return *c;
+}
+
+}  // namespace
+
+std::string registerCallLinker(CallLinker linker, uint64_t globalsLoaded) {
+  CallLinkers& c = callLinkers();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.linkers.push_back(std::move(linker));
+  return std::string(kCallLinkerMarker) + std::to_string(::getpid()) + " linker " + std::to_string(c.linkers.size() - 1) +
+         " globals loaded " + std::to_string(globalsLoaded) + "\n";
+}
+
+uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked) {
+  const std::set<std::string> names(linked.kernelVariables.begin(), linked.kernelVariables.end());
+  uint64_t end = 0;
+  for (const ModuleVariable& v : module.variables)
+    if (v.space == Space::kGlobal && names.count(v.name) != 0) end = std::max(end, v.offset + v.size);
+  return end;
+}
+
+void attachCallLinker(const std::string& text, Module* module) {
+  const size_t at = text.rfind(kCallLinkerMarker);
+  if (at == std::string::npos) return;
+  unsigned long pid = 0, index = 0;
+  unsigned long long loaded = 0;
+  if (std::sscanf(text.c_str() + at + sizeof kCallLinkerMarker - 1, "%lu linker %lu globals loaded %llu", &pid, &index,
+                  &loaded) != 3)
+    return;
+  module->globalsLoaded = loaded;
+  CallLinker linker;
+  if (pid == static_cast<unsigned long>(::getpid())) {
+    CallLinkers& c = callLinkers();
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (index < c.linkers.size()) linker = c.linkers[index];
+  }
+  if (!linker) {
+    module->linkOnCall = [](const std::string&, Module*, std::string* why) {
+      *why = "the relocatable objects are in the program's process, not the node's (a shared node links no function "
+             "at its first call; docs/nccl.md)";
+      return false;
+    };
+    return;
+  }
+  const std::string name = module->name;
+  module->linkOnCall = [linker, name](const std::string& function, Module* extra, std::string* why) {
+    std::string linked;
+    if (!linker(function, &linked, why)) return false;
+    return parseModule(linked, name, extra, why, /*lenient=*/true);
+  };
 }
 
 }  // namespace mcsim::ptx

@@ -9,14 +9,19 @@
 // the variables any of those name. Functions that only a variable's initialiser names (a table
 // of function pointers) are defined too, with what they reach, while that adds at most
 // kTableBytes of PTX; beyond that all of them are declared, not defined: they have addresses, and
-// an indirect call to one stops the kernel as a call to a function defined nowhere does
-// (docs/nccl.md says why: NCCL's table names all 671 of its device functions, 131 MB of PTX).
+// each is linked into the kernel at its first call (linkOnCall, ptx::extendKernel; docs/nccl.md
+// says why: NCCL's table names all 671 of its device functions, 131 MB of PTX). Such a link
+// declares every function of the objects and lays out every .global and .const variable, in one
+// order, so that the links made later agree with it on every address.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "ptx/ir.h"
 
 namespace mcsim::ptx {
 
@@ -44,6 +49,9 @@ struct LinkedPtx {
   size_t functionsDeclared = 0;  // functions only declared (an initialiser names them)
   bool tablesDeclaredOnly = false;  // their definitions would have added more than kTableBytes
   size_t variables = 0;
+  // The variables the kernel (the first root) reaches, by their names in `text`: laid out before
+  // the others, which a link that declares functions only lays out too (docs/ptx.md).
+  std::vector<std::string> kernelVariables;
 
   // "obj.ptx:123" for line `line` of `text` ("" when it is not from an object). And a parser
   // message "<name>:<line>: why" about `text` with its line turned into the object's.
@@ -66,8 +74,15 @@ class PtxLinker {
   // defining the functions only initialisers name may add.
   bool link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error,
             size_t tableBytes = kTableBytes) const;
+  // The link that adds `function` (its mangled name), declared only in `kernel`'s link, to the
+  // kernel at its first call (ptx::extendKernel): the kernel and `function` with what they reach,
+  // every other function declared and every .global and .const variable laid out as in the
+  // kernel's link, so that addresses and places agree.
+  bool linkOnCall(const std::string& kernel, const std::string& function, LinkedPtx* out, std::string* error) const;
 
  private:
+  bool linkWith(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error, size_t tableBytes,
+                bool onCall) const;
   struct State;
   std::unique_ptr<State> s_;
 };
@@ -80,5 +95,19 @@ class PtxLinker {
 // `.weak` ones is taken), or an object cannot be scanned (an unclosed body, say).
 bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::string>& roots, LinkedPtx* out,
              std::string* error);
+
+// Linking at a first call across the driver and the node (docs/ptx.md, "Linking a function at its
+// first call"). The program's driver, which holds the objects, registers how to link one
+// function of a kernel's link (PtxLinker::linkOnCall's text); the marker it gets back ends the
+// kernel's text sent to the node, which attaches (attachCallLinker) the parse of that text to
+// the module it parses, as Module::linkOnCall. Thread-safe. A node in another process (a shared
+// node) finds no such linker: its Module::linkOnCall answers why.
+using CallLinker = std::function<bool(const std::string& function, std::string* text, std::string* error)>;
+// `globalsLoaded`: the bytes of the module's .global variables its kernel reaches (laid out first,
+// LinkedPtx::kernelVariables), which the driver places in device memory at the module's load.
+std::string registerCallLinker(CallLinker linker, uint64_t globalsLoaded);  // a comment line, to end the text
+void attachCallLinker(const std::string& text, Module* module);  // and sets Module::globalsLoaded
+// The end of the .global variables `module` (parsed from a link's text) places for its kernel.
+uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked);
 
 }  // namespace mcsim::ptx

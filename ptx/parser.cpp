@@ -44,6 +44,58 @@ struct ExternRef {
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+Builtin builtinNamed(const std::string& n) {
+  if (n == "vprintf") return Builtin::kVprintf;
+  if (n == "__assertfail") return Builtin::kAssertFail;
+  if (n == "malloc") return Builtin::kMalloc;
+  if (n == "free") return Builtin::kFree;
+  if (n == "__cuda_syscall_aligned_malloc") return Builtin::kAlignedMalloc;
+  return Builtin::kNone;
+}
+
+// Appends device function `f`'s code to kernel `out`, placed at `base` (Callee: code, registers
+// and local memory; whether it is recursive must be known), relocated (registers, labels, branch
+// target lists, local addresses, a recursive function's in its frame), and its call sites, whose
+// direct callees `index` names (name -> index in out->callees).
+void placeCode(Function* out, const Function& f, const Callee& base, const std::map<std::string, uint32_t>& index) {
+  const uint32_t siteBase = static_cast<uint32_t>(out->calls.size());
+  for (const CallSite& cs : f.calls) {
+    CallSite site = cs;
+    for (auto& a : site.args) a.first += base.localBase;
+    for (auto& r : site.rets) r.first += base.localBase;
+    if (!cs.indirect) site.callee = index.at(cs.name);
+    site.inFrame = base.recursive;
+    out->calls.push_back(site);
+  }
+  const uint32_t listBase = static_cast<uint32_t>(out->targetLists.size());
+  for (std::vector<uint32_t> list : f.targetLists) {
+    for (uint32_t& pc : list) pc += base.entryPc;
+    out->targetLists.push_back(std::move(list));
+  }
+  std::vector<Instruction> code = f.code;
+  auto reloc = [&](uint32_t& r) {
+    if (r != kNoReg) r += base.regBase;
+  };
+  for (Instruction& in : code) {
+    reloc(in.guard);
+    if (in.op == Op::kCall) in.ops[0].target += siteBase;
+    for (unsigned k = 0; k < in.nops; ++k) {
+      Operand& o = in.ops[k];
+      reloc(o.reg);
+      for (unsigned e = 0; e < o.vecCount; ++e) reloc(o.vec[e].reg);
+      if (o.kind == Operand::Kind::kLabel) o.target += base.entryPc;
+      if (o.kind == Operand::Kind::kTargets) o.target += listBase;
+    }
+  }
+  for (const auto& [instr, operand] : f.localRefs) {
+    code[instr].ops[operand].imm += base.localBase;
+    code[instr].ops[operand].frame = base.recursive;
+  }
+  out->code.insert(out->code.end(), code.begin(), code.end());
+  out->regTypes.insert(out->regTypes.end(), f.regTypes.begin(), f.regTypes.end());
+  for (const std::string& n : f.regNames) out->regNames.push_back(f.name + ":" + n);
+}
+
 bool specialByName(const std::string& n, Special* out, bool* vector) {
   static const std::map<std::string, std::pair<Special, bool>> m = {
       {"%tid", {Special::kTid, true}},         {"%ntid", {Special::kNtid, true}},
@@ -1146,14 +1198,7 @@ class Parser {
     return true;
   }
 
-  static Builtin builtinByName(const std::string& n) {
-    if (n == "vprintf") return Builtin::kVprintf;
-    if (n == "__assertfail") return Builtin::kAssertFail;
-    if (n == "malloc") return Builtin::kMalloc;
-    if (n == "free") return Builtin::kFree;
-    if (n == "__cuda_syscall_aligned_malloc") return Builtin::kAlignedMalloc;
-    return Builtin::kNone;
-  }
+  static Builtin builtinByName(const std::string& n) { return builtinNamed(n); }
 
   bool link(const Function& entry, const std::map<std::string, const Function*>& defined, Function* out,
             std::string* why, uint32_t* line) {
@@ -1245,49 +1290,18 @@ class Parser {
     // 2. Their code, relocated (registers, labels, local addresses, call sites), and the call sites.
     for (size_t i = 0; i < placed.size(); ++i) {
       if (placed[i] == nullptr) continue;
-      const Function& f = *placed[i];
-      const Callee& base = out->callees[i];
-      const uint32_t siteBase = static_cast<uint32_t>(out->calls.size());
-      for (const CallSite& cs : f.calls) {
-        CallSite site = cs;
-        for (auto& a : site.args) a.first += base.localBase;
-        for (auto& r : site.rets) r.first += base.localBase;
-        if (!cs.indirect) site.callee = index.at(cs.name);
-        site.inFrame = base.recursive;
-        out->calls.push_back(site);
-      }
       if (i == 0) {
+        const uint32_t siteBase = static_cast<uint32_t>(out->calls.size());
+        for (const CallSite& cs : entry.calls) {
+          CallSite site = cs;
+          if (!cs.indirect) site.callee = index.at(cs.name);
+          out->calls.push_back(site);
+        }
         for (Instruction& in : out->code)
           if (in.op == Op::kCall) in.ops[0].target += siteBase;
         continue;
       }
-      const uint32_t listBase = static_cast<uint32_t>(out->targetLists.size());
-      for (std::vector<uint32_t> list : f.targetLists) {
-        for (uint32_t& pc : list) pc += base.entryPc;
-        out->targetLists.push_back(std::move(list));
-      }
-      std::vector<Instruction> code = f.code;
-      auto reloc = [&](uint32_t& r) {
-        if (r != kNoReg) r += base.regBase;
-      };
-      for (Instruction& in : code) {
-        reloc(in.guard);
-        if (in.op == Op::kCall) in.ops[0].target += siteBase;
-        for (unsigned k = 0; k < in.nops; ++k) {
-          Operand& o = in.ops[k];
-          reloc(o.reg);
-          for (unsigned e = 0; e < o.vecCount; ++e) reloc(o.vec[e].reg);
-          if (o.kind == Operand::Kind::kLabel) o.target += base.entryPc;
-          if (o.kind == Operand::Kind::kTargets) o.target += listBase;
-        }
-      }
-      for (const auto& [instr, operand] : f.localRefs) {
-        code[instr].ops[operand].imm += base.localBase;
-        code[instr].ops[operand].frame = base.recursive;
-      }
-      out->code.insert(out->code.end(), code.begin(), code.end());
-      out->regTypes.insert(out->regTypes.end(), f.regTypes.begin(), f.regTypes.end());
-      for (const std::string& n : f.regNames) out->regNames.push_back(f.name + ":" + n);
+      placeCode(out, *placed[i], out->callees[i], index);
     }
     out->localBytes = localEnd;
     if (indirect) {
@@ -1400,6 +1414,120 @@ bool surveyModule(const std::string& text, const std::string& name, Module* out,
                   std::vector<std::string>* refusals) {
   refusals->clear();
   return parse(text, name, out, error, true, refusals);
+}
+
+bool extendKernel(const Module& module, Function* kernel, const Module& extra, const std::string& name, std::string* why) {
+  // The extension must see the module as the kernel does: the same functions at the same
+  // addresses, the same variables in the same places.
+  if (extra.functionNames.size() < module.functionNames.size() ||
+      !std::equal(module.functionNames.begin(), module.functionNames.end(), extra.functionNames.begin())) {
+    *why = "its link declares the module's functions in another order (their addresses would differ)";
+    return false;
+  }
+  bool sameVariables = extra.variables.size() == module.variables.size() && extra.moduleShared == module.moduleShared &&
+                       extra.globalInit.size() == module.globalInit.size() && extra.constInit.size() == module.constInit.size();
+  for (size_t v = 0; sameVariables && v < module.variables.size(); ++v) {
+    const ModuleVariable& a = module.variables[v];
+    const ModuleVariable& b = extra.variables[v];
+    sameVariables = a.name == b.name && a.space == b.space && a.offset == b.offset && a.size == b.size;
+  }
+  if (!sameVariables) {
+    *why = "its link lays out the module's variables differently (it names variables the kernel's link left out)";
+    return false;
+  }
+  std::map<std::string, const Function*> defined;
+  for (const Function& f : extra.functions)
+    if (!f.isEntry) defined.emplace(f.name, &f);
+  std::map<std::string, uint32_t> index;
+  for (uint32_t c = 0; c < kernel->callees.size(); ++c) index.emplace(kernel->callees[c].name, c);
+  const size_t first = kernel->callees.size();
+  std::vector<const Function*> placed;  // of callees [first, ...); nullptr: a builtin
+  uint32_t codeEnd = static_cast<uint32_t>(kernel->code.size());
+  uint32_t regEnd = static_cast<uint32_t>(kernel->regTypes.size());
+  uint32_t localEnd = kernel->localBytes;
+  auto place = [&](const std::string& n) -> bool {
+    if (index.count(n) != 0) return true;
+    Callee c;
+    c.name = n;
+    auto dt = defined.find(n);
+    if (dt != defined.end()) {
+      const Function& g = *dt->second;
+      c.entryPc = codeEnd;
+      c.regBase = regEnd;
+      c.regCount = static_cast<uint32_t>(g.regTypes.size());
+      c.localBase = static_cast<uint32_t>(alignUp(localEnd, 16));
+      c.localBytes = g.localBytes;
+      for (const Param& p : g.params) c.params.emplace_back(c.localBase + p.offset, p.size);
+      for (const Param& p : g.returns) c.returns.emplace_back(c.localBase + p.offset, p.size);
+      codeEnd += static_cast<uint32_t>(g.code.size());
+      regEnd += c.regCount;
+      localEnd = c.localBase + c.localBytes;
+      placed.push_back(&g);
+    } else {
+      c.builtin = builtinNamed(n);
+      if (c.builtin == Builtin::kNone) {
+        auto rt = extra.refused.find(n);
+        *why = rt != extra.refused.end() ? "'" + n + "' is not supported (" + rt->second + ")"
+                                         : "'" + n + "' is declared but not defined in its link";
+        return false;
+      }
+      placed.push_back(nullptr);
+    }
+    index.emplace(n, static_cast<uint32_t>(kernel->callees.size()));
+    kernel->callees.push_back(std::move(c));
+    return true;
+  };
+  if (defined.count(name) == 0) {
+    auto rt = extra.refused.find(name);
+    *why = rt != extra.refused.end() ? "it is not supported (" + rt->second + ")" : "its link does not define it";
+    return false;
+  }
+  if (!place(name)) return false;
+  // What the new functions call directly, in the order first called; their indirect calls find
+  // their targets (or link them) when they run.
+  for (size_t i = 0; i < placed.size(); ++i) {
+    if (placed[i] == nullptr) continue;
+    for (const CallSite& cs : placed[i]->calls)
+      if (!cs.indirect && !place(cs.name)) return false;
+  }
+  // Recursive, conservatively: a new function from which direct calls among the new ones lead
+  // back to itself, or from which they reach an indirect call (which may lead anywhere).
+  for (size_t i = 0; i < placed.size(); ++i) {
+    if (placed[i] == nullptr) continue;
+    std::vector<bool> seen(placed.size(), false);
+    std::vector<size_t> todo{i};
+    bool recursive = false;
+    while (!todo.empty() && !recursive) {
+      const size_t x = todo.back();
+      todo.pop_back();
+      for (const CallSite& cs : placed[x]->calls) {
+        if (cs.indirect) {
+          recursive = true;
+          break;
+        }
+        const uint32_t y = index.at(cs.name);
+        if (y < first || placed[y - first] == nullptr) continue;
+        if (y - first == i) recursive = true;
+        if (!seen[y - first]) {
+          seen[y - first] = true;
+          todo.push_back(y - first);
+        }
+      }
+    }
+    kernel->callees[first + i].recursive = recursive;
+  }
+  // Their code, once each knows whether it is recursive (its locals in a frame of their own).
+  for (size_t i = 0; i < placed.size(); ++i)
+    if (placed[i] != nullptr) placeCode(kernel, *placed[i], kernel->callees[first + i], index);
+  kernel->localBytes = localEnd;
+  // Their addresses, for indirect calls: those the module takes.
+  for (size_t n = 0; n < extra.functionNames.size(); ++n) {
+    auto it = index.find(extra.functionNames[n]);
+    if (it == index.end() || it->second < first || !(extra.addressTaken[n] || extra.functionNames[n] == name)) continue;
+    const std::pair<uint64_t, uint32_t> e{kFunctionWindow + uint64_t{n} * kFunctionStride, it->second};
+    kernel->indirect.insert(std::lower_bound(kernel->indirect.begin(), kernel->indirect.end(), e), e);
+  }
+  return true;
 }
 
 }  // namespace mcsim::ptx

@@ -28,4 +28,13 @@ bool parseModule(const std::string& text, const std::string& name, Module* out, 
 bool surveyModule(const std::string& text, const std::string& name, Module* out, std::string* error,
                   std::vector<std::string>* refusals);
 
+// Links device function `name` into `kernel`, a linked kernel of `module` (Function::callees), when
+// an indirect call first reaches it (docs/ptx.md, "Linking a function at its first call"): `extra`
+// is a module parsed from a link that defines `name` and what it calls, and declares the
+// same functions (the same addresses) and variables (the same places) as `module`. `name` and
+// the functions it calls directly that `kernel` lacks are appended after its code, registers
+// and local memory (what is there stays where it is), and those whose address the module takes
+// join Function::indirect. False with `why` when `extra` does not fit `module` or lacks a function.
+bool extendKernel(const Module& module, Function* kernel, const Module& extra, const std::string& name, std::string* why);
+
 }  // namespace mcsim::ptx

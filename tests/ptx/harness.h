@@ -24,6 +24,7 @@ class Program {
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
   const Module& module() const { return module_; }
+  Module& module() { return module_; }  // its owner's: Module::linkOnCall, say
   FlatMemory& memory() { return memory_; }
   Executor& executor() { return *executor_; }
 

@@ -170,13 +170,160 @@ TEST(PtxLinker, TableFunctionsAreLinkedUpToALimit) {
   ASSERT_TRUE(linker.link({"call_second"}, &linked, &error, /*tableBytes=*/100)) << error;
   EXPECT_TRUE(linked.tablesDeclaredOnly);
   EXPECT_EQ(linked.functionsDefined, 1u);
-  EXPECT_EQ(linked.functionsDeclared, 2u);
+  // Every function of the objects, so that a link at a first call gives each the same address:
+  // scale, helper, never_called, orphan.
+  EXPECT_EQ(linked.functionsDeclared, 4u);
   Program p(linked.text, "linked.ptx");
   ASSERT_TRUE(p.ok()) << p.error();
   const LaunchResult r = p.launch("call_second", {}, {1, 1, 1}, {});
   EXPECT_EQ(r.fault, Fault::kIllegalAddress);
   EXPECT_NE(r.message.find("the address of 'never_called', which is declared but not defined in this module"), std::string::npos)
       << r.message;
+}
+
+// Object d: a table whose function reads a string of its own (named as others' are), uses local
+// memory and calls a helper of its object; a kernel that calls it through the table.
+const std::string kD = std::string(kHeader) + R"(
+.global .align 1 .b8 $str[2] = {7, 0};
+.func (.param .b32 func_retval0) twice(.param .b32 twice_param_0)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [twice_param_0];
+  add.s32 %r2, %r1, %r1;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+.func add_str(.param .b64 add_str_param_0)
+{
+  .local .align 4 .b8 buf[8];
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [add_str_param_0];
+  ld.global.u8 %r1, [$str];
+  st.local.u32 [buf+4], %r1;
+  ld.local.u32 %r2, [buf+4];
+  { .param .b32 param0;
+  .param .b32 retval0;
+  st.param.b32 [param0+0], %r2;
+  call.uni (retval0), twice, (param0);
+  ld.param.b32 %r3, [retval0+0]; }
+  atom.global.add.u32 %r1, [%rd1], %r3;
+  ret;
+}
+.visible .global .align 8 .u64 table2[2] = {add_str, scale};
+.extern .func (.param .b32 func_retval0) scale(.param .b32 scale_param_0);
+// Warp 0 keeps a value in local memory and a register while it loops past its turn; warp 1 makes
+// the first call meanwhile, which grows the kernel under warp 0.
+.visible .entry keep_local(.param .u64 keep_local_param_0)
+{
+  .local .align 4 .b8 mine[4];
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [keep_local_param_0];
+  mov.u32 %r1, %tid.x;
+  add.s32 %r2, %r1, 1000;
+  st.local.u32 [mine], %r2;
+  setp.ge.u32 %p1, %r1, 32;
+  @%p1 bra CALL;
+  mov.u32 %r3, 0;
+LOOP:
+  add.s32 %r3, %r3, 1;
+  setp.lt.u32 %p1, %r3, 5000;
+  @%p1 bra LOOP;
+CALL:
+  mov.u64 %rd2, table2;
+  ld.global.u64 %rd3, [%rd2];
+  { .param .b64 param0;
+  st.param.b64 [param0+0], %rd1;
+  prototype_2 : .callprototype ()_ (.param .b64 _);
+  call %rd3, (param0), prototype_2; }
+  ld.local.u32 %r4, [mine];
+  add.s32 %r5, %r4, %r2;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.u32 [%rd5+4], %r5;
+  ret;
+}
+.visible .entry call_table(.param .u64 call_table_param_0)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [call_table_param_0];
+  mov.u64 %rd2, table2;
+  ld.global.u64 %rd3, [%rd2];
+  { .param .b64 param0;
+  st.param.b64 [param0+0], %rd1;
+  prototype_1 : .callprototype ()_ (.param .b64 _);
+  call %rd3, (param0), prototype_1; }
+  ret;
+}
+)";
+
+// Functions a link declares only are linked into the kernel at their first call (linkOnCall,
+// extendKernel): same addresses, same variables, the code grown in place, kept for later launches.
+TEST(PtxLinker, TableFunctionsAreLinkedAtTheirFirstCall) {
+  PtxLinker linker({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}, {"d.ptx", &kD}});
+  std::string error;
+  ASSERT_TRUE(linker.scan(&error)) << error;
+  LinkedPtx linked;
+  ASSERT_TRUE(linker.link({"call_table"}, &linked, &error, /*tableBytes=*/100)) << error;
+  ASSERT_TRUE(linked.tablesDeclaredOnly);
+  EXPECT_EQ(linked.functionsDefined, 1u);
+  Program p(linked.text, "linked.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const size_t codeBefore = p.module().find("call_table")->code.size();
+  int links = 0;
+  p.module().linkOnCall = [&](const std::string& function, Module* extra, std::string* why) {
+    ++links;
+    LinkedPtx l;
+    return linker.linkOnCall("call_table", function, &l, why) && parseModule(l.text, "linked.ptx", extra, why);
+  };
+  const uint64_t out = p.buffer(4);
+  for (int launch = 1; launch <= 2; ++launch) {
+    const LaunchResult r = p.launch("call_table", {2, 1, 1}, {64, 1, 1}, {out});
+    ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+    EXPECT_EQ(p.read<uint32_t>(out, 1)[0], 128u * 14u * static_cast<uint32_t>(launch));
+  }
+  EXPECT_EQ(links, 1);  // the second launch found it linked
+  const Function& k = *p.module().find("call_table");
+  EXPECT_GT(k.code.size(), codeBefore);
+  ASSERT_EQ(k.callees.size(), 3u);  // call_table, add_str, twice
+  EXPECT_EQ(k.callees[1].name, "add_str");
+  EXPECT_EQ(k.callees[2].name, "twice");
+  // A link that cannot be made: the call stops the kernel, saying why.
+  Program q(linked.text, "linked.ptx");
+  ASSERT_TRUE(q.ok()) << q.error();
+  q.module().linkOnCall = [](const std::string&, Module*, std::string* why) {
+    *why = "no objects here";
+    return false;
+  };
+  const LaunchResult r = q.launch("call_table", {1, 1, 1}, {1, 1, 1}, {q.buffer(4)});
+  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  EXPECT_NE(r.message.find("the address of 'add_str', which could not be linked at its first call: no objects here"),
+            std::string::npos)
+      << r.message;
+  // A kernel grown while a warp holds values in its registers and local memory: they stay.
+  {
+    LinkedPtx keep;
+    ASSERT_TRUE(linker.link({"keep_local"}, &keep, &error, /*tableBytes=*/100)) << error;
+    Program g(keep.text, "linked.ptx");
+    ASSERT_TRUE(g.ok()) << g.error();
+    g.module().linkOnCall = [&](const std::string& function, Module* extra, std::string* why) {
+      LinkedPtx l;
+      return linker.linkOnCall("keep_local", function, &l, why) && parseModule(l.text, "linked.ptx", extra, why);
+    };
+    const uint64_t o = g.buffer(4 * 65);
+    const LaunchResult kr = g.launch("keep_local", {1, 1, 1}, {64, 1, 1}, {o});
+    ASSERT_EQ(kr.fault, Fault::kNone) << kr.message;
+    const std::vector<uint32_t> got = g.read<uint32_t>(o, 65);
+    EXPECT_EQ(got[0], 64u * 14u);
+    for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(got[1 + t], 2 * (t + 1000)) << t;
+  }
+  // A function no object defines.
+  LinkedPtx none;
+  EXPECT_FALSE(linker.linkOnCall("call_table", "nowhere", &none, &error));
+  EXPECT_EQ(error, "no object defines a function 'nowhere'");
 }
 
 }  // namespace
