@@ -14,6 +14,9 @@ namespace mcsim::fabric {
 
 namespace {
 
+// A wall-clock delay keeps a driver call waiting for real: at most a minute.
+constexpr uint64_t kMaxWallDelayPs = 60ull * 1000 * 1000 * 1000 * 1000;
+
 std::vector<std::string> words(const std::string& s) {
   std::istringstream in(s);
   std::vector<std::string> out;
@@ -283,12 +286,19 @@ class RuleParser {
     } else if (a == "delay") {
       // "delay TIME", or "delay TIME [then] return NAME": the call takes TIME, then fails (a
       // manager that stalls before it answers SYSTEM_NOT_READY).
-      const char* usage = "delay TIME [then return CUDA_ERROR_NAME]";
+      // With `wall` the call also waits that long in wall-clock time, so that code with wall-clock
+      // timeouts (NCCL's, a watchdog's) meets the stall as it would on a real system.
+      const char* usage = "delay TIME [wall] [then return CUDA_ERROR_NAME]";
       requirePoint(entry, "driver entry points");
       if (w.size() < 2 || !parseDuration(w[1], &r->timePs)) fail("delay takes a simulated time such as 10us");
       size_t next = 2;
+      if (next < w.size() && w[next] == "wall") {
+        if (r->timePs > kMaxWallDelayPs) fail("a wall-clock delay is at most 60s");
+        r->wallClock = true;
+        ++next;
+      }
       if (next < w.size() && w[next] == "then") ++next;
-      if (next == w.size() && next == 2) {
+      if (next == w.size() && (next == 2 || (next == 3 && r->wallClock))) {
         r->action = FaultActionKind::kDelay;
       } else if (next + 2 == w.size() && w[next] == "return") {
         r->action = FaultActionKind::kReturn;

@@ -22,7 +22,7 @@
 // call), after=N (every matching call after the Nth), prob=P (drawn from the seeded source),
 // at=TIME (simulated time at least TIME: 10us, 2ms, 0), max=K (at most K firings), always. With
 // device=, nth/after/max count each listed device's calls on their own (nth=1: the first call of
-// every listed device). Actions: return CUresult-name | delay TIME [then] return CUresult-name |
+// every listed device). Actions: return CUresult-name | delay TIME [wall] [then] return CUresult-name |
 // block [name=ID] [until=TIME | for=TIME] | release ID | delay TIME |
 // state not-started|initialising|ready|degraded|restarted | exhaust | absent | present | down | up.
 #pragma once
@@ -87,6 +87,7 @@ struct FaultRule {
   std::string result;   // kReturn: the CUresult name (the driver resolves it)
   std::string label;    // kBlock name=..., kRelease target
   uint64_t timePs = 0;  // kDelay, and kReturn's delay before it returns ("delay 7s return ...")
+  bool wallClock = false; // "delay TIME wall": the call also waits TIME of wall-clock time
   int64_t untilPs = -1; // kBlock until=TIME: released when simulated time reaches it; < 0: never
   int64_t forPs = -1;   // kBlock for=TIME: released TIME after the call arrives; < 0: never
   std::string state;    // kState

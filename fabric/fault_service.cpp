@@ -1,7 +1,9 @@
 // The node's fault plan (fault_service.h).
 #include "fabric/fault_service.h"
 
+#include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include "fabric/multicast_service.h"
 #include "model/engine.h"
@@ -55,7 +57,7 @@ Node::FaultOutcome FaultService::onEntry(OrderedLock& lock, const char* symbol, 
   switch (r.action) {
     case FaultActionKind::kReturn:
       // "delay 7s return ...": the call takes its time before it fails (a stalled manager).
-      if (r.timePs > 0) delay(r.timePs);
+      if (r.timePs > 0) delay(r.timePs, r.wallClock, lock);
       out.fail = true;
       out.result = r.result;
       return out;
@@ -64,7 +66,7 @@ Node::FaultOutcome FaultService::onEntry(OrderedLock& lock, const char* symbol, 
       waiter_.progress();
       return out;
     case FaultActionKind::kDelay:
-      delay(r.timePs);
+      delay(r.timePs, r.wallClock, lock);
       return out;
     case FaultActionKind::kBlock:
       return block(r, symbol, device, lock);
@@ -80,14 +82,21 @@ void FaultService::release(const std::string& label) {
 
 // A `delay` (or the delay of "delay T return ...") : simulated time passes for the call. Timed
 // blocks may end meanwhile, so waiters look again.
-void FaultService::delay(uint64_t ps) {
+void FaultService::delay(uint64_t ps, bool wall, OrderedLock& lock) {
   // A delay past the end of simulated time stops there (past 2^64 ps it wrapped round to a time
   // already past, and the delay was dropped without a word).
+  const uint64_t wallPs = ps;
   const uint64_t now = engine_.nowPs();
-  if (now >= kEndOfSimulatedTimePs) return;
-  if (ps > kEndOfSimulatedTimePs - now) ps = kEndOfSimulatedTimePs - now;
-  engine_.run([ps] { return ps; });
-  waiter_.progress();
+  if (now < kEndOfSimulatedTimePs) {
+    if (ps > kEndOfSimulatedTimePs - now) ps = kEndOfSimulatedTimePs - now;
+    engine_.run([ps] { return ps; });
+    waiter_.progress();
+  }
+  if (!wall) return;
+  // Other calls go on meanwhile, as they would beside a stalled call on a real system.
+  lock.unlock();
+  std::this_thread::sleep_for(std::chrono::nanoseconds(wallPs / 1000));
+  lock.lock();
 }
 
 // A call held by a `block` rule: until its label is released (a release rule, the API), or

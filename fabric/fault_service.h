@@ -60,7 +60,8 @@ class FaultService {
   bool vetoSlot();
 
  private:
-  void delay(uint64_t ps);
+  // `wall`: the call then also waits that long in wall-clock time, with `lock` released meanwhile.
+  void delay(uint64_t ps, bool wall, OrderedLock& lock);
   Node::FaultOutcome block(const FaultRule& r, const char* symbol, int device, OrderedLock& lock);
   void applyFabricRule(const FaultRule& r);
 

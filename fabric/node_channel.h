@@ -173,7 +173,7 @@ MCSIM_WIRE_FIELDS(ArgValue, s.number, s.symbol)
 MCSIM_WIRE_FIELDS(ArgFilter, s.name, s.op, s.text, s.values)
 MCSIM_WIRE_FIELDS(FaultRule, s.file, s.line, s.text, s.point, s.entry, s.prefix, s.devices, s.ranks, s.gpu, s.args,
                   s.nth, s.after, s.max, s.probability, s.atPs, s.always, s.action, s.result, s.label, s.timePs,
-                  s.untilPs, s.forPs, s.state)
+                  s.untilPs, s.forPs, s.state, s.wallClock)
 MCSIM_WIRE_FIELDS(FaultRuleCounts, s.matched, s.fired)
 MCSIM_WIRE_FIELDS(Node::FaultOutcome, s.fail, s.result, s.status)
 MCSIM_WIRE_FIELDS(channel::WireFaultArgument, s.name, s.value, s.text, s.isText, s.present)

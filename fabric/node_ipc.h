@@ -24,7 +24,7 @@ namespace mcsim::fabric::ipc {
 // DeviceOp's wait of a stream memory operation (waitCompare, waitValue). 6: loadPtx, PTX kernel
 // launches, and waits that answer a kernel's fault (docs/ptx.md). 7: a PTX launch's resident
 // blocks (DeviceOp::residentBlocks).
-constexpr uint32_t kProtocolVersion = 9;
+constexpr uint32_t kProtocolVersion = 10;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver
 // attaches only to a node that has every capability it needs (kNeeded).

@@ -205,6 +205,18 @@ TEST_F(Mechanics, DelayAdvancesSimulatedTime) {
   EXPECT_EQ(t0 + 10'000'150'000ull, mcsim::api::simulatedTimePs());
 }
 
+// `delay TIME wall`: the same simulated time, and the call also waits that long on the wall clock
+// (only a lower bound is checked: a loaded machine makes it longer, never shorter).
+TEST_F(Mechanics, WallDelayAlsoWaitsInWallTime) {
+  INIT();
+  install("cuCtxSynchronize : nth=1 -> delay 30ms wall");
+  const uint64_t t0 = mcsim::api::simulatedTimePs();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_OK(cuCtxSynchronize());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(30));
+  EXPECT_EQ(t0 + 30'000'000'000ull, mcsim::api::simulatedTimePs());
+}
+
 // --- Filters ------------------------------------------------------------------------------------
 
 TEST_F(Mechanics, DeviceFilterSeesTheDeviceTheCallNames) {

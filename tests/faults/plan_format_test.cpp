@@ -156,6 +156,15 @@ TEST(PlanFormat, Actions) {
   r = one("cuMemcpyHtoD : always -> delay 150ns");
   EXPECT_EQ(FaultActionKind::kDelay, r.action);
   EXPECT_EQ(150'000u, r.timePs);
+  EXPECT_FALSE(r.wallClock);
+  r = one("cuMemcpyHtoD : always -> delay 20ms wall");
+  EXPECT_EQ(FaultActionKind::kDelay, r.action);
+  EXPECT_EQ(20'000'000'000u, r.timePs);
+  EXPECT_TRUE(r.wallClock);
+  r = one("cuMulticastBindMem : nth=1 -> delay 7s wall then return CUDA_ERROR_SYSTEM_NOT_READY");
+  EXPECT_EQ(FaultActionKind::kReturn, r.action);
+  EXPECT_EQ("CUDA_ERROR_SYSTEM_NOT_READY", r.result);
+  EXPECT_TRUE(r.wallClock);
   for (const char* s : {"not-started", "initialising", "ready", "degraded", "restarted"}) {
     r = one(std::string("fabric-manager : always -> state ") + s);
     EXPECT_EQ(FaultActionKind::kState, r.action);
@@ -236,7 +245,9 @@ TEST(PlanFormat, RefusesBadCountsTimesAndProbabilities) {
   EXPECT_REFUSED("cuMemCreate : always -> delay soon", 1, "delay takes a simulated time");
   EXPECT_REFUSED("cuMemCreate : always -> delay 5", 1, "delay takes a simulated time");
   EXPECT_REFUSED("cuMemCreate : always -> delay", 1, "delay takes a simulated time");
-  EXPECT_REFUSED("cuMemCreate : always -> delay 1ms 2ms", 1, "usage: -> delay TIME [then return CUDA_ERROR_NAME]");
+  EXPECT_REFUSED("cuMemCreate : always -> delay 1ms 2ms", 1, "usage: -> delay TIME [wall] [then return CUDA_ERROR_NAME]");
+  EXPECT_REFUSED("cuMemCreate : always -> delay 61s wall", 1, "a wall-clock delay is at most 60s");
+  EXPECT_REFUSED("cuMemCreate : always -> delay 1ms wall wall", 1, "usage: -> delay TIME [wall]");
 }
 
 TEST(PlanFormat, RefusesBadActionArguments) {

@@ -56,9 +56,9 @@ TEST(TimedActions, Refusals) {
     const char* problem;
   };
   const Case cases[] = {
-      {"cuMemMap : always -> delay 7s return", "usage: -> delay TIME [then return CUDA_ERROR_NAME]"},
-      {"cuMemMap : always -> delay 7s then", "usage: -> delay TIME [then return CUDA_ERROR_NAME]"},
-      {"cuMemMap : always -> delay 7s fail CUDA_ERROR_UNKNOWN", "usage: -> delay TIME [then return CUDA_ERROR_NAME]"},
+      {"cuMemMap : always -> delay 7s return", "usage: -> delay TIME [wall] [then return CUDA_ERROR_NAME]"},
+      {"cuMemMap : always -> delay 7s then", "usage: -> delay TIME [wall] [then return CUDA_ERROR_NAME]"},
+      {"cuMemMap : always -> delay 7s fail CUDA_ERROR_UNKNOWN", "usage: -> delay TIME [wall] [then return CUDA_ERROR_NAME]"},
       {"cuMemMap : always -> delay 7s return SYSTEM_NOT_READY", "return takes a CUresult name"},
       {"cuMemMap : always -> delay soon return CUDA_ERROR_UNKNOWN", "delay takes a simulated time"},
       {"cuMemMap : always -> block until=later", "until= takes a simulated time such as 5ms"},
