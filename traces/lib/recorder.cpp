@@ -60,6 +60,8 @@ Recorder*& recorderPointer() {
   return r;
 }
 Recorder& recorder() { return *recorderPointer(); }
+// A forked child's parent's recorder, which the child replaced (recordInChild).
+Recorder* gParentsRecorder = nullptr;
 
 thread_local int tThread = -1;
 thread_local int tDepth = 0;  // a driver that calls its own exports is recorded once
@@ -188,7 +190,10 @@ void recordInChild() {
   fresh->byWrapper = old.byWrapper;
   fresh->pattern = old.pattern;
   fresh->header = old.header;
-  recorderPointer() = fresh;  // the old one (and its FILE, the parent's trace) is left as it is
+  // The old one (and its FILE, the parent's trace) is left as it is: its lock may be held. It stays
+  // reachable, as the process's objects must (LeakSanitizer checks every process, children too).
+  gParentsRecorder = &old;
+  recorderPointer() = fresh;
   gAdmitted.store(0);
   gFinished.store(0);
   tThread = -1;
