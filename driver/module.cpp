@@ -279,20 +279,9 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
     ctx->stickyError = CUDA_ERROR_LAUNCH_FAILED;
     return CUDA_SUCCESS;
   }
-  fabric::DeviceOp op;
-  op.kind = fabric::DeviceOp::Kind::kKernel;
+  fabric::DeviceOp op = kernelOp(fn->name, grid, block, sharedMem);
   op.steps = steps.steps();
-  op.threads = l.threads();
-  op.blocks = l.grid.count();
   op.bytesInFlightPerThread = steps.bytesInFlightPerThread();
-  op.label = fn->name;
-  op.gridX = grid.x;
-  op.gridY = grid.y;
-  op.gridZ = grid.z;
-  op.blockX = block.x;
-  op.blockY = block.y;
-  op.blockZ = block.z;
-  op.dynamicShared = sharedMem;
   Status submitted = Status::kOk;
   const CUresult r = enqueue(st.get(), std::move(op), nullptr, nullptr, &submitted);
   if (submitted == Status::kIllegalAddress || submitted == Status::kMisaligned) {

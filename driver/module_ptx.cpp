@@ -342,6 +342,22 @@ void releaseDeviceHeap(CUctx_st* ctx) {
   h.placed.erase(it);
 }
 
+fabric::DeviceOp kernelOp(const std::string& name, Dim3 grid, Dim3 block, unsigned sharedMem) {
+  fabric::DeviceOp op;
+  op.kind = fabric::DeviceOp::Kind::kKernel;
+  op.threads = grid.count() * block.count();
+  op.blocks = grid.count();
+  op.label = name;
+  op.gridX = grid.x;
+  op.gridY = grid.y;
+  op.gridZ = grid.z;
+  op.blockX = block.x;
+  op.blockY = block.y;
+  op.blockZ = block.z;
+  op.dynamicShared = sharedMem;
+  return op;
+}
+
 CUresult launchPtxKernel(ModulePtx& image, CUfunc_st* func, const std::string& name, CUctx_st* ctx, Dim3 grid,
                          Dim3 block, unsigned sharedMem, CUstream stream, bool perThreadDefault, void** kernelParams,
                          void** extra, bool cooperative) {
@@ -409,19 +425,8 @@ CUresult launchPtxKernel(ModulePtx& image, CUfunc_st* func, const std::string& n
   StreamRef st;
   MCSIM_TRY(resolveStream(stream, perThreadDefault, &st));
   if (st->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
-  fabric::DeviceOp op;
-  op.kind = fabric::DeviceOp::Kind::kKernel;
-  op.threads = grid.count() * block.count();
-  op.blocks = grid.count();
-  op.label = name;
+  fabric::DeviceOp op = kernelOp(name, grid, block, sharedMem);
   op.ptxModule = m.nodeModule();
-  op.gridX = grid.x;
-  op.gridY = grid.y;
-  op.gridZ = grid.z;
-  op.blockX = block.x;
-  op.blockY = block.y;
-  op.blockZ = block.z;
-  op.dynamicShared = sharedMem;
   op.params = std::move(params);
   op.globalsVa = m.globalsVa();
   // A block that fits no SM still runs, one at a time (the occupancy answers 0 for attributes the

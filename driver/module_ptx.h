@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "driver/module_image.h"
+#include "fabric/node.h"
 #include "mcsim/kernel_model.h"
 #include "ptx/ir.h"
 
@@ -90,6 +91,11 @@ bool inDeviceHeap(uint64_t va, uint64_t bytes);
 // The packed parameter buffer a launch's `extra` names (CU_LAUNCH_PARAM_BUFFER_POINTER and
 // _SIZE, up to CU_LAUNCH_PARAM_END); CUDA_ERROR_INVALID_VALUE when it names none or other keys.
 CUresult extraBuffer(void** extra, const uint8_t** buffer, size_t* bytes);
+
+// A kernel launch of `name` as device work: its grid, block and dynamic shared memory (which the
+// PTX executor runs with, and the timeline shows), whether a behavioural model or the executor
+// runs it; the caller adds what that one needs.
+fabric::DeviceOp kernelOp(const std::string& name, Dim3 grid, Dim3 block, unsigned sharedMem);
 
 // Launches `name` of `m` (prepared for `ctx`'s device) on `st` as the PTX executor's work: the
 // parameters packed in the kernel's .param layout, as many blocks resident at once as the

@@ -53,6 +53,22 @@ Builtin builtinNamed(const std::string& n) {
   return Builtin::kNone;
 }
 
+// Places device function `g` as callee `c` after what a kernel already holds: its code at
+// `codeEnd`, its registers at `regEnd`, its local memory (parameters included) at `localEnd`
+// aligned to 16; each end moves past it.
+void placeAfter(const Function& g, Callee* c, uint32_t* codeEnd, uint32_t* regEnd, uint32_t* localEnd) {
+  c->entryPc = *codeEnd;
+  c->regBase = *regEnd;
+  c->regCount = static_cast<uint32_t>(g.regTypes.size());
+  c->localBase = static_cast<uint32_t>(alignUp(*localEnd, 16));
+  c->localBytes = g.localBytes;
+  for (const Param& p : g.params) c->params.emplace_back(c->localBase + p.offset, p.size);
+  for (const Param& p : g.returns) c->returns.emplace_back(c->localBase + p.offset, p.size);
+  *codeEnd += static_cast<uint32_t>(g.code.size());
+  *regEnd += c->regCount;
+  *localEnd = c->localBase + c->localBytes;
+}
+
 // Appends device function `f`'s code to kernel `out`, placed at `base` (Callee: code, registers
 // and local memory; whether it is recursive must be known), relocated (registers, labels, branch
 // target lists, local addresses, a recursive function's in its frame), and its call sites, whose
@@ -1198,7 +1214,6 @@ class Parser {
     return true;
   }
 
-  static Builtin builtinByName(const std::string& n) { return builtinNamed(n); }
 
   bool link(const Function& entry, const std::map<std::string, const Function*>& defined, Function* out,
             std::string* why, uint32_t* line) {
@@ -1245,19 +1260,10 @@ class Parser {
           if (dt != defined.end()) {
             // A program's own definition of a builtin's name is the program's function.
             const Function& g = *dt->second;
-            c.entryPc = codeEnd;
-            c.regBase = regEnd;
-            c.regCount = static_cast<uint32_t>(g.regTypes.size());
-            c.localBase = static_cast<uint32_t>(alignUp(localEnd, 16));
-            c.localBytes = g.localBytes;
-            for (const Param& p : g.params) c.params.emplace_back(c.localBase + p.offset, p.size);
-            for (const Param& p : g.returns) c.returns.emplace_back(c.localBase + p.offset, p.size);
-            codeEnd += static_cast<uint32_t>(g.code.size());
-            regEnd += c.regCount;
-            localEnd = c.localBase + c.localBytes;
+            placeAfter(g, &c, &codeEnd, &regEnd, &localEnd);
             placed.push_back(&g);
           } else {
-            c.builtin = builtinByName(cs.first);
+            c.builtin = builtinNamed(cs.first);
             if (c.builtin == Builtin::kNone) {
               *line = cs.second;
               auto rt = m_->refused.find(cs.first);
@@ -1452,16 +1458,7 @@ bool extendKernel(const Module& module, Function* kernel, const Module& extra, c
     auto dt = defined.find(n);
     if (dt != defined.end()) {
       const Function& g = *dt->second;
-      c.entryPc = codeEnd;
-      c.regBase = regEnd;
-      c.regCount = static_cast<uint32_t>(g.regTypes.size());
-      c.localBase = static_cast<uint32_t>(alignUp(localEnd, 16));
-      c.localBytes = g.localBytes;
-      for (const Param& p : g.params) c.params.emplace_back(c.localBase + p.offset, p.size);
-      for (const Param& p : g.returns) c.returns.emplace_back(c.localBase + p.offset, p.size);
-      codeEnd += static_cast<uint32_t>(g.code.size());
-      regEnd += c.regCount;
-      localEnd = c.localBase + c.localBytes;
+      placeAfter(g, &c, &codeEnd, &regEnd, &localEnd);
       placed.push_back(&g);
     } else {
       c.builtin = builtinNamed(n);
