@@ -16,8 +16,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ $# -eq 0 ]]; then
   build=${MCSIM_BENCH_BUILD_DIR:-$repo/build-release}
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMCSIM_BUILD_TESTS=OFF >/dev/null
-  ninja -C "$build" -j"${MCSIM_BENCH_JOBS:-2}" mcsim mcsim_bench_allreduce cuda >/dev/null
+  . "$repo/bench/release_build.sh"
+  bench_release_build "$build" mcsim mcsim_bench_allreduce cuda >/dev/null
   set -- "$build/bin/mcsim"
 fi
 gpus=${MCSIM_SPEED_GPUS:-8 16 36 72}

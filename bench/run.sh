@@ -14,8 +14,8 @@ build=${MCSIM_BENCH_BUILD_DIR:-$repo/build-release}
 jobs=${MCSIM_BENCH_JOBS:-2}
 benches=(driver_overhead_bench multicast_bench)
 
-cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMCSIM_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j"$jobs" "${benches[@]}"
+. "$repo/bench/release_build.sh"
+bench_release_build "$build" "${benches[@]}"
 
 echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
 results=()

@@ -10,8 +10,8 @@ build=${MCSIM_BUILD_DIR:-$repo/build-release}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [[ ! -x "$nvcc" ]]; then echo "nvcc not found (set NVCC)"; exit 1; fi
 if [[ -z "${MCSIM_BUILD_DIR:-}" ]]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMCSIM_BUILD_TESTS=OFF >/dev/null
-  ninja -C "$build" -j"${MCSIM_BENCH_JOBS:-2}" cuda >/dev/null
+  . "$repo/bench/release_build.sh"
+  bench_release_build "$build" cuda >/dev/null
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

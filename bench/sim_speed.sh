@@ -4,8 +4,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MCSIM_BENCH_BUILD_DIR:-$repo/build-release}
-cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMCSIM_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j"${MCSIM_BENCH_JOBS:-2}" sim_speed >/dev/null
+. "$repo/bench/release_build.sh"
+bench_release_build "$build" sim_speed >/dev/null
 bin=$build/bench/sim_speed
 GiB=$((1 << 30)); MiB=$((1 << 20))
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
