@@ -232,7 +232,7 @@ int run(const Options& o) {
   }
   if (ok) {
     ok = o.algo == Algo::kRing ? setUpPeer(gpus, largest, &buffers)
-                               : setUpMulticast(gpus, largest, o.algo == Algo::kOneshot, &buffers);
+                               : setUpMulticast(gpus, largest, o.algo == Algo::kOneshot || o.algo == Algo::kNvls, &buffers);
   }
   ok = ok && gpus.loadKernels(o.loader, kernelsFor(o.algo)) && algo.prepare() &&
        epochsFit(o, algo, gpus.size()) && bench.createEvents();
