@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the copy probe in Release against mcsim and compares the model with real measurements
-# (bench/calibrate.py). Plots need python3-matplotlib (installed by scripts/setup.sh's extras).
+# (bench/calibrate.py). Plots need python3-matplotlib (optional: docs/dependencies.md).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MCSIM_BENCH_BUILD_DIR:-$repo/build-release}

@@ -129,6 +129,39 @@ TEST(LaunchShapes, NcclNvlsAndRing) {
   EXPECT_EQ(kRingShape.threads, 512u);
 }
 
+// NCCL's NVLS chunk rule (src/enqueue.cc) and warp split (src/device/all_reduce.h).
+TEST(LaunchShapes, NcclNvlsPipeline) {
+  constexpr uint64_t MiB = uint64_t{1} << 20, GiB = uint64_t{1} << 30;
+  // 8x H100, 16 channels: 128 KiB chunks from 64 x 16 x 8 x 128 KiB = 1 GiB on, 64 KiB below.
+  NvlsPipeline h = ncclNvlsPipeline(GiB, 8, ncclNvlsShape(9));
+  EXPECT_EQ(h.chunkBytes, 128u * 1024);
+  EXPECT_EQ(h.iterationBytes, 16 * MiB);
+  EXPECT_EQ(h.fillBytes, 16 * MiB);
+  EXPECT_EQ(h.drainBytes, 16 * MiB);
+  EXPECT_EQ(ncclNvlsPipeline(GiB - 1, 8, ncclNvlsShape(9)).chunkBytes, 64u * 1024);
+  EXPECT_EQ(h.scatter.blocks, 16u);
+  EXPECT_EQ(h.scatter.threads, 8u * 32);  // 20 warps: 5 reduce, 8 scatter, 7 gather
+  EXPECT_EQ(h.gather.threads, 7u * 32);
+  const NvlsPipeline small = ncclNvlsPipeline(256 * MiB, 6, ncclNvlsShape(9));
+  EXPECT_EQ(small.scatter.threads, 7u * 32);  // n <= 6: 7 reduce, 7 scatter, 6 gather
+  EXPECT_EQ(small.gather.threads, 6u * 32);
+  // 72 GPUs, 24 channels: 64 KiB chunks up to 64 x 24 x 72 x 128 KiB = 13.5 GiB, 32 KiB under
+  // 8 x 24 x 72 x 64 KiB = 864 MiB, 16 KiB under 2 x 24 x 72 x 32 KiB = 108 MiB.
+  EXPECT_EQ(ncclNvlsPipeline(4 * GiB, 72, ncclNvlsShape(10)).chunkBytes, 64u * 1024);
+  EXPECT_EQ(ncclNvlsPipeline(4 * GiB, 72, ncclNvlsShape(10)).iterationBytes, 108 * MiB);
+  EXPECT_EQ(ncclNvlsPipeline(864 * MiB, 72, ncclNvlsShape(10)).chunkBytes, 64u * 1024);
+  EXPECT_EQ(ncclNvlsPipeline(512 * MiB, 72, ncclNvlsShape(10)).chunkBytes, 32u * 1024);
+  EXPECT_EQ(ncclNvlsPipeline(64 * MiB, 72, ncclNvlsShape(10)).chunkBytes, 16u * 1024);
+  // The last iteration takes what the whole ones leave; a size under one iteration is both.
+  const NvlsPipeline r = ncclNvlsPipeline(GiB, 72, ncclNvlsShape(10));  // 9 x 108 MiB + 52 MiB
+  EXPECT_EQ(r.fillBytes, 108 * MiB);
+  EXPECT_EQ(r.drainBytes, GiB - 9 * 108 * MiB);
+  const NvlsPipeline one = ncclNvlsPipeline(MiB, 8, ncclNvlsShape(9));
+  EXPECT_EQ(one.fillBytes, MiB);
+  EXPECT_EQ(one.drainBytes, MiB);
+  EXPECT_EQ(ncclNvlsPipeline(0, 8, ncclNvlsShape(9)).drainBytes, 0u);
+}
+
 TEST(LaunchShapes, RingChunksCoverTheBufferOnce) {
   for (uint64_t count : {0ull, 1ull, 5ull, 250ull, 1000ull, 16384ull}) {
     for (uint64_t n : {2ull, 3ull, 8ull}) {

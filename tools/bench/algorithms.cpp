@@ -20,7 +20,7 @@ std::vector<Kernel> kernelsFor(Algo algo) {
   switch (algo) {
     case Algo::kOneshot: return {kKernelOneshot};
     case Algo::kTwoshot: return {kKernelTwoshot};
-    case Algo::kNvls: return {kKernelNvls};
+    case Algo::kNvls: return {kKernelNvls, kKernelCopy};
     case Algo::kRing: return {kKernelReduce, kKernelCopy};
   }
   return {};
@@ -86,10 +86,34 @@ bool AllReduce::enqueue(uint64_t count) {
   switch (algo_) {
     case Algo::kOneshot: return enqueueOneshot(count);
     case Algo::kTwoshot: return enqueueTwoshot(kKernelTwoshot, 0, count, shape(count));
-    case Algo::kNvls: return enqueueTwoshot(kKernelNvls, 0, count, shape(count));
+    case Algo::kNvls: return enqueueNvls(count);
     case Algo::kRing: return enqueueRing(count);
   }
   return false;
+}
+
+// NCCL's NVLS pipeline (launch_shapes.h, ncclNvlsPipeline): the reduction of the whole buffer
+// (mcsim_allreduce_nvls, in place) between the pipeline's fill, the first iteration staged by the
+// scatter warps, and its drain, the last iteration gathered by the gather warps. Both are local
+// copies of that many bytes with the warps' thread count; the steady state's staging copies
+// overlap the reduction and are not launched. The copies write into the scratch output buffer, so
+// the result stays in buf.
+bool AllReduce::enqueueNvls(uint64_t count) {
+  const uint64_t elem = mcsim_dtype_bytes(dtype_);
+  const NvlsPipeline p = ncclNvlsPipeline(count * elem, static_cast<uint64_t>(gpus_.size()), nvls_);
+  auto stage = [&](uint64_t at, uint64_t bytes, LaunchShape s) {
+    for (int g = 0; g < gpus_.size(); ++g) {
+      const GpuBuffers& b = buffers_.gpu[static_cast<size_t>(g)];
+      CUdeviceptr dst = b.out + at, src = b.buf + at;
+      uint64_t n = bytes;
+      void* params[] = {&dst, &src, &n};
+      if (!gpus_.use(g) || !launch(gpus_[g], kKernelCopy, s, params)) return false;
+    }
+    return true;
+  };
+  if (p.fillBytes > 0 && !stage(0, p.fillBytes, p.scatter)) return false;
+  if (!enqueueTwoshot(kKernelNvls, 0, count, shape(count))) return false;
+  return p.drainBytes == 0 || stage(count * elem - p.drainBytes, p.drainBytes, p.gather);
 }
 
 // Ring steps write into the successor's buffers (recv in the reduce-scatter, buf in the

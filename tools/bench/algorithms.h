@@ -8,7 +8,10 @@
 //           (mcsim_allreduce_nvls: four loads in flight per thread) and NCCL's NVLS shape (16
 //           blocks of 640 threads on Hopper, 24 from Blackwell on), one launch per GPU. NCCL
 //           pipelines its steps inside one persistent kernel; so does this one launch (it has no
-//           barrier between parts of the buffer).
+//           barrier between parts of the buffer). Before it, the pipeline's fill (the first
+//           iteration staged by NCCL's scatter warps), after it the drain (the last iteration
+//           gathered by its gather warps): mcsim_copy launches of those sizes and shapes
+//           (ncclNvlsPipeline), into a scratch buffer.
 //  ring     the classic ring without multicast, over peer mappings, pushed with stores as NCCL's
 //           Simple protocol does: reduce-scatter in n-1 steps (mcsim_copy, then mcsim_reduce:
 //           the successor's receive area = own chunk + what the predecessor sent), the last sum,
@@ -67,6 +70,7 @@ class AllReduce {
   // The twoshot or nvls kernel (same arguments) over `count` elements from `offset` bytes in.
   bool enqueueTwoshot(Kernel kernel, CUdeviceptr offset, uint64_t count, LaunchShape shape);
   bool enqueueRing(uint64_t count);
+  bool enqueueNvls(uint64_t count);
 
   Algo algo_;
   uint32_t dtype_;

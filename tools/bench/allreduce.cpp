@@ -198,7 +198,7 @@ void describe(const Options& o, const GpuSet& gpus, const AllReduce& algo) {
   } else {
     const LaunchShape s = algo.shape(0);
     shapes = std::to_string(s.blocks) + " blocks x " + std::to_string(s.threads) + " threads per launch";
-    if (o.algo == Algo::kNvls) shapes += ", one launch per GPU";
+    if (o.algo == Algo::kNvls) shapes += ", one launch per GPU between the pipeline's fill and drain (mcsim_copy)";
     if (o.algo == Algo::kRing) shapes += ", 2n-1 launches per GPU";
   }
   std::fprintf(stderr, "# all-reduce %s on %d x %s, %s, %d iterations after %d warm-up; %s\n", algoName(o.algo),
@@ -232,7 +232,7 @@ int run(const Options& o) {
   }
   if (ok) {
     ok = o.algo == Algo::kRing ? setUpPeer(gpus, largest, &buffers)
-                               : setUpMulticast(gpus, largest, o.algo == Algo::kOneshot, &buffers);
+                               : setUpMulticast(gpus, largest, o.algo == Algo::kOneshot || o.algo == Algo::kNvls, &buffers);
   }
   ok = ok && gpus.loadKernels(o.loader, kernelsFor(o.algo)) && algo.prepare() &&
        epochsFit(o, algo, gpus.size()) && bench.createEvents();

@@ -32,6 +32,23 @@ LaunchShape pytorchMultimemShape(uint64_t count, uint32_t dtype, uint64_t splits
 
 LaunchShape ncclNvlsShape(int computeCapabilityMajor) { return {computeCapabilityMajor >= 10 ? 24u : 16u, 640}; }
 
+NvlsPipeline ncclNvlsPipeline(uint64_t bytes, uint64_t ranks, LaunchShape channels) {
+  constexpr uint64_t kWarp = 32, kWarps = 640 / kWarp;
+  NvlsPipeline p;
+  const uint64_t concurrent = channels.blocks * ranks;  // NCCL's concurrentOps
+  p.chunkBytes = 128 * 1024;
+  if (bytes < 64 * concurrent * p.chunkBytes && p.chunkBytes > 65536) p.chunkBytes = 65536;
+  if (bytes < 8 * concurrent * p.chunkBytes && p.chunkBytes > 32768) p.chunkBytes = 32768;
+  if (bytes < 2 * concurrent * p.chunkBytes && p.chunkBytes > 16384) p.chunkBytes = 16384;
+  p.iterationBytes = concurrent * p.chunkBytes;
+  p.fillBytes = std::min(bytes, p.iterationBytes);
+  p.drainBytes = bytes == 0 ? 0 : bytes - (bytes - 1) / p.iterationBytes * p.iterationBytes;
+  const uint64_t reduceWarps = ranks <= 6 ? 7 : 5;
+  p.scatter = {channels.blocks, static_cast<unsigned>((kWarps - reduceWarps + 1) / 2 * kWarp)};
+  p.gather = {channels.blocks, static_cast<unsigned>((kWarps - reduceWarps) / 2 * kWarp)};
+  return p;
+}
+
 Chunk ringChunk(uint64_t count, uint64_t n, uint64_t c) {
   const uint64_t size = roundUp(ceilDiv(count, n), 4);
   const uint64_t first = std::min(count, c * size);
