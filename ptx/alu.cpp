@@ -698,7 +698,8 @@ bool isAluOp(Op op) {
 }
 
 // setp's comparison of a and b as type t (and its combination with c).
-static void compareAs(Type t, const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d, uint64_t* d2) {
+// (inlined: setp is common)
+__attribute__((always_inline)) static inline void compareAs(Type t, const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d, uint64_t* d2) {
   switch (t) {
     case Type::kS8: setp<int8_t>(in, mask, s, d, d2); return;
     case Type::kS16: setp<int16_t>(in, mask, s, d, d2); return;
@@ -713,28 +714,10 @@ static void compareAs(Type t, const Instruction& in, uint32_t mask, const uint64
   }
 }
 
-void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d, uint64_t* d2) {
+// set, mul24 / mad24, sad, dp4a / dp2a: kept out of compute()'s common paths.
+__attribute__((noinline)) static void computeRare(const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d) {
   const Type t = in.type;
   switch (in.op) {
-    case Op::kCvt:
-      if (in.fp8 != 0) {
-        convertFp8(in, mask, s, d);
-        return;
-      }
-      if (t == Type::kF16x2 || t == Type::kBF16x2) {
-        // cvt.rn.{f16x2,bf16x2}.f32 d, a, b (PTX ISA, cvt): a rounded into the upper half, b the lower.
-        const bool bf = t == Type::kBF16x2;
-        RoundingScope rounding(Rounding::kRn);
-        each(mask, [&](unsigned l) {
-          d[l] = (uint64_t{floatToHalf(valueIn<float>(s[0][l]), bf)} << 16) | floatToHalf(valueIn<float>(s[1][l]), bf);
-        });
-        return;
-      }
-      convert(in, mask, s[0], d);
-      return;
-    case Op::kSetp:
-      compareAs(t, in, mask, s, d, d2);
-      return;
     case Op::kSet: {
       // set.<cmp>{.<bool>}.<dtype>.<stype> d, a, b {, c} (PTX ISA, "Comparison and Selection
       // Instructions: set"): the comparison (combined with c as setp combines it) as 0xffffffff
@@ -807,6 +790,36 @@ void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uin
       });
       return;
     }
+    default:
+      return;
+  }
+}
+
+void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d, uint64_t* d2) {
+  const Type t = in.type;
+  switch (in.op) {
+    case Op::kCvt:
+      if (in.fp8 != 0) {
+        convertFp8(in, mask, s, d);
+        return;
+      }
+      if (t == Type::kF16x2 || t == Type::kBF16x2) {
+        // cvt.rn.{f16x2,bf16x2}.f32 d, a, b (PTX ISA, cvt): a rounded into the upper half, b the lower.
+        const bool bf = t == Type::kBF16x2;
+        RoundingScope rounding(Rounding::kRn);
+        each(mask, [&](unsigned l) {
+          d[l] = (uint64_t{floatToHalf(valueIn<float>(s[0][l]), bf)} << 16) | floatToHalf(valueIn<float>(s[1][l]), bf);
+        });
+        return;
+      }
+      convert(in, mask, s[0], d);
+      return;
+    case Op::kSetp:
+      compareAs(t, in, mask, s, d, d2);
+      return;
+    case Op::kSet: case Op::kMul24: case Op::kMad24: case Op::kSad: case Op::kDp4a: case Op::kDp2a:
+      computeRare(in, mask, s, d);
+      return;
     case Op::kSelp:
       each(mask, [&](unsigned l) { d[l] = s[2][l] != 0 ? s[0][l] : s[1][l]; });
       return;

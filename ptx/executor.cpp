@@ -658,7 +658,7 @@ class Executor::Run {
         return;
       }
       // A failed mbarrier wait: the warp waits for the object to change (below, mbarrier()).
-      if (mbarrierPark_.on) {
+      if (in.op == Op::kMbarrier && mbarrierPark_.on) {
         parked_[w.id] = mbarrierPark_;
         watched_[w.id] = mbarrierWatch_;
         mbarrierPark_.on = false;
@@ -1391,7 +1391,7 @@ class Executor::Run {
   }
 
   // redux.sync.<op>.<type> d, a, membermask: every lane of the span gets the reduction of a over it.
-  void redux(Warp& w, const Instruction& in, uint32_t exec) {
+  __attribute__((noinline)) void redux(Warp& w, const Instruction& in, uint32_t exec) {
     uint32_t span[32] = {};
     if (!memberLanes(w, in, exec, in.ops[2], span)) return;
     uint64_t ta[32], d[32] = {};
@@ -1464,7 +1464,7 @@ class Executor::Run {
   // match.any.sync.<type> d, a, membermask: the lanes of the span holding the same a;
   // match.all.sync.<type> d{|p}, a, membermask: membermask if every lane of the span holds the
   // same a (p true), else 0 (p false).
-  void match(Warp& w, const Instruction& in, uint32_t exec) {
+  __attribute__((noinline)) void match(Warp& w, const Instruction& in, uint32_t exec) {
     uint32_t span[32] = {};
     if (!memberLanes(w, in, exec, in.ops[3], span)) return;
     uint64_t ta[32], tm[32], d[32] = {}, p[32] = {};
@@ -1491,7 +1491,7 @@ class Executor::Run {
 
   // elect.sync d|p, membermask: the leader is the lowest lane of the span (the ISA asks only that
   // the same membermask elect the same lane every time); d its %laneid, p true in it alone.
-  void elect(Warp& w, const Instruction& in, uint32_t exec) {
+  __attribute__((noinline)) void elect(Warp& w, const Instruction& in, uint32_t exec) {
     uint32_t span[32] = {};
     if (!memberLanes(w, in, exec, in.ops[2], span)) return;
     uint64_t d[32] = {}, p[32] = {};
@@ -1510,7 +1510,7 @@ class Executor::Run {
   // add.cc / addc{.cc}: d = a + b (+ CC.CF), the carry out to CC.CF; sub.cc / subc{.cc}: d = a -
   // (b + CC.CF), the borrow out to CC.CF; mad{c}.lo/.hi{.cc}: d = the low or high half of a * b,
   // plus c (+ CC.CF), the carry of that addition to CC.CF. 32- or 64-bit; each thread its own CC.
-  void carry(Warp& w, const Instruction& in, uint32_t exec) {
+  __attribute__((noinline)) void carry(Warp& w, const Instruction& in, uint32_t exec) {
     __extension__ typedef unsigned __int128 U128;
     __extension__ typedef __int128 S128;
     uint64_t ta[32], tb[32], tc[32], d[32] = {};
@@ -1555,7 +1555,7 @@ class Executor::Run {
   // nanosleep.u32 t (PTX ISA, "Miscellaneous Instructions: nanosleep"): the warp's clock
   // (%clock64, %globaltimer) moves on by t (at most 1 ms, the ISA's bound), as if it had slept;
   // nothing sleeps on the host. The lanes sleep together: the longest request counts.
-  void nanosleep(Warp& w, const Instruction& in, uint32_t exec) {
+  __attribute__((noinline)) void nanosleep(Warp& w, const Instruction& in, uint32_t exec) {
     uint64_t tt[32];
     const uint64_t* t = source(w, in.ops[0], tt);
     uint64_t most = 0;
@@ -1639,7 +1639,7 @@ class Executor::Run {
   // not complete answers false at once (try_wait's suspend-time hint is not waited out); when every
   // lane's wait failed and the warp has no other lanes to run, the warp is parked on the object
   // until it changes (docs/ptx.md, "Spin parking"), so a waiting loop costs no host time.
-  void mbarrier(Warp& w, const Instruction& in, uint32_t exec) {
+  __attribute__((noinline)) void mbarrier(Warp& w, const Instruction& in, uint32_t exec) {
     uint64_t tv[32], d[32] = {};
     if (in.mbar == MbarOp::kPendingCount) {
       const uint64_t* state = source(w, in.ops[1], tv);
@@ -1755,7 +1755,7 @@ class Executor::Run {
   // wait_all then have nothing to wait for; cp.async.mbarrier.arrive's arrive-on, which the ISA
   // makes when the thread's earlier cp.async operations are complete, happens at once: without
   // .noinc it raised the pending count first, so it changes nothing; with .noinc it is an arrival.
-  void cpAsync(Warp& w, const Instruction& in, uint32_t exec) {
+  __attribute__((noinline)) void cpAsync(Warp& w, const Instruction& in, uint32_t exec) {
     switch (in.cpAsync) {
       case CpAsyncOp::kCopy: copyAsync(w, in, exec); return;
       case CpAsyncOp::kBulk: copyBulk(w, in, exec); return;
