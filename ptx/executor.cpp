@@ -202,9 +202,19 @@ uint32_t loadBytesInFlight(const Function& fn) {
   };
   for (size_t pc = 0; pc < fn.code.size(); ++pc) {
     const Instruction& in = fn.code[pc];
+    // A wait for asynchronous copies or an mbarrier phase uses what the copies before it loaded.
+    const bool waits = (in.op == Op::kCpAsync && in.cpAsync != CpAsyncOp::kCopy && in.cpAsync != CpAsyncOp::kBulk) ||
+                       (in.op == Op::kMbarrier && (in.mbar == MbarOp::kTestWait || in.mbar == MbarOp::kTryWait));
     if (in.op == Op::kBar || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap ||
-        (in.op == Op::kBra && in.ops[0].target <= pc) || in.op == Op::kBrx) {
+        (in.op == Op::kBra && in.ops[0].target <= pc) || in.op == Op::kBrx || waits) {
       reset();
+      continue;
+    }
+    // cp.async and a global-to-shared cp.async.bulk of a constant size: loads in flight until a wait.
+    if (in.op == Op::kCpAsync && (in.cpAsync == CpAsyncOp::kCopy || in.cpAsync == CpAsyncOp::kBulk) &&
+        in.srcSpace == Space::kGlobal && in.ops[2].kind == Operand::Kind::kImm) {
+      bytes += static_cast<uint32_t>(std::min<uint64_t>(in.ops[2].imm, 1u << 20));
+      best = std::max(best, bytes);
       continue;
     }
     const bool load = (in.op == Op::kLd && (in.space == Space::kGlobal || in.space == Space::kGeneric)) ||

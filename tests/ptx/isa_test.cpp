@@ -491,6 +491,8 @@ WAIT:
   // The copies' global reads count as the kernel's global traffic, as loads do: 16 + 2 + 8 bytes
   // a thread, and the two parameters (not global memory) are not counted.
   EXPECT_EQ(r.globalBytesRead, 32u * (16 + 2 + 8));
+  // For the timing, the copies are loads in flight until the wait: 16 + 4 + 8 + 8 bytes a thread.
+  EXPECT_EQ(loadBytesInFlight(*p.module().find("k")), 36u);
 }
 
 TEST(PtxIsa, CpAsyncBadUse) {
@@ -586,6 +588,7 @@ DONE:
   EXPECT_EQ(p.read<uint32_t>(out2, 64), in);
   EXPECT_EQ(r.globalBytesRead, 256u);
   EXPECT_EQ(r.globalBytesWritten, 256u + 256u);
+  EXPECT_EQ(loadBytesInFlight(*p.module().find("k")), 256u);
 }
 
 // ---- extended precision, 24-bit, sad, dot products, set, prmt modes, nanosleep
