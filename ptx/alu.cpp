@@ -790,6 +790,21 @@ __attribute__((noinline)) static void computeRare(const Instruction& in, uint32_
       });
       return;
     }
+    case Op::kIsspacep: {
+      // isspacep.<space> p, a: whether the generic address a falls in the space's window
+      // (docs/ptx.md, "Memory"); .global: outside every other space's window.
+      const uint64_t base = in.space == Space::kShared  ? kSharedWindow
+                            : in.space == Space::kLocal ? kLocalWindow
+                            : in.space == Space::kConst ? kConstWindow
+                            : in.space == Space::kParam ? kParamWindow
+                                                        : 0;
+      each(mask, [&](unsigned l) {
+        const uint64_t window = s[0][l] & ~(kWindowSize - 1);
+        d[l] = base != 0 ? window == base
+                         : window != kSharedWindow && window != kLocalWindow && window != kConstWindow && window != kParamWindow;
+      });
+      return;
+    }
     default:
       return;
   }
@@ -817,7 +832,7 @@ void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uin
     case Op::kSetp:
       compareAs(t, in, mask, s, d, d2);
       return;
-    case Op::kSet: case Op::kMul24: case Op::kMad24: case Op::kSad: case Op::kDp4a: case Op::kDp2a:
+    case Op::kSet: case Op::kMul24: case Op::kMad24: case Op::kSad: case Op::kDp4a: case Op::kDp2a: case Op::kIsspacep:
       computeRare(in, mask, s, d);
       return;
     case Op::kSelp:

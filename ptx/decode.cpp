@@ -31,7 +31,7 @@ const std::map<std::string, Op>& opcodes() {
       {"mbarrier", Op::kMbarrier}, {"cp", Op::kCpAsync}, {"nanosleep", Op::kNanosleep},
       {"addc", Op::kAddc},   {"subc", Op::kSubc},     {"madc", Op::kMadc},
       {"mul24", Op::kMul24}, {"mad24", Op::kMad24},   {"sad", Op::kSad},
-      {"dp4a", Op::kDp4a},   {"dp2a", Op::kDp2a},     {"set", Op::kSet},
+      {"dp4a", Op::kDp4a},   {"dp2a", Op::kDp2a},     {"set", Op::kSet},     {"isspacep", Op::kIsspacep},
   };
   return m;
 }
@@ -386,7 +386,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     // a user sees a missing feature rather than a typo.
     static const std::set<std::string> later = {
         "call", "ldmatrix", "stmatrix", "mma", "wmma", "wgmma",
-        "tex", "tld4", "suld", "sust", "sured", "prefetch", "prefetchu", "tanh", "fns", "isspacep",
+        "tex", "tld4", "suld", "sust", "sured", "prefetch", "prefetchu", "tanh", "fns",
         "cvt.pack", "griddepcontrol", "applypriority", "discard", "createpolicy", "getctarank",
         "stackrestore", "stacksave", "alloca", "pmevent", "brkpt", "vote.any", "bar.red", "setmaxnreg",
         "istypep", "szext", "bmsk", "copysign.f16", "st.async", "red.async", "cp.async", "tensormap"};
@@ -495,7 +495,8 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       in->uniform = true;
     } else if (op == Op::kBrx && m == ".idx") {
       haveIdx = true;
-    } else if (spaces().count(m) != 0 && (op == Op::kLd || op == Op::kSt || op == Op::kAtom || op == Op::kRed || op == Op::kCvta)) {
+    } else if (spaces().count(m) != 0 && (op == Op::kLd || op == Op::kSt || op == Op::kAtom || op == Op::kRed || op == Op::kCvta ||
+                                          op == Op::kIsspacep)) {
       in->space = spaces().at(m);
     } else if ((op == Op::kLd || op == Op::kSt || op == Op::kMov) && (m == ".v2" || m == ".v4")) {
       in->vec = m == ".v2" ? 2 : 4;
@@ -540,6 +541,12 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       break;
     case Op::kNanosleep:
       if (in->type != Type::kU32) return fail(error, "'" + in->text + "' needs .u32");
+      break;
+    case Op::kIsspacep:
+      // isspacep.space p, a (PTX ISA, "Data Movement and Conversion Instructions: isspacep"): no type.
+      if (in->type != Type::kNone || in->space == Space::kGeneric)
+        return fail(error, "'" + in->text + "' needs a state space and takes no type");
+      in->type = Type::kPred;
       break;
     case Op::kBrx:
       // brx.idx{.uni} index, tlist (PTX ISA, "Control Flow Instructions: brx.idx"): no type.
@@ -690,6 +697,7 @@ bool checkOperands(const Instruction& in, std::string* error) {
     case Op::kEx2: case Op::kLg2: case Op::kSin: case Op::kCos: case Op::kTestp: case Op::kLd: case Op::kSt:
       lo = hi = 2; break;
     case Op::kRed: case Op::kMultimem: lo = hi = 2; break;
+    case Op::kIsspacep: lo = hi = 2; break;
     case Op::kAtom: lo = 3; hi = 4; break;
     case Op::kMad: case Op::kFma: case Op::kSelp: case Op::kSlct: case Op::kBfe: case Op::kPrmt: case Op::kShf: lo = hi = 4; break;
     case Op::kMadc: case Op::kMad24: case Op::kSad: case Op::kDp4a: case Op::kDp2a: lo = hi = 4; break;

@@ -40,7 +40,7 @@ const char* opName(Op op) {
       "atom", "red", "bar", "shfl", "vote", "activemask", "membar",
       "bra", "brx", "ret", "exit", "trap", "call", "multimem",
       "redux", "match", "elect", "mbarrier", "cp.async", "nanosleep", "addc", "subc", "madc",
-      "mul24", "mad24", "sad", "dp4a", "dp2a", "set"};
+      "mul24", "mad24", "sad", "dp4a", "dp2a", "set", "isspacep"};
   return names[static_cast<unsigned>(op)];
 }
 

@@ -55,6 +55,8 @@ enum class Op : uint8_t {
   kAddc, kSubc, kMadc,
   // 24-bit multiply, sum of absolute differences, dot products, compare-and-set (pure arithmetic)
   kMul24, kMad24, kSad, kDp4a, kDp2a, kSet,
+  // isspacep.<space> p, a: whether generic address a is in the space (Instruction::space)
+  kIsspacep,
 };
 const char* opName(Op op);
 

@@ -647,7 +647,7 @@ TEST(PtxIsa, CarryChainsAddSubtractAndMultiply) {
   EXPECT_EQ(q[2], 0u);            // 0 - (0 + no borrow)
 }
 
-TEST(PtxIsa, TwentyFourBitSadDotProductsSetAndPrmtModes) {
+TEST(PtxIsa, TwentyFourBitSadDotProductsSetPrmtModesAndIsspacep) {
   struct Case {
     const char* body;
     uint64_t expected;
@@ -684,6 +684,13 @@ TEST(PtxIsa, TwentyFourBitSadDotProductsSetAndPrmtModes) {
       {"prmt.b32.ecr %r1, 0x33221100, 0x77665544, 2;", 0x22221100u},
       {"prmt.b32.rc16 %r1, 0x33221100, 0x77665544, 1;", 0x33223322u},
       {"prmt.b32.f4e %r1, 0x33221100, 0x77665544, 7;", 0x66554433u},  // only c's two low bits count
+      {"mov.u64 %rd8, 16; cvta.shared.u64 %rd8, %rd8; isspacep.shared %p1, %rd8; selp.u32 %r1, 1, 0, %p1;", 1},
+      {"mov.u64 %rd8, 16; cvta.shared.u64 %rd8, %rd8; isspacep.shared::cluster %p1, %rd8; selp.u32 %r1, 1, 0, %p1;", 1},
+      {"mov.u64 %rd8, 16; cvta.shared.u64 %rd8, %rd8; isspacep.global %p1, %rd8; selp.u32 %r1, 1, 0, %p1;", 0},
+      {"mov.u64 %rd8, 8; cvta.local.u64 %rd8, %rd8; isspacep.local %p1, %rd8; selp.u32 %r1, 1, 0, %p1;", 1},
+      {"isspacep.global %p1, %rd2; selp.u32 %r1, 1, 0, %p1;", 1},  // the output pointer
+      {"isspacep.shared::cta %p1, %rd2; selp.u32 %r1, 1, 0, %p1;", 0},
+      {"isspacep.const %p1, %rd2; selp.u32 %r1, 1, 0, %p1;", 0},
   };
   for (const Case& c : cases) {
     const std::vector<uint64_t> out = runWords(std::string("  .reg .b16 %rs<2>;\n  ") + c.body + "\n  cvt.u64.u32 %rd7, %r1;\n", {0});
