@@ -399,11 +399,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   if (in->op == Op::kMultimem) return decodeMultimem(mods, in, error);
   if (in->op == Op::kRedux || in->op == Op::kMatch || in->op == Op::kElect) return decodeWarpLevel(mods, in, error);
   if (in->op == Op::kMbarrier) return decodeMbarrier(mods, in, error);
-  if (in->op == Op::kCpAsync) {
-    in->text = "cp";
-    for (const std::string& m : mods) in->text += m;
-    return decodeCpAsync(mods, in, error);
-  }
+  if (in->op == Op::kCpAsync) return decodeCpAsync(mods, in, error);
   // Extended precision (PTX ISA, "Extended-Precision Integer Arithmetic Instructions"): add.cc,
   // sub.cc and mad.cc write the carry flag; addc, subc and madc read it (and write it with .cc).
   if (in->op == Op::kAddc || in->op == Op::kSubc || in->op == Op::kMadc) in->carryIn = true;
