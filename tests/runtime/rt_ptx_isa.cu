@@ -400,12 +400,47 @@ void arithmetic() {
   for (int i = 0; i < 28; ++i) RT_EXPECT(out[i] == e[i], "%s gave %#x, expected %#x", names[i], out[i], e[i]);
 }
 
+// ---- bad use (run only when named: the error is the context's from then on). What a GPU does
+// with these the ISA leaves undefined; mcsim faults (docs/ptx.md), and the cases print what the
+// synchronisation answered, for a GPU's answer to be compared.
+
+__global__ void mbarrierGlobalKernel(unsigned long long* bar) {
+  asm volatile("mbarrier.init.b64 [%0], 1;" ::"l"(bar) : "memory");
+}
+
+__global__ void reduxOutsideMaskKernel(unsigned* out) {
+  // Every lane of the warp executes it, but the membermask names only the lower half.
+  out[threadIdx.x] = __reduce_add_sync(0x0000ffffu, threadIdx.x);
+}
+
+void reportSync(const char* name) {
+  const cudaError_t e = cudaDeviceSynchronize();
+  std::printf("%s: the synchronisation answered %s\n", name, cudaGetErrorName(e));
+}
+
+void mbarrierGlobalAddress() {
+  unsigned long long* d;
+  RT_OK(cudaMalloc(&d, 64));
+  mbarrierGlobalKernel<<<1, 1>>>(d);
+  RT_OK(cudaGetLastError());
+  reportSync("mbarrier_global_address");
+}
+
+void reduxOutsideMask() {
+  unsigned* d;
+  RT_OK(cudaMalloc(&d, 128));
+  reduxOutsideMaskKernel<<<1, 32>>>(d);
+  RT_OK(cudaGetLastError());
+  reportSync("redux_outside_mask");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   static const rtcheck::Case cases[] = {
       {"warp_level", warpLevel},   {"barrier_copy", barrierCopy}, {"bulk_copy", bulkCopy},
       {"pipelines", pipelines},    {"mbarrier_phases", mbarrierPhases}, {"arithmetic", arithmetic},
+      {"mbarrier_global_address", mbarrierGlobalAddress, true}, {"redux_outside_mask", reduxOutsideMask, true},
   };
   return rtcheck::runCases(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
