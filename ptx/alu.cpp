@@ -689,9 +689,124 @@ bool isAluOp(Op op) {
     case Op::kMov: case Op::kCvta: case Op::kLd: case Op::kSt: case Op::kAtom: case Op::kRed: case Op::kBar:
     case Op::kShfl: case Op::kVote: case Op::kActivemask: case Op::kMembar: case Op::kBra: case Op::kBrx: case Op::kRet:
     case Op::kExit: case Op::kTrap: case Op::kCall: case Op::kMultimem:
+    case Op::kRedux: case Op::kMatch: case Op::kElect: case Op::kMbarrier: case Op::kCpAsync: case Op::kNanosleep:
+    case Op::kAddc: case Op::kSubc: case Op::kMadc:
       return false;
     default:
       return true;
+  }
+}
+
+// setp's comparison of a and b as type t (and its combination with c).
+// (inlined: setp is common)
+__attribute__((always_inline)) static inline void compareAs(Type t, const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d, uint64_t* d2) {
+  switch (t) {
+    case Type::kS8: setp<int8_t>(in, mask, s, d, d2); return;
+    case Type::kS16: setp<int16_t>(in, mask, s, d, d2); return;
+    case Type::kS32: setp<int32_t>(in, mask, s, d, d2); return;
+    case Type::kS64: setp<int64_t>(in, mask, s, d, d2); return;
+    case Type::kU8: case Type::kB8: setp<uint8_t>(in, mask, s, d, d2); return;
+    case Type::kU16: case Type::kB16: setp<uint16_t>(in, mask, s, d, d2); return;
+    case Type::kU32: case Type::kB32: setp<uint32_t>(in, mask, s, d, d2); return;
+    case Type::kF32: setp<float>(in, mask, s, d, d2); return;
+    case Type::kF64: setp<double>(in, mask, s, d, d2); return;
+    default: setp<uint64_t>(in, mask, s, d, d2); return;
+  }
+}
+
+// set, mul24 / mad24, sad, dp4a / dp2a: kept out of compute()'s common paths.
+__attribute__((noinline)) static void computeRare(const Instruction& in, uint32_t mask, const uint64_t* const* s, uint64_t* d) {
+  const Type t = in.type;
+  switch (in.op) {
+    case Op::kSet: {
+      // set.<cmp>{.<bool>}.<dtype>.<stype> d, a, b {, c} (PTX ISA, "Comparison and Selection
+      // Instructions: set"): the comparison (combined with c as setp combines it) as 0xffffffff
+      // for true in an integer destination, 1.0f in an .f32 one, 0 for false.
+      compareAs(t, in, mask, s, d, nullptr);
+      const uint64_t yes = in.type2 == Type::kF32 ? 0x3f800000u : 0xffffffffu;
+      each(mask, [&](unsigned l) { d[l] = d[l] != 0 ? yes : 0; });
+      return;
+    }
+    case Op::kMul24:
+    case Op::kMad24:
+      // mul24 / mad24 .lo / .hi (PTX ISA, "Integer Arithmetic Instructions: mul24, mad24"): the
+      // 48-bit product of the operands' low 24 bits (sign-extended for .s32); .lo its bits 31..0,
+      // .hi its bits 47..16; mad24 adds c to that (modulo 2^32).
+      each(mask, [&](unsigned l) {
+        int64_t x = static_cast<int64_t>(s[0][l] & 0xffffff), y = static_cast<int64_t>(s[1][l] & 0xffffff);
+        if (t == Type::kS32) {
+          x = (x ^ 0x800000) - 0x800000;
+          y = (y ^ 0x800000) - 0x800000;
+        }
+        const uint64_t p = static_cast<uint64_t>(x * y);
+        uint32_t r = in.mulMode == MulMode::kHi ? static_cast<uint32_t>(p >> 16) : static_cast<uint32_t>(p);
+        if (in.op == Op::kMad24) r += static_cast<uint32_t>(s[2][l]);
+        d[l] = r;
+      });
+      return;
+    case Op::kSad: {
+      // sad d, a, b, c: d = c + |a - b| (PTX ISA, "Integer Arithmetic Instructions: sad"), in the
+      // type's width.
+      const unsigned bits = typeBits(t);
+      const uint64_t m = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+      each(mask, [&](unsigned l) {
+        uint64_t diff;
+        if (isSigned(t)) {
+          const int64_t x = asSigned(s[0][l], t), y = asSigned(s[1][l], t);
+          diff = x > y ? static_cast<uint64_t>(x) - static_cast<uint64_t>(y) : static_cast<uint64_t>(y) - static_cast<uint64_t>(x);
+        } else {
+          const uint64_t x = s[0][l] & m, y = s[1][l] & m;
+          diff = x > y ? x - y : y - x;
+        }
+        d[l] = (s[2][l] + diff) & m;
+      });
+      return;
+    }
+    case Op::kDp4a:
+    case Op::kDp2a: {
+      // dp4a.atype.btype d, a, b, c: c + the sum of the products of a's and b's four bytes;
+      // dp2a.{lo,hi}.atype.btype: c + a's two 16-bit halves times b's bytes 0-1 (.lo) or 2-3
+      // (.hi). Each part sign-extended when its type is .s32; the sum modulo 2^32 (PTX ISA,
+      // "Integer Arithmetic Instructions: dp4a, dp2a").
+      const bool sa = t == Type::kS32, sb = in.type2 == Type::kS32;
+      each(mask, [&](unsigned l) {
+        const uint32_t a = static_cast<uint32_t>(s[0][l]), b = static_cast<uint32_t>(s[1][l]);
+        auto byteOf = [](uint32_t v, unsigned i, bool sgn) {
+          const uint32_t x = (v >> (8 * i)) & 0xff;
+          return sgn ? static_cast<int64_t>(static_cast<int8_t>(x)) : static_cast<int64_t>(x);
+        };
+        int64_t acc = static_cast<int64_t>(static_cast<uint32_t>(s[2][l]));
+        if (in.op == Op::kDp4a) {
+          for (unsigned i = 0; i < 4; ++i) acc += byteOf(a, i, sa) * byteOf(b, i, sb);
+        } else {
+          const unsigned base = in.mulMode == MulMode::kHi ? 2 : 0;
+          for (unsigned i = 0; i < 2; ++i) {
+            const uint32_t h = (a >> (16 * i)) & 0xffff;
+            const int64_t hv = sa ? static_cast<int64_t>(static_cast<int16_t>(h)) : static_cast<int64_t>(h);
+            acc += hv * byteOf(b, base + i, sb);
+          }
+        }
+        d[l] = static_cast<uint32_t>(static_cast<uint64_t>(acc));
+      });
+      return;
+    }
+    case Op::kIsspacep: {
+      // isspacep.<space> p, a: whether the generic address a falls in the space's window
+      // (docs/ptx.md, "Memory"); .global: outside every other space's window.
+      const uint64_t base = in.space == Space::kShared  ? kSharedWindow
+                            : in.space == Space::kLocal ? kLocalWindow
+                            : in.space == Space::kConst ? kConstWindow
+                            : in.space == Space::kParam ? kParamWindow
+                                                        : 0;
+      each(mask, [&](unsigned l) {
+        const uint64_t window = s[0][l] & ~(kWindowSize - 1);
+        d[l] = base != 0 ? window == base
+                         : window != kSharedWindow && window != kLocalWindow && window != kConstWindow && window != kParamWindow;
+      });
+      return;
+    }
+    default:
+      return;
   }
 }
 
@@ -715,18 +830,11 @@ void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uin
       convert(in, mask, s[0], d);
       return;
     case Op::kSetp:
-      switch (t) {
-        case Type::kS8: setp<int8_t>(in, mask, s, d, d2); return;
-        case Type::kS16: setp<int16_t>(in, mask, s, d, d2); return;
-        case Type::kS32: setp<int32_t>(in, mask, s, d, d2); return;
-        case Type::kS64: setp<int64_t>(in, mask, s, d, d2); return;
-        case Type::kU8: case Type::kB8: setp<uint8_t>(in, mask, s, d, d2); return;
-        case Type::kU16: case Type::kB16: setp<uint16_t>(in, mask, s, d, d2); return;
-        case Type::kU32: case Type::kB32: setp<uint32_t>(in, mask, s, d, d2); return;
-        case Type::kF32: setp<float>(in, mask, s, d, d2); return;
-        case Type::kF64: setp<double>(in, mask, s, d, d2); return;
-        default: setp<uint64_t>(in, mask, s, d, d2); return;
-      }
+      compareAs(t, in, mask, s, d, d2);
+      return;
+    case Op::kSet: case Op::kMul24: case Op::kMad24: case Op::kSad: case Op::kDp4a: case Op::kDp2a: case Op::kIsspacep:
+      computeRare(in, mask, s, d);
+      return;
     case Op::kSelp:
       each(mask, [&](unsigned l) { d[l] = s[2][l] != 0 ? s[0][l] : s[1][l]; });
       return;
@@ -765,6 +873,27 @@ void compute(const Instruction& in, uint32_t mask, const uint64_t* const* s, uin
       });
       return;
     case Op::kPrmt:
+      if (in.prmt != PrmtMode::kDefault) {
+        // The fixed modes (PTX ISA, "Integer Arithmetic Instructions: prmt", its table): c's two
+        // low bits pick a row of four byte indices into {b, a} (result byte 0 first).
+        static const uint8_t rows[6][4][4] = {
+            {{0, 1, 2, 3}, {1, 2, 3, 4}, {2, 3, 4, 5}, {3, 4, 5, 6}},  // .f4e
+            {{0, 7, 6, 5}, {1, 0, 7, 6}, {2, 1, 0, 7}, {3, 2, 1, 0}},  // .b4e
+            {{0, 0, 0, 0}, {1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}},  // .rc8
+            {{0, 1, 2, 3}, {1, 1, 2, 3}, {2, 2, 2, 3}, {3, 3, 3, 3}},  // .ecl
+            {{0, 0, 0, 0}, {0, 1, 1, 1}, {0, 1, 2, 2}, {0, 1, 2, 3}},  // .ecr
+            {{0, 1, 0, 1}, {2, 3, 2, 3}, {0, 1, 0, 1}, {2, 3, 2, 3}},  // .rc16
+        };
+        const auto& row = rows[static_cast<unsigned>(in.prmt) - 1];
+        each(mask, [&](unsigned l) {
+          const uint64_t bytes = (s[0][l] & 0xffffffffu) | ((s[1][l] & 0xffffffffu) << 32);
+          const auto& sel = row[s[2][l] & 3];
+          uint32_t r = 0;
+          for (unsigned i = 0; i < 4; ++i) r |= static_cast<uint32_t>((bytes >> (8 * sel[i])) & 0xff) << (8 * i);
+          d[l] = r;
+        });
+        return;
+      }
       // Default mode (PTX ISA, prmt): four selector nibbles of c pick bytes of {b, a}; a
       // selector's bit 3 replicates the chosen byte's sign bit.
       each(mask, [&](unsigned l) {

@@ -1,5 +1,6 @@
 #include "ptx/decode.h"
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -26,6 +27,11 @@ const std::map<std::string, Op>& opcodes() {
       {"membar", Op::kMembar}, {"fence", Op::kMembar},
       {"bra", Op::kBra},     {"brx", Op::kBrx},       {"ret", Op::kRet},       {"exit", Op::kExit},   {"trap", Op::kTrap},
       {"multimem", Op::kMultimem},
+      {"redux", Op::kRedux}, {"match", Op::kMatch}, {"elect", Op::kElect},
+      {"mbarrier", Op::kMbarrier}, {"cp", Op::kCpAsync}, {"nanosleep", Op::kNanosleep},
+      {"addc", Op::kAddc},   {"subc", Op::kSubc},     {"madc", Op::kMadc},
+      {"mul24", Op::kMul24}, {"mad24", Op::kMad24},   {"sad", Op::kSad},
+      {"dp4a", Op::kDp4a},   {"dp2a", Op::kDp2a},     {"set", Op::kSet},     {"isspacep", Op::kIsspacep},
   };
   return m;
 }
@@ -53,6 +59,9 @@ const std::map<std::string, Space>& spaces() {
   static const std::map<std::string, Space> m = {
       {".global", Space::kGlobal}, {".shared", Space::kShared}, {".local", Space::kLocal},
       {".param", Space::kParam},   {".const", Space::kConst},   {".shared::cta", Space::kShared},
+      // A cluster of one CTA (mcsim launches no larger clusters): its shared::cluster window is
+      // the CTA's own shared memory.
+      {".shared::cluster", Space::kShared},
   };
   return m;
 }
@@ -198,6 +207,176 @@ bool decodeMultimem(const std::vector<std::string>& mods, Instruction* in, std::
   return true;
 }
 
+// redux.sync, match.sync, elect.sync (PTX ISA, "Parallel Synchronization and Communication
+// Instructions: redux.sync, match.sync, elect.sync").
+bool decodeWarpLevel(const std::vector<std::string>& mods, Instruction* in, std::string* error) {
+  bool haveSync = false, haveOp = false, haveMode = false;
+  std::vector<Type> ts;
+  for (const std::string& m : mods) {
+    auto bad = [&] { return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'"); };
+    if (m == ".sync") {
+      haveSync = true;
+    } else if (auto t = types().find(m); t != types().end()) {
+      ts.push_back(t->second);
+    } else if (in->op == Op::kRedux && !haveOp && (m == ".add" || m == ".min" || m == ".max" || m == ".and" || m == ".or" || m == ".xor")) {
+      in->atomOp = atomOps().at(m);
+      haveOp = true;
+    } else if (in->op == Op::kRedux && m == ".abs") {
+      in->reduxAbs = true;
+    } else if (in->op == Op::kRedux && m == ".NaN") {
+      in->reduxNaN = true;
+    } else if (in->op == Op::kMatch && !haveMode && (m == ".any" || m == ".all")) {
+      in->matchAll = m == ".all";
+      haveMode = true;
+    } else {
+      return bad();
+    }
+  }
+  if (!haveSync) return fail(error, "'" + in->text + "' needs .sync");
+  if (in->op == Op::kElect) {
+    if (!ts.empty()) return fail(error, "'" + in->text + "' takes no type");
+    in->type = Type::kB32;
+    return true;
+  }
+  if (ts.size() != 1) return fail(error, "'" + in->text + "' needs one type");
+  in->type = ts[0];
+  const Type t = in->type;
+  if (in->op == Op::kMatch) {
+    if (!haveMode) return fail(error, "'" + in->text + "' needs .any or .all");
+    if (t != Type::kB32 && t != Type::kB64) return fail(error, "'" + in->text + "': match.sync takes .b32 or .b64");
+    return true;
+  }
+  if (!haveOp) return fail(error, "'" + in->text + "' needs an operator (.add, .min, .max, .and, .or, .xor)");
+  const AtomOp op = in->atomOp;
+  bool ok;
+  if (t == Type::kF32) ok = op == AtomOp::kMin || op == AtomOp::kMax;  // sm_100a: .min/.max{.abs}{.NaN}.f32
+  else if (op == AtomOp::kAnd || op == AtomOp::kOr || op == AtomOp::kXor) ok = t == Type::kB32;
+  else ok = t == Type::kU32 || t == Type::kS32;
+  if (!ok) return fail(error, "'" + in->text + "': redux.sync does not take this operator with ." + typeName(t));
+  if ((in->reduxAbs || in->reduxNaN) && t != Type::kF32)
+    return fail(error, "'" + in->text + "': .abs and .NaN are for redux.sync.min/max.f32");
+  return true;
+}
+
+// mbarrier.<op> (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier"):
+// the object is 8 bytes of shared memory; .shared, .shared::cta and .shared::cluster (a cluster
+// of one CTA) name it, or a generic address.
+bool decodeMbarrier(const std::vector<std::string>& mods, Instruction* in, std::string* error) {
+  static const std::map<std::string, MbarOp> ops = {
+      {".init", MbarOp::kInit},           {".inval", MbarOp::kInval},         {".arrive", MbarOp::kArrive},
+      {".arrive_drop", MbarOp::kArriveDrop}, {".test_wait", MbarOp::kTestWait}, {".try_wait", MbarOp::kTryWait},
+      {".expect_tx", MbarOp::kExpectTx},  {".complete_tx", MbarOp::kCompleteTx}, {".pending_count", MbarOp::kPendingCount},
+  };
+  if (mods.empty() || ops.count(mods[0]) == 0)
+    return fail(error, "'" + in->text + "': unknown mbarrier operation");
+  in->mbar = ops.at(mods[0]);
+  const MbarOp k = in->mbar;
+  const bool arrive = k == MbarOp::kArrive || k == MbarOp::kArriveDrop;
+  const bool wait = k == MbarOp::kTestWait || k == MbarOp::kTryWait;
+  for (size_t i = 1; i < mods.size(); ++i) {
+    const std::string& m = mods[i];
+    if (m == ".b64") {
+      in->type = Type::kB64;
+    } else if (m == ".shared" || m == ".shared::cta" || m == ".shared::cluster") {
+      in->space = Space::kShared;
+    } else if (arrive && m == ".expect_tx" && !in->expectTx) {
+      in->expectTx = true;
+    } else if (arrive && m == ".noComplete") {
+      in->noComplete = true;
+    } else if (wait && m == ".parity") {
+      in->parity = true;
+    } else if (m == ".release" || m == ".relaxed" || m == ".acquire" || m == ".cta" || m == ".cluster") {
+      // Orderings and scopes: every access is visible at once in the executor (docs/ptx.md).
+    } else {
+      return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'");
+    }
+  }
+  if (in->type != Type::kB64) return fail(error, "'" + in->text + "' needs .b64");
+  if (in->noComplete && in->expectTx) return fail(error, "'" + in->text + "': .noComplete and .expect_tx do not go together");
+  return true;
+}
+
+// cp.async and cp.async.bulk (PTX ISA, "Data Movement and Conversion Instructions: cp.async,
+// cp.async.commit_group, cp.async.wait_group / wait_all, cp.async.mbarrier.arrive, cp.async.bulk,
+// cp.async.bulk.commit_group, cp.async.bulk.wait_group").
+bool decodeCpAsync(const std::vector<std::string>& mods, Instruction* in, std::string* error) {
+  if (mods.empty() || mods[0] != ".async") return fail(error, "unknown instruction '" + in->text + "'");
+  size_t i = 1;
+  auto has = [&](const char* m) { return i < mods.size() && mods[i] == m; };
+  bool bulk = false;
+  if (has(".bulk")) {
+    bulk = true;
+    ++i;
+    if (has(".tensor") || has(".prefetch")) return fail(error, "instruction '" + in->text + "' is not implemented yet");
+  }
+  if (has(".commit_group")) {
+    in->cpAsync = bulk ? CpAsyncOp::kBulkCommit : CpAsyncOp::kCommit;
+    ++i;
+  } else if (has(".wait_group")) {
+    in->cpAsync = bulk ? CpAsyncOp::kBulkWait : CpAsyncOp::kWaitGroup;
+    ++i;
+    if (bulk && has(".read")) ++i;
+  } else if (!bulk && has(".wait_all")) {
+    in->cpAsync = CpAsyncOp::kWaitAll;
+    ++i;
+  } else if (!bulk && has(".mbarrier")) {
+    ++i;
+    if (!has(".arrive")) return fail(error, "'" + in->text + "' must be cp.async.mbarrier.arrive");
+    ++i;
+    in->cpAsync = CpAsyncOp::kMbarArrive;
+    if (has(".noinc")) {
+      in->noinc = true;
+      ++i;
+    }
+    for (; i < mods.size(); ++i) {
+      if (mods[i] == ".shared" || mods[i] == ".shared::cta") in->space = Space::kShared;
+      else if (mods[i] == ".b64") in->type = Type::kB64;
+      else return fail(error, "unsupported modifier '" + mods[i] + "' in '" + in->text + "'");
+    }
+    if (in->type != Type::kB64) return fail(error, "'" + in->text + "' needs .b64");
+    return true;
+  } else {
+    in->cpAsync = bulk ? CpAsyncOp::kBulk : CpAsyncOp::kCopy;
+    if (!bulk) {
+      if (!has(".ca") && !has(".cg")) return fail(error, "'" + in->text + "' needs .ca or .cg");
+      in->cg = mods[i] == ".cg";  // cp-size 16 only (checked with the operands)
+      ++i;
+    }
+    unsigned spaces = 0;
+    for (; i < mods.size(); ++i) {
+      const std::string& m = mods[i];
+      const bool shared = m == ".shared" || m == ".shared::cta" || m == ".shared::cluster";
+      if (shared || m == ".global") {
+        const Space sp = shared ? Space::kShared : Space::kGlobal;
+        if (spaces == 0) in->space = sp;
+        else if (spaces == 1) in->srcSpace = sp;
+        else return fail(error, "'" + in->text + "' names more than two state spaces");
+        ++spaces;
+      } else if (bulk && m == ".mbarrier::complete_tx::bytes") {
+        in->bulkMbar = true;
+      } else if (bulk && m == ".bulk_group") {
+      } else if (m == ".L2::cache_hint") {
+        in->cacheHint = true;  // a cache-policy operand follows (ignored)
+      } else if (!bulk && (m == ".L2::64B" || m == ".L2::128B" || m == ".L2::256B")) {
+      } else if (m == ".multicast::cluster") {
+        return fail(error, "'" + in->text + "': .multicast::cluster is not implemented yet (mcsim launches clusters of one CTA)");
+      } else {
+        return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'");
+      }
+    }
+    if (spaces != 2) return fail(error, "'" + in->text + "' needs a destination and a source state space");
+    const bool ok = bulk ? ((in->space == Space::kShared && in->srcSpace == Space::kGlobal && in->bulkMbar) ||
+                            (in->space == Space::kShared && in->srcSpace == Space::kShared && in->bulkMbar) ||
+                            (in->space == Space::kGlobal && in->srcSpace == Space::kShared && !in->bulkMbar))
+                         : in->space == Space::kShared && in->srcSpace == Space::kGlobal;
+    if (!ok) return fail(error, "'" + in->text + "': this combination of state spaces and completion is not a cp.async" +
+                                    std::string(bulk ? ".bulk" : "") + " form");
+    return true;
+  }
+  if (i != mods.size()) return fail(error, "unsupported modifier '" + mods[i] + "' in '" + in->text + "'");
+  return true;
+}
+
 }  // namespace
 
 bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mods, Instruction* in, std::string* error) {
@@ -206,10 +385,9 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     // PTX instructions the executor does not implement yet (docs/ptx.md): named as such, so that
     // a user sees a missing feature rather than a typo.
     static const std::set<std::string> later = {
-        "call", "cp", "mbarrier", "redux", "match", "ldmatrix", "stmatrix", "mma", "wmma", "wgmma",
-        "tex", "tld4", "suld", "sust", "sured", "prefetch", "prefetchu", "nanosleep", "addc", "subc", "madc",
-        "mad24", "mul24", "sad", "dp4a", "dp2a", "set", "tanh", "fns", "isspacep",
-        "cvt.pack", "elect", "griddepcontrol", "applypriority", "discard", "createpolicy", "getctarank",
+        "call", "ldmatrix", "stmatrix", "mma", "wmma", "wgmma",
+        "tex", "tld4", "suld", "sust", "sured", "prefetch", "prefetchu", "tanh", "fns",
+        "cvt.pack", "griddepcontrol", "applypriority", "discard", "createpolicy", "getctarank",
         "stackrestore", "stacksave", "alloca", "pmevent", "brkpt", "vote.any", "bar.red", "setmaxnreg",
         "istypep", "szext", "bmsk", "copysign.f16", "st.async", "red.async", "cp.async", "tensormap"};
     if (later.count(opcode) != 0) return fail(error, "instruction '" + opcode + "' is not implemented yet");
@@ -219,6 +397,21 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   in->text = opcode;
   for (const std::string& m : mods) in->text += m;
   if (in->op == Op::kMultimem) return decodeMultimem(mods, in, error);
+  if (in->op == Op::kRedux || in->op == Op::kMatch || in->op == Op::kElect) return decodeWarpLevel(mods, in, error);
+  if (in->op == Op::kMbarrier) return decodeMbarrier(mods, in, error);
+  if (in->op == Op::kCpAsync) return decodeCpAsync(mods, in, error);
+  // Extended precision (PTX ISA, "Extended-Precision Integer Arithmetic Instructions"): add.cc,
+  // sub.cc and mad.cc write the carry flag; addc, subc and madc read it (and write it with .cc).
+  if (in->op == Op::kAddc || in->op == Op::kSubc || in->op == Op::kMadc) in->carryIn = true;
+  for (const std::string& m : mods) {
+    if (m != ".cc") continue;
+    if (in->op == Op::kAdd) in->op = Op::kAddc;
+    else if (in->op == Op::kSub) in->op = Op::kSubc;
+    else if (in->op == Op::kMad) in->op = Op::kMadc;
+    else if (in->op != Op::kAddc && in->op != Op::kSubc && in->op != Op::kMadc)
+      return fail(error, "unsupported modifier '.cc' in '" + in->text + "'");
+    in->carryOut = true;
+  }
   const Op op = in->op;
   std::vector<Type> ts;
   bool haveMulMode = false;
@@ -243,6 +436,17 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       in->approx = true;
     } else if (m == ".full") {
       in->approx = true;  // div.full.f32: within 2 ulp (the executor rounds correctly)
+    } else if (m == ".cc" && (op == Op::kAddc || op == Op::kSubc || op == Op::kMadc)) {
+    } else if ((op == Op::kMadc || op == Op::kMul24 || op == Op::kMad24 || op == Op::kDp2a) && (m == ".lo" || m == ".hi")) {
+      in->mulMode = m == ".lo" ? MulMode::kLo : MulMode::kHi;
+      haveMulMode = true;
+    } else if (op == Op::kPrmt && (m == ".f4e" || m == ".b4e" || m == ".rc8" || m == ".ecl" || m == ".ecr" || m == ".rc16")) {
+      in->prmt = m == ".f4e" ? PrmtMode::kF4e : m == ".b4e" ? PrmtMode::kB4e : m == ".rc8" ? PrmtMode::kRc8
+               : m == ".ecl" ? PrmtMode::kEcl : m == ".ecr" ? PrmtMode::kEcr : PrmtMode::kRc16;
+    } else if (op == Op::kSet && comparisons().count(m) != 0) {
+      in->cmp = comparisons().at(m);
+    } else if (op == Op::kSet && (m == ".and" || m == ".or" || m == ".xor")) {
+      in->boolOp = m == ".and" ? BoolOp::kAnd : m == ".or" ? BoolOp::kOr : BoolOp::kXor;
     } else if ((op == Op::kMul || op == Op::kMad) && (m == ".lo" || m == ".hi" || m == ".wide")) {
       in->mulMode = m == ".lo" ? MulMode::kLo : m == ".hi" ? MulMode::kHi : MulMode::kWide;
       haveMulMode = true;
@@ -287,7 +491,8 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       in->uniform = true;
     } else if (op == Op::kBrx && m == ".idx") {
       haveIdx = true;
-    } else if (spaces().count(m) != 0 && (op == Op::kLd || op == Op::kSt || op == Op::kAtom || op == Op::kRed || op == Op::kCvta)) {
+    } else if (spaces().count(m) != 0 && (op == Op::kLd || op == Op::kSt || op == Op::kAtom || op == Op::kRed || op == Op::kCvta ||
+                                          op == Op::kIsspacep)) {
       in->space = spaces().at(m);
     } else if ((op == Op::kLd || op == Op::kSt || op == Op::kMov) && (m == ".v2" || m == ".v4")) {
       in->vec = m == ".v2" ? 2 : 4;
@@ -300,6 +505,21 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     if (ts.size() != 2) return fail(error, "'" + in->text + "' needs a destination and a source type");
     in->type = ts[0];
     in->type2 = ts[1];
+  } else if (op == Op::kSet) {
+    // set.<cmp>.<dtype>.<stype>: compared as stype (`type`), the result as dtype (`type2`).
+    if (ts.size() != 2) return fail(error, "'" + in->text + "' needs a destination and a source type");
+    in->type = ts[1];
+    in->type2 = ts[0];
+    if (in->type2 != Type::kU32 && in->type2 != Type::kS32 && in->type2 != Type::kF32)
+      return fail(error, "'" + in->text + "': set's destination type is .u32, .s32 or .f32");
+  } else if (op == Op::kDp4a || op == Op::kDp2a) {
+    // dp4a.<atype>.<btype>, dp2a.<mode>.<atype>.<btype> (.u32 or .s32 each)
+    if (ts.size() != 2) return fail(error, "'" + in->text + "' needs two types");
+    for (Type x : ts)
+      if (x != Type::kU32 && x != Type::kS32) return fail(error, "'" + in->text + "': the types are .u32 or .s32");
+    in->type = ts[0];
+    in->type2 = ts[1];
+    if (op == Op::kDp2a && !haveMulMode) return fail(error, "'" + in->text + "' needs .lo or .hi");
   } else if (op == Op::kSetp || op == Op::kSlct) {
     // setp.<cmp>.<type>; slct.<dtype>.<ctype>
     if (ts.empty()) return fail(error, "'" + in->text + "' has no type");
@@ -315,6 +535,15 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     case Op::kBra: case Op::kRet: case Op::kExit: case Op::kTrap: case Op::kBar: case Op::kMembar: case Op::kShfl:
     case Op::kVote: case Op::kActivemask:
       break;
+    case Op::kNanosleep:
+      if (in->type != Type::kU32) return fail(error, "'" + in->text + "' needs .u32");
+      break;
+    case Op::kIsspacep:
+      // isspacep.space p, a (PTX ISA, "Data Movement and Conversion Instructions: isspacep"): no type.
+      if (in->type != Type::kNone || in->space == Space::kGeneric)
+        return fail(error, "'" + in->text + "' needs a state space and takes no type");
+      in->type = Type::kPred;
+      break;
     case Op::kBrx:
       // brx.idx{.uni} index, tlist (PTX ISA, "Control Flow Instructions: brx.idx"): no type.
       if (!haveIdx) return fail(error, "'" + in->text + "' needs .idx");
@@ -325,6 +554,19 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   }
   if ((op == Op::kMul || op == Op::kMad) && !isFloat(in->type) && !haveMulMode)
     return fail(error, "'" + in->text + "' needs .lo, .hi or .wide");
+  if ((op == Op::kMadc || op == Op::kMul24 || op == Op::kMad24) && !haveMulMode)
+    return fail(error, "'" + in->text + "' needs .lo or .hi");
+  if ((op == Op::kAddc || op == Op::kSubc || op == Op::kMadc) &&
+      in->type != Type::kU32 && in->type != Type::kS32 && in->type != Type::kU64 && in->type != Type::kS64)
+    return fail(error, "'" + in->text + "': extended-precision arithmetic takes .u32, .s32, .u64 or .s64");
+  if ((op == Op::kMul24 || op == Op::kMad24) && in->type != Type::kU32 && in->type != Type::kS32)
+    return fail(error, "'" + in->text + "': 24-bit multiplication takes .u32 or .s32");
+  if (op == Op::kMad24 && in->sat) return fail(error, "unsupported modifier '.sat' in '" + in->text + "'");
+  if (op == Op::kSad && (isFloat(in->type) || typeBits(in->type) < 16))
+    return fail(error, "'" + in->text + "': sad takes 16-, 32- or 64-bit integers");
+  if (op == Op::kPrmt && in->type != Type::kB32) return fail(error, "'" + in->text + "' needs .b32");
+  if (op == Op::kSet && isFloat(in->type) && in->type != Type::kF32 && in->type != Type::kF64)
+    return fail(error, "'" + in->text + "': set compares integers, .f32 or .f64");
   if (in->vec > 1 && op == Op::kMov) return fail(error, "unsupported modifier '.v" + std::to_string(in->vec) + "' in '" + in->text + "'");
   // Not implemented yet: refused at load so that a kernel never fails half-way through.
   const Type t = in->type;
@@ -362,8 +604,83 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   return true;
 }
 
+namespace {
+
+// The operands of the asynchronous and warp-election instructions, against `shape`: one letter an
+// operand, 'a' an address [..], 'd' a destination register, 's' a destination register or the
+// sink `_`, 'v' a value (register, immediate or special register); `optional` letters may follow.
+bool checkShape(const Instruction& in, const char* shape, const char* optional, std::string* error) {
+  using K = Operand::Kind;
+  const unsigned need = static_cast<unsigned>(std::strlen(shape)), more = static_cast<unsigned>(std::strlen(optional));
+  if (in.nops < need || in.nops > need + more)
+    return fail(error, "'" + in.text + "' takes " + std::to_string(need) + (more != 0 ? "-" + std::to_string(need + more) : "") +
+                           " operands, not " + std::to_string(in.nops));
+  for (unsigned i = 0; i < in.nops; ++i) {
+    const char c = i < need ? shape[i] : optional[i - need];
+    const Operand& o = in.ops[i];
+    const bool ok = c == 'a'   ? o.kind == K::kAddr
+                    : c == 'd' ? o.kind == K::kReg && !o.negate
+                    : c == 's' ? (o.kind == K::kReg && !o.negate) || o.kind == K::kNone
+                               : o.kind == K::kReg || o.kind == K::kImm || o.kind == K::kSpecial;
+    if (!ok)
+      return fail(error, "'" + in.text + "': operand " + std::to_string(i + 1) +
+                             (c == 'a' ? " must be an address [..]" : c == 'v' ? " must be a register or a constant" : " must be a register"));
+  }
+  return true;
+}
+
+bool checkAsync(const Instruction& in, std::string* error) {
+  using K = Operand::Kind;
+  if (in.op == Op::kElect) return checkShape(in, "ssv", "", error);
+  if (in.op == Op::kNanosleep) return checkShape(in, "v", "", error);
+  if (in.op == Op::kMbarrier) {
+    switch (in.mbar) {
+      case MbarOp::kInit: return checkShape(in, "av", "", error);
+      case MbarOp::kInval: return checkShape(in, "a", "", error);
+      case MbarOp::kArrive: case MbarOp::kArriveDrop:
+        // state|_, [addr] {, count}; .expect_tx and .noComplete need their count.
+        return in.expectTx || in.noComplete ? checkShape(in, "sav", "", error) : checkShape(in, "sa", "v", error);
+      case MbarOp::kTestWait: return checkShape(in, "dav", "", error);
+      case MbarOp::kTryWait: return checkShape(in, "dav", "v", error);
+      case MbarOp::kExpectTx: case MbarOp::kCompleteTx: return checkShape(in, "av", "", error);
+      case MbarOp::kPendingCount: return checkShape(in, "dv", "", error);
+    }
+  }
+  switch (in.cpAsync) {
+    case CpAsyncOp::kCommit: case CpAsyncOp::kWaitAll: case CpAsyncOp::kBulkCommit: return checkShape(in, "", "", error);
+    case CpAsyncOp::kWaitGroup: case CpAsyncOp::kBulkWait:
+      if (!checkShape(in, "v", "", error)) return false;
+      if (in.ops[0].kind != K::kImm) return fail(error, "'" + in.text + "': the group count must be a constant");
+      return true;
+    case CpAsyncOp::kMbarArrive: return checkShape(in, "a", "", error);
+    case CpAsyncOp::kCopy: {
+      // [dst], [src], cp-size {, src-size | ignore-src} {, cache-policy}
+      if (!checkShape(in, "aav", in.cacheHint ? "vv" : "v", error)) return false;
+      if (in.cacheHint && in.nops == 3) return fail(error, "'" + in.text + "' needs its cache-policy operand");
+      const Operand& size = in.ops[2];
+      if (size.kind != K::kImm || (size.imm != 4 && size.imm != 8 && size.imm != 16))
+        return fail(error, "'" + in.text + "': cp-size must be 4, 8 or 16");
+      if (in.cg && size.imm != 16) return fail(error, "'" + in.text + "': cp.async.cg copies 16 bytes");
+      return true;
+    }
+    case CpAsyncOp::kBulk: {
+      // [dst], [src], size {, [mbar]} {, cache-policy}
+      if (!checkShape(in, in.bulkMbar ? "aava" : "aav", in.cacheHint ? "v" : "", error)) return false;
+      if (in.cacheHint && in.nops == (in.bulkMbar ? 4 : 3)) return fail(error, "'" + in.text + "' needs its cache-policy operand");
+      const Operand& size = in.ops[2];
+      if (size.kind == K::kImm && size.imm % 16 != 0)
+        return fail(error, "'" + in.text + "': the size must be a multiple of 16");
+      return true;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool checkOperands(const Instruction& in, std::string* error) {
   using K = Operand::Kind;
+  if (in.op == Op::kMbarrier || in.op == Op::kCpAsync || in.op == Op::kElect || in.op == Op::kNanosleep) return checkAsync(in, error);
   unsigned lo = 0, hi = 0;
   switch (in.op) {
     case Op::kRet: case Op::kExit: case Op::kTrap: case Op::kMembar: lo = hi = 0; break;
@@ -376,8 +693,12 @@ bool checkOperands(const Instruction& in, std::string* error) {
     case Op::kEx2: case Op::kLg2: case Op::kSin: case Op::kCos: case Op::kTestp: case Op::kLd: case Op::kSt:
       lo = hi = 2; break;
     case Op::kRed: case Op::kMultimem: lo = hi = 2; break;
+    case Op::kIsspacep: lo = hi = 2; break;
     case Op::kAtom: lo = 3; hi = 4; break;
     case Op::kMad: case Op::kFma: case Op::kSelp: case Op::kSlct: case Op::kBfe: case Op::kPrmt: case Op::kShf: lo = hi = 4; break;
+    case Op::kMadc: case Op::kMad24: case Op::kSad: case Op::kDp4a: case Op::kDp2a: lo = hi = 4; break;
+    case Op::kSet: lo = 3; hi = 4; break;    // d, a, b [, c]
+    case Op::kMatch: lo = hi = 4; break;     // d, p|none, a, membermask
     case Op::kLop3: lo = hi = 5; break;
     case Op::kBfi: lo = hi = 5; break;
     case Op::kSetp: lo = 4; hi = 5; break;   // p, q|none, a, b [, c]

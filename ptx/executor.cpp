@@ -1,6 +1,7 @@
 #include "ptx/executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -39,6 +40,32 @@ constexpr size_t kMaxCallDepth = 1024;
 // kernel's own local memory, which grows when a function is linked at its first call and must
 // not run into them (docs/ptx.md, "Device functions").
 constexpr uint64_t kFrameBase = uint64_t{1} << 40;
+
+// An mbarrier object (PTX ISA, "Parallel Synchronization and Communication Instructions:
+// mbarrier"): 8 bytes of shared memory whose layout the ISA leaves opaque. mcsim's: the pending
+// arrival count in bits 0-19, the expected arrival count in bits 20-39, the tx-count (signed) in
+// bits 40-61, bit 62 set while the object is valid (from mbarrier.init to mbarrier.inval), bit 63
+// the current phase's parity. The `state` an arrive returns is the object's value before it.
+struct Mbarrier {
+  bool valid = false;
+  uint32_t phase = 0;  // parity
+  uint32_t pending = 0, expected = 0;
+  int64_t tx = 0;
+};
+constexpr uint32_t kMbarrierMaxCount = (1u << 20) - 1;  // arrival counts and tx-count: 2^20 - 1 at most
+Mbarrier unpackMbarrier(uint64_t v) {
+  Mbarrier b;
+  b.pending = static_cast<uint32_t>(v & 0xfffff);
+  b.expected = static_cast<uint32_t>((v >> 20) & 0xfffff);
+  b.tx = static_cast<int64_t>(((v >> 40) & 0x3fffff) ^ 0x200000) - 0x200000;
+  b.valid = ((v >> 62) & 1) != 0;
+  b.phase = static_cast<uint32_t>(v >> 63);
+  return b;
+}
+uint64_t packMbarrier(const Mbarrier& b) {
+  return uint64_t{b.pending} | (uint64_t{b.expected} << 20) | ((static_cast<uint64_t>(b.tx) & 0x3fffff) << 40) |
+         (uint64_t{b.valid} << 62) | (uint64_t{b.phase} << 63);
+}
 
 std::string hex(uint64_t v) {
   char b[24];
@@ -175,9 +202,19 @@ uint32_t loadBytesInFlight(const Function& fn) {
   };
   for (size_t pc = 0; pc < fn.code.size(); ++pc) {
     const Instruction& in = fn.code[pc];
+    // A wait for asynchronous copies or an mbarrier phase uses what the copies before it loaded.
+    const bool waits = (in.op == Op::kCpAsync && in.cpAsync != CpAsyncOp::kCopy && in.cpAsync != CpAsyncOp::kBulk) ||
+                       (in.op == Op::kMbarrier && (in.mbar == MbarOp::kTestWait || in.mbar == MbarOp::kTryWait));
     if (in.op == Op::kBar || in.op == Op::kRet || in.op == Op::kExit || in.op == Op::kTrap ||
-        (in.op == Op::kBra && in.ops[0].target <= pc) || in.op == Op::kBrx) {
+        (in.op == Op::kBra && in.ops[0].target <= pc) || in.op == Op::kBrx || waits) {
       reset();
+      continue;
+    }
+    // cp.async and a global-to-shared cp.async.bulk of a constant size: loads in flight until a wait.
+    if (in.op == Op::kCpAsync && (in.cpAsync == CpAsyncOp::kCopy || in.cpAsync == CpAsyncOp::kBulk) &&
+        in.srcSpace == Space::kGlobal && in.ops[2].kind == Operand::Kind::kImm) {
+      bytes += static_cast<uint32_t>(std::min<uint64_t>(in.ops[2].imm, 1u << 20));
+      best = std::max(best, bytes);
       continue;
     }
     const bool load = (in.op == Op::kLd && (in.space == Space::kGlobal || in.space == Space::kGeneric)) ||
@@ -367,6 +404,14 @@ class Executor::Run {
                            std::to_string(t % cfg_.block.x) + "," + std::to_string((t / cfg_.block.x) % cfg_.block.y) +
                            "," + std::to_string(t / (cfg_.block.x * cfg_.block.y)) + ") waits on the " +
                            (p.global ? "global" : "shared") + " word at " + hex(p.addr) + ": it holds " + hex(p.value);
+        if (p.mbarrier) {
+          const Mbarrier b = unpackMbarrier(p.value);
+          line = line.substr(0, line.find(" waits on the ")) + " waits on the mbarrier at " + hex(p.addr) +
+                 " for its phase of parity " + std::to_string(p.waitParity) + " to complete: " +
+                 (b.valid ? "the current phase has " + std::to_string(b.pending) + " of " + std::to_string(b.expected) +
+                                " arrivals pending and a tx-count of " + std::to_string(b.tx)
+                          : std::string("it is not initialised"));
+        }
         if (p.hasExpected) line += ", the warp compares it with " + hex(p.expected);
         line += " ('" + in.text + "' at " + ex_.module_.name + ":" + std::to_string(in.line);
         const std::string src = ex_.module_.sourceOf(in);
@@ -406,6 +451,7 @@ class Executor::Run {
     const Instruction* barRed = nullptr;  // the bar.red the blocked lanes wait at (its result is theirs)
     uint32_t lanePc[32] = {};
     uint64_t executed = 0;  // instructions this warp has issued (%clock64)
+    uint32_t carry = 0;     // per lane: the condition code's carry flag, CC.CF (add.cc, addc ...)
     std::vector<uint64_t> regs;
     std::vector<uint8_t> local;
     std::vector<Frame> frames[32];  // per lane: the calls it is in, innermost last
@@ -425,6 +471,8 @@ class Executor::Run {
     bool check = false;  // memory changed since it parked: look at its words before its next turn
     bool global = true;
     bool hasExpected = false;
+    bool mbarrier = false;  // parked at once by a failed mbarrier wait on the word at addr
+    uint32_t waitParity = 0;  // the phase parity it waits to see completed
     unsigned lane = 0;
     uint32_t pc = 0;
     uint64_t addr = 0, value = 0, expected = 0;
@@ -502,6 +550,7 @@ class Executor::Run {
       w.pc = 0;
       w.nextPc = kNoPc;
       w.executed = 0;
+      w.carry = 0;
       std::fill(std::begin(w.lanePc), std::end(w.lanePc), 0);
       std::fill(w.regs.begin(), w.regs.end(), 0);
       std::fill(w.local.begin(), w.local.end(), 0);
@@ -599,6 +648,7 @@ class Executor::Run {
     spin_.changed = false;
     spin_.overflow = false;
     spin_.words.words = 0;
+    waitLoop_.on = false;
     uint64_t n = 0;
     for (; n < kQuantum && w.active != 0; ++n) {
       // The words a warp reads are noted over the end of its turn only (a spin loop is a few
@@ -614,6 +664,14 @@ class Executor::Run {
       }
       // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
       if (in.op == Op::kBar && in.barMode != BarMode::kWarpSync) {
+        watching_ = false;
+        return;
+      }
+      // A failed mbarrier wait: the warp waits for the object to change (below, mbarrier()).
+      if (in.op == Op::kMbarrier && mbarrierPark_.on) {
+        parked_[w.id] = mbarrierPark_;
+        watched_[w.id] = mbarrierWatch_;
+        mbarrierPark_.on = false;
         watching_ = false;
         return;
       }
@@ -659,6 +717,22 @@ class Executor::Run {
     watched_[w.id] = spin_.words;
   }
 
+  // Notes the word at host bytes `p` (and the value there) in `ws`; false when it is full.
+  static bool noteWord(Watched& ws, const uint8_t* p, unsigned size) {
+    unsigned i = 0;
+    while (i < ws.words && ws.host[i] != p) ++i;
+    if (i == ws.words) {
+      if (i == kWatchWords) return false;
+      ++ws.words;
+      ws.host[i] = p;
+    }
+    const unsigned bytes = std::min(size, 8u);
+    ws.value[i] = 0;
+    std::memcpy(&ws.value[i], p, bytes);
+    ws.size[i] = static_cast<uint8_t>(bytes);
+    return true;
+  }
+
   // Whether a word `w` watches holds another value than the warp read there.
   static bool watchedChanged(const Watched& w) {
     for (unsigned i = 0; i < w.words; ++i) {
@@ -671,22 +745,13 @@ class Executor::Run {
 
   // A read by `lane` of the word at `addr` (global or shared; p: its bytes) near the end of a turn.
   void watch(const Warp& w, unsigned lane, uint64_t addr, const uint8_t* p, unsigned size) {
-    if (!watching_ || spin_.overflow || (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared)) return;
-    Watched& ws = spin_.words;
-    unsigned i = 0;
-    while (i < ws.words && ws.host[i] != p) ++i;
-    if (i == ws.words) {
-      if (i == kWatchWords) {
-        spin_.overflow = true;
-        return;
-      }
-      ++ws.words;
-      ws.host[i] = p;
+    if ((!watching_ && !waitLoop_.on) || (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared)) return;
+    if (waitLoop_.on && !waitLoop_.overflow) waitLoop_.overflow = !noteWord(waitLoop_.words, p, size);
+    if (!watching_ || spin_.overflow) return;
+    if (!noteWord(spin_.words, p, size)) {
+      spin_.overflow = true;
+      return;
     }
-    const unsigned bytes = std::min(size, 8u);
-    ws.value[i] = 0;
-    std::memcpy(&ws.value[i], p, bytes);
-    ws.size[i] = static_cast<uint8_t>(bytes);
     Park& l = spin_.last;
     l.global = locSpace_ == Space::kGlobal;
     l.hasExpected = false;
@@ -859,10 +924,13 @@ class Executor::Run {
   // ---- memory
 
   // Host bytes for `size` bytes at `addr` in `space` for `lane`, or nullptr after a fault.
-  uint8_t* locate(Warp& w, unsigned lane, const Instruction& in, Space space, uint64_t addr, unsigned size, AccessKind kind) {
-    if (addr % size != 0) {
+  // `align`: the alignment the access needs, when not its size (cp.async's partial and bulk copies).
+  uint8_t* locate(Warp& w, unsigned lane, const Instruction& in, Space space, uint64_t addr, unsigned size, AccessKind kind,
+                  unsigned align = 0) {
+    if (addr % (align != 0 ? align : size) != 0) {
       fail(Fault::kMisalignedAddress, w, lane, &in,
-           "misaligned address " + hex(addr) + " (" + std::to_string(size) + "-byte access)");
+           "misaligned address " + hex(addr) + " (" + std::to_string(size) + "-byte access" +
+               (align != 0 && align != size ? ", aligned to " + std::to_string(align) : std::string()) + ")");
       return nullptr;
     }
     uint64_t off = addr;
@@ -1309,6 +1377,501 @@ class Executor::Run {
     writeRow(w, in.ops[0].reg, exec, out);
   }
 
+  // ---- warp-level reductions, matching and election (PTX ISA, "Parallel Synchronization and
+  // Communication Instructions: redux.sync, match.sync, elect.sync")
+
+  // The lanes each executing lane's instruction spans: those of its membermask that execute it.
+  // The ISA leaves an executing lane outside its own membermask undefined: mcsim stops the kernel
+  // (kTrap). Lanes of the membermask that do not execute the instruction (exited, or on another
+  // path) are left out (the ISA leaves waiting for them undefined too). False after a fault.
+  bool memberLanes(Warp& w, const Instruction& in, uint32_t exec, const Operand& maskOp, uint32_t* span) {
+    uint64_t tm[32];
+    const uint64_t* mask = source(w, maskOp, tm);
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      const uint32_t mm = static_cast<uint32_t>(mask[l]);
+      if (((mm >> l) & 1u) == 0) {
+        fail(Fault::kTrap, w, l, &in,
+             "lane " + std::to_string(l) + " executes it but is not in its membermask " + hex(mm) + " (undefined in the PTX ISA)");
+        return false;
+      }
+      span[l] = mm & exec;
+    }
+    return true;
+  }
+
+  // redux.sync.<op>.<type> d, a, membermask: every lane of the span gets the reduction of a over it.
+  __attribute__((noinline)) void redux(Warp& w, const Instruction& in, uint32_t exec) {
+    uint32_t span[32] = {};
+    if (!memberLanes(w, in, exec, in.ops[2], span)) return;
+    uint64_t ta[32], d[32] = {};
+    const uint64_t* a = source(w, in.ops[1], ta);
+    uint32_t lastSpan = 0;
+    uint64_t last = 0;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      if (span[l] != lastSpan || lastSpan == 0) {
+        lastSpan = span[l];
+        last = reduceOver(in, a, span[l]);
+      }
+      d[l] = last;
+    }
+    writeRow(w, in.ops[0].reg, exec, d);
+  }
+
+  static uint64_t reduceOver(const Instruction& in, const uint64_t* a, uint32_t lanes) {
+    const unsigned first = static_cast<unsigned>(__builtin_ctz(lanes));
+    if (in.type == Type::kF32) {
+      // .min / .max .f32 (sm_100a): .abs takes each value's magnitude; -0 is below +0; a NaN
+      // input is left out unless .NaN is given, where it makes the result NaN (the canonical
+      // 0x7fffffff, as every f32 NaN the executor produces).
+      bool nan = false, any = false;
+      float best = 0;
+      for (uint32_t m = lanes; m != 0; m &= m - 1) {
+        uint32_t bits = static_cast<uint32_t>(a[__builtin_ctz(m)]);
+        if (in.reduxAbs) bits &= 0x7fffffffu;
+        float x;
+        std::memcpy(&x, &bits, 4);
+        if (x != x) {
+          nan = true;
+          continue;
+        }
+        const bool isMax = in.atomOp == AtomOp::kMax;
+        if (!any) {
+          best = x;
+          any = true;
+        } else if (x == best) {
+          if (std::signbit(x) != std::signbit(best) && (isMax ? !std::signbit(x) : std::signbit(x))) best = x;
+        } else if (isMax ? x > best : x < best) {
+          best = x;
+        }
+      }
+      if ((nan && in.reduxNaN) || !any) return 0x7fffffffu;
+      uint32_t out;
+      std::memcpy(&out, &best, 4);
+      return out;
+    }
+    const bool sgn = in.type == Type::kS32;
+    uint32_t acc = static_cast<uint32_t>(a[first]);
+    for (uint32_t m = lanes & (lanes - 1); m != 0; m &= m - 1) {
+      const uint32_t x = static_cast<uint32_t>(a[__builtin_ctz(m)]);
+      switch (in.atomOp) {
+        case AtomOp::kAdd: acc += x; break;
+        case AtomOp::kAnd: acc &= x; break;
+        case AtomOp::kOr: acc |= x; break;
+        case AtomOp::kXor: acc ^= x; break;
+        case AtomOp::kMin:
+          acc = sgn ? static_cast<uint32_t>(std::min(static_cast<int32_t>(acc), static_cast<int32_t>(x))) : std::min(acc, x);
+          break;
+        default:
+          acc = sgn ? static_cast<uint32_t>(std::max(static_cast<int32_t>(acc), static_cast<int32_t>(x))) : std::max(acc, x);
+          break;
+      }
+    }
+    return acc;
+  }
+
+  // match.any.sync.<type> d, a, membermask: the lanes of the span holding the same a;
+  // match.all.sync.<type> d{|p}, a, membermask: membermask if every lane of the span holds the
+  // same a (p true), else 0 (p false).
+  __attribute__((noinline)) void match(Warp& w, const Instruction& in, uint32_t exec) {
+    uint32_t span[32] = {};
+    if (!memberLanes(w, in, exec, in.ops[3], span)) return;
+    uint64_t ta[32], tm[32], d[32] = {}, p[32] = {};
+    const uint64_t* a = source(w, in.ops[2], ta);
+    const uint64_t* mask = source(w, in.ops[3], tm);
+    const uint64_t vm = in.type == Type::kB64 ? ~uint64_t{0} : 0xffffffffu;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      uint32_t same = 0;
+      for (uint32_t k = span[l]; k != 0; k &= k - 1) {
+        const unsigned j = static_cast<unsigned>(__builtin_ctz(k));
+        if (((a[j] ^ a[l]) & vm) == 0) same |= 1u << j;
+      }
+      if (in.matchAll) {
+        p[l] = same == span[l];
+        d[l] = p[l] != 0 ? static_cast<uint32_t>(mask[l]) : 0;
+      } else {
+        d[l] = same;
+      }
+    }
+    writeRow(w, in.ops[0].reg, exec, d);
+    if (in.matchAll && in.ops[1].kind == Operand::Kind::kReg) writeRow(w, in.ops[1].reg, exec, p);
+  }
+
+  // elect.sync d|p, membermask: the leader is the lowest lane of the span (the ISA asks only that
+  // the same membermask elect the same lane every time); d its %laneid, p true in it alone.
+  __attribute__((noinline)) void elect(Warp& w, const Instruction& in, uint32_t exec) {
+    uint32_t span[32] = {};
+    if (!memberLanes(w, in, exec, in.ops[2], span)) return;
+    uint64_t d[32] = {}, p[32] = {};
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      const unsigned leader = static_cast<unsigned>(__builtin_ctz(span[l]));
+      d[l] = leader;
+      p[l] = leader == l;
+    }
+    if (in.ops[0].kind == Operand::Kind::kReg) writeRow(w, in.ops[0].reg, exec, d);
+    if (in.ops[1].kind == Operand::Kind::kReg) writeRow(w, in.ops[1].reg, exec, p);
+  }
+
+  // ---- extended precision (PTX ISA, "Extended-Precision Integer Arithmetic Instructions")
+
+  // add.cc / addc{.cc}: d = a + b (+ CC.CF), the carry out to CC.CF; sub.cc / subc{.cc}: d = a -
+  // (b + CC.CF), the borrow out to CC.CF; mad{c}.lo/.hi{.cc}: d = the low or high half of a * b,
+  // plus c (+ CC.CF), the carry of that addition to CC.CF. 32- or 64-bit; each thread its own CC.
+  __attribute__((noinline)) void carry(Warp& w, const Instruction& in, uint32_t exec) {
+    __extension__ typedef unsigned __int128 U128;
+    __extension__ typedef __int128 S128;
+    uint64_t ta[32], tb[32], tc[32], d[32] = {};
+    const uint64_t* a = source(w, in.ops[1], ta);
+    const uint64_t* b = source(w, in.ops[2], tb);
+    const uint64_t* c = in.op == Op::kMadc ? source(w, in.ops[3], tc) : nullptr;
+    const unsigned bits = typeBits(in.type);
+    const uint64_t m = bits == 64 ? ~uint64_t{0} : 0xffffffffu;
+    uint32_t out = 0;
+    for (uint32_t k = exec; k != 0; k &= k - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(k));
+      const U128 cf = in.carryIn ? (w.carry >> l) & 1u : 0;
+      const uint64_t x = a[l] & m, y = b[l] & m;
+      U128 r;
+      bool flag;
+      if (in.op == Op::kAddc) {
+        r = U128{x} + y + cf;
+        flag = ((r >> bits) & 1u) != 0;
+      } else if (in.op == Op::kSubc) {
+        r = U128{x} - y - cf;
+        flag = U128{x} < U128{y} + cf;
+      } else {
+        U128 prod;
+        if (isSigned(in.type)) {
+          const S128 sx = bits == 64 ? S128{static_cast<int64_t>(x)} : S128{static_cast<int32_t>(x)};
+          const S128 sy = bits == 64 ? S128{static_cast<int64_t>(y)} : S128{static_cast<int32_t>(y)};
+          prod = static_cast<U128>(sx * sy);
+        } else {
+          prod = U128{x} * y;
+        }
+        const uint64_t half = static_cast<uint64_t>(in.mulMode == MulMode::kHi ? prod >> bits : prod) & m;
+        r = U128{half} + (c[l] & m) + cf;
+        flag = ((r >> bits) & 1u) != 0;
+      }
+      d[l] = static_cast<uint64_t>(r) & m;
+      if (flag) out |= 1u << l;
+    }
+    writeRow(w, in.ops[0].reg, exec, d);
+    if (in.carryOut) w.carry = (w.carry & ~exec) | out;
+  }
+
+  // nanosleep.u32 t (PTX ISA, "Miscellaneous Instructions: nanosleep"): the warp's clock
+  // (%clock64, %globaltimer) moves on by t (at most 1 ms, the ISA's bound), as if it had slept;
+  // nothing sleeps on the host. The lanes sleep together: the longest request counts.
+  __attribute__((noinline)) void nanosleep(Warp& w, const Instruction& in, uint32_t exec) {
+    uint64_t tt[32];
+    const uint64_t* t = source(w, in.ops[0], tt);
+    uint64_t most = 0;
+    for (uint32_t m = exec; m != 0; m &= m - 1) most = std::max(most, t[__builtin_ctz(m)] & 0xffffffffu);
+    w.executed += std::min<uint64_t>(most, 1000000);
+  }
+
+  // ---- mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier")
+
+  // The host bytes of the mbarrier object `lane` names at `addr`: in shared memory (a .shared
+  // address, or a generic one in the shared window), aligned to 8. nullptr after a fault.
+  uint8_t* mbarrierAt(Warp& w, unsigned lane, const Instruction& in, Space space, uint64_t addr) {
+    if (space != Space::kShared && space != Space::kGeneric) space = Space::kGeneric;
+    if (space == Space::kGeneric && (addr & ~(kWindowSize - 1)) != kSharedWindow) {
+      const uint64_t window = addr & ~(kWindowSize - 1);
+      const char* where = window == kLocalWindow ? "local" : window == kConstWindow ? "const" : window == kParamWindow ? "param" : "global";
+      fail(Fault::kIllegalAddress, w, lane, &in,
+           "illegal address " + hex(addr) + " (mbarrier, 8 bytes: a " + where +
+               " address; an mbarrier object lives in shared memory)");
+      return nullptr;
+    }
+    return locate(w, lane, in, space, addr, 8, AccessKind::kAtomic);
+  }
+
+  // The object's phase completes when no arrival is pending and its tx-count is zero: the phase
+  // flips, the pending count starts again at the expected count.
+  static bool settle(Mbarrier& b) {
+    if (b.pending != 0 || b.tx != 0) return false;
+    b.phase ^= 1;
+    b.pending = b.expected;
+    return true;
+  }
+
+  // Adds `delta` to the tx-count of `b`; the ISA bounds it to +-(2^20 - 1), beyond which mcsim
+  // stops the kernel (kTrap). False after a fault.
+  bool addTx(Warp& w, unsigned lane, const Instruction& in, uint64_t addr, Mbarrier& b, int64_t delta) {
+    b.tx += delta;
+    if (b.tx > kMbarrierMaxCount || b.tx < -static_cast<int64_t>(kMbarrierMaxCount)) {
+      fail(Fault::kTrap, w, lane, &in,
+           "the tx-count of the mbarrier at " + hex(addr) + " would be " + std::to_string(b.tx) +
+               ", outside the ISA's range of -(2^20-1) to 2^20-1");
+      return false;
+    }
+    return true;
+  }
+
+  bool mbarrierValid(Warp& w, unsigned lane, const Instruction& in, uint64_t addr, const Mbarrier& b) {
+    if (b.valid) return true;
+    fail(Fault::kTrap, w, lane, &in,
+         "the mbarrier at " + hex(addr) + " is not initialised (mbarrier.init) or was invalidated (undefined in the PTX ISA)");
+    return false;
+  }
+
+  // An arrive-on of `count` (PTX ISA, mbarrier.arrive): more arrivals than are pending, and an
+  // arrival with .noComplete that completes the phase, are undefined in the ISA; mcsim stops the
+  // kernel (kTrap). False after a fault.
+  bool arrive(Warp& w, unsigned lane, const Instruction& in, uint64_t addr, Mbarrier& b, uint64_t count, bool drop,
+              bool noComplete) {
+    if (count == 0 || count > kMbarrierMaxCount) {
+      fail(Fault::kTrap, w, lane, &in, "arrival count " + std::to_string(count) + " outside the ISA's range of 1 to 2^20-1");
+      return false;
+    }
+    if (count > b.pending || (drop && count > b.expected)) {
+      fail(Fault::kTrap, w, lane, &in,
+           std::to_string(count) + " arrivals at the mbarrier at " + hex(addr) + ", whose current phase has " +
+               std::to_string(b.pending) + " pending (undefined in the PTX ISA)");
+      return false;
+    }
+    if (drop) b.expected -= static_cast<uint32_t>(count);
+    b.pending -= static_cast<uint32_t>(count);
+    if (noComplete && b.pending == 0 && b.tx == 0) {
+      fail(Fault::kTrap, w, lane, &in,
+           "an arrival with .noComplete completes the phase of the mbarrier at " + hex(addr) + " (undefined in the PTX ISA)");
+      return false;
+    }
+    settle(b);
+    return true;
+  }
+
+  // mbarrier.<op>, lane by lane in ascending order (as atomics are). A wait that finds its phase
+  // not complete answers false at once (try_wait's suspend-time hint is not waited out); when every
+  // lane's wait failed and the warp has no other lanes to run, the warp is parked on the object
+  // until it changes (docs/ptx.md, "Spin parking"), so a waiting loop costs no host time.
+  __attribute__((noinline)) void mbarrier(Warp& w, const Instruction& in, uint32_t exec) {
+    uint64_t tv[32], d[32] = {};
+    if (in.mbar == MbarOp::kPendingCount) {
+      const uint64_t* state = source(w, in.ops[1], tv);
+      for (uint32_t m = exec; m != 0; m &= m - 1) d[__builtin_ctz(m)] = unpackMbarrier(state[__builtin_ctz(m)]).pending;
+      writeRow(w, in.ops[0].reg, exec, d);
+      return;
+    }
+    const bool waits = in.mbar == MbarOp::kTestWait || in.mbar == MbarOp::kTryWait;
+    const bool arrives = in.mbar == MbarOp::kArrive || in.mbar == MbarOp::kArriveDrop;
+    const unsigned ai = waits || arrives ? 1 : 0;  // the address operand
+    uint64_t addr[32];
+    addresses(w, in.ops[ai], addr);
+    const uint64_t* v = in.nops > ai + 1 ? source(w, in.ops[ai + 1], tv) : nullptr;
+    flushTraffic();
+    win_ = MemoryWindow{};
+    uint32_t failed = 0;
+    uint8_t* lastWord = nullptr;
+    unsigned lastLane = 0;
+    uint32_t lastParity = 0;
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      uint8_t* p = mbarrierAt(w, l, in, in.space, addr[l]);
+      if (p == nullptr) return;
+      uint64_t word;
+      std::memcpy(&word, p, 8);
+      Mbarrier b = unpackMbarrier(word);
+      if (in.mbar != MbarOp::kInit && !mbarrierValid(w, l, in, addr[l], b)) return;
+      switch (in.mbar) {
+        case MbarOp::kInit: {
+          const uint64_t count = v[l] & 0xffffffffu;
+          if (count == 0 || count > kMbarrierMaxCount) {
+            fail(Fault::kTrap, w, l, &in, "mbarrier.init count " + std::to_string(count) + " outside the ISA's range of 1 to 2^20-1");
+            return;
+          }
+          b = Mbarrier{};
+          b.valid = true;
+          b.pending = b.expected = static_cast<uint32_t>(count);
+          break;
+        }
+        case MbarOp::kInval: b = Mbarrier{}; break;
+        case MbarOp::kArrive: case MbarOp::kArriveDrop: {
+          if (in.expectTx && !addTx(w, l, in, addr[l], b, static_cast<int64_t>(v[l] & 0xffffffffu))) return;
+          const uint64_t count = v != nullptr && !in.expectTx ? v[l] & 0xffffffffu : 1;
+          if (!arrive(w, l, in, addr[l], b, count, in.mbar == MbarOp::kArriveDrop, in.noComplete)) return;
+          d[l] = word;
+          break;
+        }
+        case MbarOp::kExpectTx: case MbarOp::kCompleteTx: {
+          const int64_t n = static_cast<int64_t>(v[l] & 0xffffffffu);
+          if (!addTx(w, l, in, addr[l], b, in.mbar == MbarOp::kExpectTx ? n : -n)) return;
+          settle(b);
+          break;
+        }
+        default: {  // test_wait / try_wait: has the phase of the state's (or the given) parity completed?
+          const uint32_t parity = in.parity ? static_cast<uint32_t>(v[l] & 1) : static_cast<uint32_t>(v[l] >> 63);
+          d[l] = parity != b.phase;
+          watch(w, l, addr[l], p, 8);
+          if (d[l] == 0) {
+            failed |= 1u << l;
+            lastWord = p;
+            lastLane = l;
+            lastParity = parity;
+          }
+          continue;
+        }
+      }
+      const uint64_t now = packMbarrier(b);
+      if (now != word) {
+        std::memcpy(p, &now, 8);
+        noteWrite();
+      }
+    }
+    if (arrives && in.ops[0].kind == Operand::Kind::kReg) writeRow(w, in.ops[0].reg, exec, d);
+    if (!waits) return;
+    writeRow(w, in.ops[0].reg, exec, d);
+    if (failed != exec || w.nextPc != kNoPc) {
+      waitLoop_.on = false;
+      return;
+    }
+    // Every lane's wait failed, and the warp has no other lanes to run. The second such failure
+    // of this wait in a row, with nothing written in between and few words read, is a waiting
+    // loop: the warp parks on the words it read (the object's among them) until one changes.
+    WaitLoop& lp = waitLoop_;
+    if (lp.on && lp.pc == w.pc && lp.exec == exec && lp.writes == writes_ && !lp.overflow && lp.words.words != 0) {
+      Park& pk = mbarrierPark_;
+      pk = Park{};
+      pk.on = true;
+      pk.mbarrier = true;
+      pk.global = false;
+      pk.waitParity = lastParity;
+      pk.addr = addr[lastLane];
+      pk.lane = lastLane;
+      pk.pc = w.pc;
+      std::memcpy(&pk.value, lastWord, 8);
+      mbarrierWatch_ = lp.words;
+      lp.on = false;
+      return;
+    }
+    lp.on = true;
+    lp.pc = w.pc;
+    lp.exec = exec;
+    lp.writes = writes_;
+    lp.overflow = false;
+    lp.words.words = 0;
+  }
+
+  // ---- cp.async (PTX ISA, "Data Movement and Conversion Instructions: cp.async" and
+  // "cp.async.bulk", with their commit_group / wait_group, and cp.async.mbarrier.arrive)
+
+  // Each copy completes when it is issued: its bytes are read and written through locate(), as
+  // ld and st move theirs (the global side counts as the kernel's global traffic, timed as
+  // theirs), so they are in place before any wait can say so. commit_group and wait_group /
+  // wait_all then have nothing to wait for; cp.async.mbarrier.arrive's arrive-on, which the ISA
+  // makes when the thread's earlier cp.async operations are complete, happens at once: without
+  // .noinc it raised the pending count first, so it changes nothing; with .noinc it is an arrival.
+  __attribute__((noinline)) void cpAsync(Warp& w, const Instruction& in, uint32_t exec) {
+    switch (in.cpAsync) {
+      case CpAsyncOp::kCopy: copyAsync(w, in, exec); return;
+      case CpAsyncOp::kBulk: copyBulk(w, in, exec); return;
+      case CpAsyncOp::kMbarArrive: {
+        uint64_t addr[32];
+        addresses(w, in.ops[0], addr);
+        for (uint32_t m = exec; m != 0; m &= m - 1) {
+          const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+          uint8_t* p = mbarrierAt(w, l, in, in.space, addr[l]);
+          if (p == nullptr) return;
+          uint64_t word;
+          std::memcpy(&word, p, 8);
+          Mbarrier b = unpackMbarrier(word);
+          if (!mbarrierValid(w, l, in, addr[l], b)) return;
+          if (!in.noinc) continue;
+          if (!arrive(w, l, in, addr[l], b, 1, false, false)) return;
+          const uint64_t now = packMbarrier(b);
+          std::memcpy(p, &now, 8);
+          noteWrite();
+        }
+        return;
+      }
+      default: return;  // commit_group, wait_group, wait_all: every copy is complete already
+    }
+  }
+
+  // cp.async.{ca,cg}.shared.global [dst], [src], cp-size {, src-size | ignore-src}: cp-size bytes
+  // to shared memory, the first src-size of them read from global memory and the rest zero (an
+  // ignore-src predicate that holds reads none). Both addresses aligned to cp-size; a src-size
+  // above cp-size is undefined in the ISA, and mcsim stops the kernel (kTrap).
+  void copyAsync(Warp& w, const Instruction& in, uint32_t exec) {
+    const unsigned cpSize = static_cast<unsigned>(in.ops[2].imm);
+    uint64_t dst[32], src[32], tv[32];
+    addresses(w, in.ops[0], dst);
+    addresses(w, in.ops[1], src);
+    const bool hasSrcSize = in.nops > (in.cacheHint ? 4 : 3);
+    const uint64_t* sv = hasSrcSize ? source(w, in.ops[3], tv) : nullptr;
+    const bool ignoreSrc = hasSrcSize && in.ops[3].kind == Operand::Kind::kReg && fn_.regTypes[in.ops[3].reg] == Type::kPred;
+    flushTraffic();
+    win_ = MemoryWindow{};
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      uint64_t n = cpSize;
+      if (sv != nullptr) n = ignoreSrc ? (sv[l] != 0 ? 0 : cpSize) : sv[l] & 0xffffffffu;
+      if (n > cpSize) {
+        fail(Fault::kTrap, w, l, &in,
+             "src-size " + std::to_string(n) + " is larger than cp-size " + std::to_string(cpSize) + " (undefined in the PTX ISA)");
+        return;
+      }
+      uint8_t bytes[16] = {};
+      if (n != 0) {
+        const uint8_t* p = locate(w, l, in, in.srcSpace, src[l], static_cast<unsigned>(n), AccessKind::kRead, cpSize);
+        if (p == nullptr) return;
+        std::memcpy(bytes, p, n);
+      }
+      uint8_t* q = locate(w, l, in, in.space, dst[l], cpSize, AccessKind::kWrite);
+      if (q == nullptr) return;
+      std::memcpy(q, bytes, cpSize);
+      noteWrite();
+    }
+  }
+
+  // cp.async.bulk [dst], [src], size {, [mbar]}: size bytes (a multiple of 16; both addresses
+  // aligned to 16) from global to shared memory, shared to shared, or shared to global; with
+  // .mbarrier::complete_tx::bytes the copy then performs complete-tx of size on the mbarrier.
+  void copyBulk(Warp& w, const Instruction& in, uint32_t exec) {
+    uint64_t dst[32], src[32], mb[32], ts[32];
+    addresses(w, in.ops[0], dst);
+    addresses(w, in.ops[1], src);
+    const uint64_t* sz = source(w, in.ops[2], ts);
+    if (in.bulkMbar) addresses(w, in.ops[3], mb);
+    for (uint32_t m = exec; m != 0; m &= m - 1) {
+      const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      const uint64_t n = sz[l] & 0xffffffffu;
+      if (n % 16 != 0) {
+        fail(Fault::kMisalignedAddress, w, l, &in, "cp.async.bulk size " + std::to_string(n) + " is not a multiple of 16");
+        return;
+      }
+      if (n != 0) {
+        flushTraffic();
+        win_ = MemoryWindow{};
+        const uint8_t* p = locate(w, l, in, in.srcSpace, src[l], static_cast<unsigned>(n), AccessKind::kRead, 16);
+        if (p == nullptr) return;
+        std::vector<uint8_t> bytes(p, p + n);  // the windows of source and destination may overlap
+        flushTraffic();
+        win_ = MemoryWindow{};
+        uint8_t* q = locate(w, l, in, in.space, dst[l], static_cast<unsigned>(n), AccessKind::kWrite, 16);
+        if (q == nullptr) return;
+        std::memcpy(q, bytes.data(), n);
+        noteWrite();
+      }
+      if (!in.bulkMbar) continue;
+      uint8_t* bp = mbarrierAt(w, l, in, Space::kShared, mb[l]);
+      if (bp == nullptr) return;
+      uint64_t word;
+      std::memcpy(&word, bp, 8);
+      Mbarrier b = unpackMbarrier(word);
+      if (!mbarrierValid(w, l, in, mb[l], b)) return;
+      if (!addTx(w, l, in, mb[l], b, -static_cast<int64_t>(n))) return;
+      settle(b);
+      const uint64_t now = packMbarrier(b);
+      std::memcpy(bp, &now, 8);
+      noteWrite();
+    }
+  }
+
   // ---- one instruction
 
   void step(Warp& w, const Instruction& in) {
@@ -1381,6 +1944,13 @@ class Executor::Run {
       }
       case Op::kMov: if (exec) move(w, in, exec); break;
       case Op::kCvta: if (exec) convertAddress(w, in, exec); break;
+      case Op::kRedux: if (exec) redux(w, in, exec); break;
+      case Op::kMatch: if (exec) match(w, in, exec); break;
+      case Op::kElect: if (exec) elect(w, in, exec); break;
+      case Op::kMbarrier: if (exec) mbarrier(w, in, exec); break;
+      case Op::kCpAsync: if (exec) cpAsync(w, in, exec); break;
+      case Op::kNanosleep: if (exec) nanosleep(w, in, exec); break;
+      case Op::kAddc: case Op::kSubc: case Op::kMadc: if (exec) carry(w, in, exec); break;
       default:
         if (exec != 0) alu(w, in, exec);
         break;
@@ -1976,6 +2546,18 @@ class Executor::Run {
   std::vector<Park> parked_;  // the entered block's, per warp
   std::vector<Watched> watched_;  // the entered block's, per warp
   SpinWatch spin_;
+  // A failed mbarrier wait of the running warp (mbarrier()): the loop it may be waiting in, and
+  // where it parks at the end of the instruction once that is clear.
+  struct WaitLoop {
+    bool on = false;
+    bool overflow = false;  // read more words than a waiting loop does
+    uint32_t pc = 0, exec = 0;
+    uint64_t writes = 0;    // writes_ at the first failure
+    Watched words;          // read since
+  };
+  WaitLoop waitLoop_;
+  Park mbarrierPark_;
+  Watched mbarrierWatch_;
   bool watching_ = false;     // the running warp's reads are noted (watch)
   bool polled_ = false;       // the running warp's turn ended with it parked (runWarp)
   Space locSpace_ = Space::kGlobal;  // the space locate() resolved last

@@ -145,7 +145,8 @@ class Executor {
 // straight-line runs of its code (a run ends at a backward branch, a barrier or an exit; forward
 // branches, which nvcc emits around the guarded loads of an unrolled loop, do not end it), of
 // global and generic ld and multimem.ld_reduce bytes issued before an instruction reads a register
-// one of them loaded. What the kernel's unroll keeps in flight, for timing it (0: no such load).
+// one of them loaded, and cp.async / cp.async.bulk bytes from global memory before a wait (for the
+// copies or an mbarrier phase). What the kernel's unroll keeps in flight, for timing it (0: no such load).
 uint32_t loadBytesInFlight(const Function& fn);
 
 // Packs arguments in the kernel's .param layout: args[i] points at parameter i's bytes, as the

@@ -38,7 +38,9 @@ const char* opName(Op op) {
       "setp", "selp", "slct", "mov", "cvt", "cvta", "ld", "st",
       "fma", "sqrt", "rcp", "rsqrt", "ex2", "lg2", "sin", "cos", "testp", "copysign",
       "atom", "red", "bar", "shfl", "vote", "activemask", "membar",
-      "bra", "brx", "ret", "exit", "trap", "call", "multimem"};
+      "bra", "brx", "ret", "exit", "trap", "call", "multimem",
+      "redux", "match", "elect", "mbarrier", "cp.async", "nanosleep", "addc", "subc", "madc",
+      "mul24", "mad24", "sad", "dp4a", "dp2a", "set", "isspacep"};
   return names[static_cast<unsigned>(op)];
 }
 

@@ -46,6 +46,17 @@ enum class Op : uint8_t {
   kBra, kBrx, kRet, kExit, kTrap, kCall,
   // multimem.ld_reduce / .st / .red on a multicast address (Instruction::multimem says which)
   kMultimem,
+  // warp-level: redux.sync (its operator in Instruction::atomOp), match.sync, elect.sync
+  kRedux, kMatch, kElect,
+  // mbarrier.* (Instruction::mbar says which) and cp.async / cp.async.bulk (Instruction::cpAsync)
+  kMbarrier, kCpAsync, kNanosleep,
+  // extended-precision arithmetic through the carry flag: add.cc / addc, sub.cc / subc, mad.cc /
+  // madc (Instruction::carryIn, carryOut), run by the executor, which keeps each thread's CC.CF
+  kAddc, kSubc, kMadc,
+  // 24-bit multiply, sum of absolute differences, dot products, compare-and-set (pure arithmetic)
+  kMul24, kMad24, kSad, kDp4a, kDp2a, kSet,
+  // isspacep.<space> p, a: whether generic address a is in the space (Instruction::space)
+  kIsspacep,
 };
 const char* opName(Op op);
 
@@ -62,6 +73,12 @@ enum class VoteMode : uint8_t { kAll, kAny, kUni, kBallot };
 enum class BarMode : uint8_t { kSync, kArrive, kWarpSync, kRed };
 // The three multimem instructions (PTX ISA 9.7.9.14); their operator is Instruction::atomOp.
 enum class MultimemOp : uint8_t { kLdReduce, kSt, kRed };
+// mbarrier.<op> (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier").
+enum class MbarOp : uint8_t { kInit, kInval, kArrive, kArriveDrop, kTestWait, kTryWait, kExpectTx, kCompleteTx, kPendingCount };
+// cp.async (PTX ISA, "Data Movement and Conversion Instructions: cp.async", "cp.async.bulk" ...).
+enum class CpAsyncOp : uint8_t { kCopy, kCommit, kWaitGroup, kWaitAll, kMbarArrive, kBulk, kBulkCommit, kBulkWait };
+// prmt's modes (PTX ISA, prmt): the default (a selector nibble a byte), and the five fixed patterns.
+enum class PrmtMode : uint8_t { kDefault, kF4e, kB4e, kRc8, kEcl, kEcr, kRc16 };
 enum class TestpMode : uint8_t { kFinite, kInfinite, kNumber, kNotANumber, kNormal, kSubnormal };
 
 // Special registers (PTX ISA, "Special Registers"); the vector ones take a component .x/.y/.z.
@@ -137,6 +154,20 @@ struct Instruction {
   // multimem on fp8 (.e4m3, .e5m2 and their x2 / x4 packings): 1 e4m3, 2 e5m2; `type` is then
   // .b8 / .b16 / .b32, the packing's width (every byte one value).
   uint8_t mmFp8 = 0;
+  MbarOp mbar = MbarOp::kInit;
+  CpAsyncOp cpAsync = CpAsyncOp::kCopy;
+  PrmtMode prmt = PrmtMode::kDefault;
+  bool noComplete = false;  // mbarrier.arrive(_drop).noComplete
+  bool expectTx = false;    // mbarrier.arrive(_drop).expect_tx
+  bool parity = false;      // mbarrier.test_wait / try_wait .parity
+  bool noinc = false;       // cp.async.mbarrier.arrive.noinc
+  bool bulkMbar = false;    // cp.async.bulk ... .mbarrier::complete_tx::bytes (else .bulk_group)
+  Space srcSpace = Space::kGeneric;  // cp.async(.bulk): the source's space (`space` is the destination's)
+  bool carryIn = false, carryOut = false;  // addc/subc/madc read CC.CF; .cc writes it
+  bool matchAll = false;    // match.all (else match.any)
+  bool cg = false;          // cp.async.cg (else .ca)
+  bool cacheHint = false;   // .L2::cache_hint: a cache-policy operand follows (ignored)
+  bool reduxAbs = false, reduxNaN = false;  // redux.sync .min/.max .f32: .abs, .NaN
   bool ftz = false, sat = false, approx = false;
   bool cvtaTo = false;      // cvta.to.<space> (generic -> space) rather than cvta.<space>
   bool uniform = false;     // bra.uni: the program promises that the branch does not diverge

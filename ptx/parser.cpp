@@ -827,6 +827,10 @@ class Parser {
     return true;
   }
 
+  // Instructions whose first operand may be a pair `d|p` (PTX ISA: setp, shfl.sync, match.sync,
+  // elect.sync): the second destination, or none, becomes operand 1.
+  static bool pairedDestination(Op op) { return op == Op::kSetp || op == Op::kShfl || op == Op::kMatch || op == Op::kElect; }
+
   bool instruction() {
     Instruction in;
     in.line = peek().line;
@@ -859,7 +863,7 @@ class Parser {
         ops.push_back(o);
         if (atPunct('|')) {
           ++p_;
-          if (ops.size() != 1 || (in.op != Op::kSetp && in.op != Op::kShfl)) return fail("'|' is allowed only after the first operand of setp and shfl");
+          if (ops.size() != 1 || !pairedDestination(in.op)) return fail("'|' is allowed only after the first operand of setp, shfl, match and elect");
           if (!operand(in, &pair)) return false;
           havePair = true;
         }
@@ -869,7 +873,7 @@ class Parser {
     }
     if (!atPunct(';')) return fail("expected ';' after '" + in.text + "', found '" + peek().text + "'");
     ++p_;
-    if (in.op == Op::kSetp || in.op == Op::kShfl) {
+    if (pairedDestination(in.op)) {
       // The second destination (or none) goes second: see checkOperands.
       if (!ops.empty()) ops.insert(ops.begin() + 1, havePair ? pair : Operand{});
     }
@@ -882,13 +886,13 @@ class Parser {
     }
     // pendingExtern_ is indexed in parse order, which is the final order unless setp/shfl had no
     // second destination inserted after their first.
-    if ((in.op == Op::kSetp || in.op == Op::kShfl) && !ops.empty() && !havePair) {
+    if (pairedDestination(in.op) && !ops.empty() && !havePair) {
       for (auto& r : externRefs_)
         if (r.instr == fn_->code.size() && r.operand >= 1) ++r.operand;
     }
     for (size_t i = 0; i < ops.size(); ++i)
       if (pendingLocal_[i]) fn_->localRefs.emplace_back(static_cast<uint32_t>(fn_->code.size()), static_cast<uint8_t>(i));
-    if ((in.op == Op::kSetp || in.op == Op::kShfl) && !ops.empty() && !havePair) {
+    if (pairedDestination(in.op) && !ops.empty() && !havePair) {
       for (auto& r : fn_->localRefs)
         if (r.first == fn_->code.size() && r.second >= 1) ++r.second;
     }
@@ -1012,8 +1016,9 @@ class Parser {
       return true;
     }
     o->kind = Operand::Kind::kImm;
-    // Immediates take the instruction's source type: cvt's is its second, mul.wide's its own.
-    const Type t = in.op == Op::kCvt ? in.type2 : in.type;
+    // Immediates take the instruction's source type: cvt's is its second, mul.wide's its own;
+    // redux.sync's membermask is a .b32 whatever the type reduced.
+    const Type t = in.op == Op::kCvt ? in.type2 : in.op == Op::kRedux && index == 2 ? Type::kB32 : in.type;
     return constant(t, &o->imm);
   }
 

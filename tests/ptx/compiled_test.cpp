@@ -235,6 +235,25 @@ std::string printfKernelOutput() {
 }
 
 // The same kernels built with -G (debug: no inlining, every function a call, locals on the stack).
+TEST_F(PtxCompiled, CudaBarrierAndMemcpyAsync) {
+  // libcu++'s cuda::barrier: mbarrier.init / arrive / try_wait, cp.async and
+  // cp.async.mbarrier.arrive as nvcc emits them. The waiting warps are parked, not spinning.
+  Program& p = *program_;
+  const int blocks = 2, phases = 4;
+  std::vector<int> in(blocks * 256);
+  for (int i = 0; i < blocks * 256; ++i) in[i] = i * 10;
+  const uint64_t din = p.buffer(in), dout = p.buffer(in.size() * 4);
+  const LaunchResult r = p.launch("barrier_phases", {blocks, 1, 1}, {256, 1, 1}, {din, dout, static_cast<uint64_t>(phases)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto out = p.read<int>(dout, in.size());
+  for (int b = 0; b < blocks; ++b)
+    for (int t = 0; t < 256; ++t) ASSERT_EQ(out[b * 256 + t], in[b * 256 + (t + phases) % 256] + phases) << b << " " << t;
+  EXPECT_EQ(r.pollingInstructions, 0u);
+  // A warp that spun would take a quantum (4096 instructions) a wait; parked, a whole block's
+  // nine waits take a few thousand.
+  EXPECT_LT(r.warpInstructions, 20000u);
+}
+
 TEST(PtxCompiledDebug, DeviceFunctionsAndRecursion) {
   const std::string path = MCSIM_PTX_COMPILED_DEBUG;
   if (path.empty()) GTEST_SKIP() << "no nvcc at build time: kernels.cu was not compiled";

@@ -161,3 +161,25 @@ extern "C" __global__ void function_pointers(int* out) {
   const int t = threadIdx.x;
   out[t] = apply_twice(op_table[t % 3], t) + (t % 2 == 0 ? op_table[1](t) : 0);
 }
+
+// cuda::barrier with cuda::memcpy_async (libcu++; mbarrier and cp.async in the PTX): a block copies
+// its 256 values into shared memory, then passes them round a ring, one arrive_and_wait a phase.
+#include <cuda/barrier>
+extern "C" __global__ void barrier_phases(const int* in, int* out, int phases) {
+  __shared__ int buf[256];
+  __shared__ int ring[256];
+#pragma nv_diag_suppress static_var_with_dynamic_init
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, blockDim.x);
+  __syncthreads();
+  cuda::memcpy_async(buf, in + blockIdx.x * 256, sizeof(int) * 256, bar);
+  bar.arrive_and_wait();
+  int v = buf[threadIdx.x];
+  for (int p = 0; p < phases; ++p) {
+    ring[threadIdx.x] = v;
+    bar.arrive_and_wait();
+    v = ring[(threadIdx.x + 1) % 256] + 1;
+    bar.arrive_and_wait();
+  }
+  out[blockIdx.x * 256 + threadIdx.x] = v;
+}

@@ -142,8 +142,8 @@ TEST(PtxParser, RejectsUnknownInstructionsAndModifiers) {
 }
 
 TEST(PtxParser, RejectsFeaturesNotImplementedYet) {
-  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b64 %rd<2>;\n  redux.sync.add.u32 %rd0, %rd1, 0xffffffff;\n}\n"),
-            "bad.ptx:7: instruction 'redux' is not implemented yet");
+  EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  tanh.approx.f32 %r0, %r1;\n}\n"),
+            "bad.ptx:7: instruction 'tanh' is not implemented yet");
   EXPECT_EQ(errorOf(".visible .entry k()\n{\n  .reg .b32 %r<2>;\n  bar.red.popc.pred %r0, 0, %r1;\n}\n"),
             "bad.ptx:7: 'bar.red.popc.pred' needs .popc.u32, .and.pred or .or.pred");
   EXPECT_EQ(errorOf(".address_size 32\n"), "bad.ptx:4: .address_size 32 is not supported (only 64)");
@@ -191,7 +191,7 @@ TEST(PtxParser, SurveyListsEveryRefusal) {
                            "}\n"
                            ".func helper(.param .b32 x) {\n"                               // 13
                            "  .reg .b32 %r<2>;\n"
-                           "  redux.sync.add.u32 %r0, %r1, 0xffffffff;\n"                  // 15
+                           "  tanh.approx.f32 %r0, %r1;\n"                                 // 15
                            "  ret;\n"
                            "}\n"
                            ".visible .entry plain() { ret; }\n";
@@ -203,12 +203,12 @@ TEST(PtxParser, SurveyListsEveryRefusal) {
                           "s.ptx:4: 'table' has no size",
                           "s.ptx:8: unknown instruction 'frobnicate'",
                           "s.ptx:10: unsupported modifier '.wobbly' in 'add.wobbly.s32'",
-                          "s.ptx:15: instruction 'redux' is not implemented yet",
+                          "s.ptx:15: instruction 'tanh' is not implemented yet",
                       }));
   ASSERT_NE(nullptr, m.find("plain"));
   EXPECT_EQ(nullptr, m.find("k"));
   EXPECT_EQ(m.refused.at("k"), "s.ptx:8: unknown instruction 'frobnicate'");
-  EXPECT_EQ(m.refused.at("helper"), "s.ptx:15: instruction 'redux' is not implemented yet");
+  EXPECT_EQ(m.refused.at("helper"), "s.ptx:15: instruction 'tanh' is not implemented yet");
   ASSERT_EQ(m.variables.size(), 1u);  // the declaration after a refused one is read
   EXPECT_EQ(m.variables[0].name, "after");
 }
