@@ -929,7 +929,14 @@ class Executor::Run {
           const MemoryError e = ex_.memory_.resolve(addr, kind, cfg_.device, &win_);
           if (e != MemoryError::kNone) {
             flushTraffic();
-    win_ = MemoryWindow{};
+            win_ = MemoryWindow{};
+            if (e == MemoryError::kMulticast && plainMulticastStore_) {
+              // A plain store to a multicast address: the caller stores to every member
+              // (multicastStore), as the hardware does (docs/ptx.md, "Multimem").
+              locSpace_ = Space::kGlobal;
+              multicastHit_ = true;
+              return nullptr;
+            }
             bad = memoryErrorText(e);
             break;
           }
@@ -1001,18 +1008,58 @@ class Executor::Run {
     const uint64_t* scalar = s.kind == Operand::Kind::kVec ? nullptr : source(w, s, tmp);
     flushTraffic();
     win_ = MemoryWindow{};
+    MulticastWindow mc;
+    uint8_t value[32];  // the widest st: .v8 of 32 bits
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      plainMulticastStore_ = true;
+      multicastHit_ = false;
       uint8_t* p = locate(w, l, in, in.space, addr[l], esize * n, AccessKind::kWrite);
-      if (p == nullptr) return;
-      noteWrite();
+      plainMulticastStore_ = false;
+      if (p == nullptr && !multicastHit_) return;
       for (unsigned e = 0; e < n; ++e) {
         uint64_t v;
         if (scalar != nullptr) v = scalar[l];
         else v = s.vec[e].isImm ? s.vec[e].imm : row(w, s.vec[e].reg)[l];
-        std::memcpy(p + e * esize, &v, esize);
+        std::memcpy((p != nullptr ? p : value) + e * esize, &v, esize);
+      }
+      if (p == nullptr && !multicastStore(w, l, in, addr[l], value, esize * n, mc)) return;
+      noteWrite();
+    }
+  }
+
+  // A plain st to a multicast address (locate found one): the value goes to every member's
+  // memory at that offset, as multimem.st would put it. The PTX ISA (9.7.9.14) leaves any access
+  // but multimem's to a multicast address undefined; NCCL's NVLS kernels post their step counters
+  // through multicast addresses with plain st (st.relaxed.sys.global.u64, and st.b8 / st.b16 for
+  // the odd bytes of a multimem copy), and NCCL's developers state that on the hardware a
+  // multimem store and a plain store are the same instruction (NVIDIA/nccl#1230): so mcsim treats
+  // it as multimem.st (docs/ptx.md, "Multimem"). Plain loads and atomics there stay illegal.
+  bool multicastStore(Warp& w, unsigned l, const Instruction& in, uint64_t a, const uint8_t* value, unsigned bytes,
+                      MulticastWindow& mc) {
+    if (!(a >= mc.va && a - mc.va < mc.size && !mc.members.empty())) {
+      const MemoryError e = ex_.memory_.resolveMulticast(a, AccessKind::kWrite, cfg_.device, &mc);
+      if (e != MemoryError::kNone) {
+        mc = MulticastWindow{};
+        fail(Fault::kIllegalAddress, w, l, &in,
+             "illegal address " + hex(a) + " (global, " + std::to_string(bytes) + " bytes: " + memoryErrorText(e) + ")");
+        return false;
       }
     }
+    if (a - mc.va + bytes > mc.size) {
+      fail(Fault::kIllegalAddress, w, l, &in,
+           "illegal address " + hex(a) + " (global, " + std::to_string(bytes) + " bytes: runs past the end of its mapping)");
+      return false;
+    }
+    const uint64_t off = a - mc.va;
+    for (uint8_t* p : mc.members) std::memcpy(p + off, value, bytes);
+    result_.globalBytesWritten += uint64_t{bytes} * mc.members.size();
+    MulticastWindow at = mc;
+    at.offset += off;
+    at.va = a;
+    ex_.memory_.accessedMulticast(at, MultimemKind::kStore, bytes);
+    locSpace_ = Space::kGlobal;
+    return true;
   }
 
   void atomic(Warp& w, const Instruction& in, uint32_t exec) {
@@ -1979,6 +2026,8 @@ class Executor::Run {
   bool watching_ = false;     // the running warp's reads are noted (watch)
   bool polled_ = false;       // the running warp's turn ended with it parked (runWarp)
   Space locSpace_ = Space::kGlobal;  // the space locate() resolved last
+  bool plainMulticastStore_ = false;  // locate() may answer a multicast address (store)
+  bool multicastHit_ = false;         // ... and did: nullptr without a fault
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   std::vector<uint64_t> regMask_;
