@@ -7,6 +7,7 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include <sys/mman.h>
 #endif
 
 #include "mcsim/kernels.h"
@@ -21,6 +22,72 @@ namespace mcsim::ptx {
 namespace {
 
 constexpr uint32_t kNoPc = 0xffffffffu;
+
+// A warp's registers: 32 lanes of 64 bits for each register of the kernel and of every function
+// linked into it, zero at the start of a block. A kernel with NCCL's device functions linked in has
+// tens of thousands of registers (51,764 with its NVLS all-reduce: 13 MB a warp, 4 GB for the 320
+// warps of 16 blocks), of which a warp touches a small part. So a large file is anonymous memory
+// mapped for it (pages the host allocates when first written, zero until then), grown in place
+// (mremap) when a function is linked, and cleared by giving its pages back (MADV_DONTNEED: a
+// private anonymous mapping then reads zero): its cost follows the registers used, not declared.
+class RegisterFile {
+ public:
+  RegisterFile() = default;
+  RegisterFile(const RegisterFile&) = delete;
+  RegisterFile& operator=(const RegisterFile&) = delete;
+  RegisterFile(RegisterFile&& o) noexcept { swap(o); }
+  RegisterFile& operator=(RegisterFile&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~RegisterFile() {
+    if (mapped_ != nullptr) munmap(mapped_, mappedBytes_);
+  }
+
+  uint64_t* data() { return mapped_ != nullptr ? mapped_ : small_.data(); }
+
+  // `n` values, the first ones kept, the new ones zero.
+  void resize(size_t n) {
+    const size_t bytes = n * sizeof(uint64_t);
+    if (mapped_ == nullptr && bytes < kMapFrom) {
+      small_.resize(n, 0);
+      return;
+    }
+    const size_t want = (bytes + kPage - 1) & ~(kPage - 1);
+    if (mapped_ == nullptr) {
+      void* p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      mapped_ = static_cast<uint64_t*>(p);
+      mappedBytes_ = want;
+      std::memcpy(mapped_, small_.data(), small_.size() * sizeof(uint64_t));
+      std::vector<uint64_t>().swap(small_);
+    } else if (want > mappedBytes_) {
+      void* p = mremap(mapped_, mappedBytes_, want, MREMAP_MAYMOVE);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      mapped_ = static_cast<uint64_t*>(p);
+      mappedBytes_ = want;
+    }
+  }
+
+  void zero() {
+    if (mapped_ != nullptr) madvise(mapped_, mappedBytes_, MADV_DONTNEED);
+    else std::fill(small_.begin(), small_.end(), 0);
+  }
+
+ private:
+  static constexpr size_t kPage = 4096;
+  static constexpr size_t kMapFrom = 256 * 1024;  // smaller files are a vector
+
+  void swap(RegisterFile& o) noexcept {
+    small_.swap(o.small_);
+    std::swap(mapped_, o.mapped_);
+    std::swap(mappedBytes_, o.mappedBytes_);
+  }
+
+  std::vector<uint64_t> small_;
+  uint64_t* mapped_ = nullptr;
+  size_t mappedBytes_ = 0;
+};
 // Instructions a warp runs before the next warp of its block takes a turn: large enough that
 // switching costs nothing measurable, small enough that warps waiting on each other through
 // memory (a flag spin) progress.
@@ -270,7 +337,7 @@ class Executor::Run {
     const uint64_t from = localStride_, to = fn_.localBytes;
     auto growWarps = [&](std::vector<Warp>& warps) {
       for (Warp& w : warps) {
-        w.regs.resize(fn_.regTypes.size() * 32, 0);
+        w.regs.resize(fn_.regTypes.size() * 32);
         if (from == to) continue;
         std::vector<uint8_t> local(to * 32, 0);
         for (uint64_t l = 0; l < 32 && from != 0; ++l) std::memcpy(local.data() + l * to, w.local.data() + l * from, from);
@@ -406,7 +473,7 @@ class Executor::Run {
     const Instruction* barRed = nullptr;  // the bar.red the blocked lanes wait at (its result is theirs)
     uint32_t lanePc[32] = {};
     uint64_t executed = 0;  // instructions this warp has issued (%clock64)
-    std::vector<uint64_t> regs;
+    RegisterFile regs;
     std::vector<uint8_t> local;
     std::vector<Frame> frames[32];  // per lane: the calls it is in, innermost last
     // Per lane: the frames of recursive activations, at local offsets from kFrameBase up, and
@@ -503,7 +570,7 @@ class Executor::Run {
       w.nextPc = kNoPc;
       w.executed = 0;
       std::fill(std::begin(w.lanePc), std::end(w.lanePc), 0);
-      std::fill(w.regs.begin(), w.regs.end(), 0);
+      w.regs.zero();
       std::fill(w.local.begin(), w.local.end(), 0);
       for (auto& f : w.frames) f.clear();
       for (auto& st : w.stack) st.clear();
@@ -747,7 +814,7 @@ class Executor::Run {
 
   // ---- operands
 
-  uint64_t* row(Warp& w, uint32_t reg) { return &w.regs[uint64_t{reg} * 32]; }
+  uint64_t* row(Warp& w, uint32_t reg) { return w.regs.data() + uint64_t{reg} * 32; }
 
   void writeRow(Warp& w, uint32_t reg, uint32_t mask, const uint64_t* v) {
     uint64_t* r = row(w, reg);
