@@ -15,7 +15,33 @@ using model::Timeline;
 
 namespace {
 
+// Whether the 4 KiB at `p` are all zero. Reading a page of a LazyRegion nothing wrote maps the
+// host's shared zero page: no memory is allocated.
+bool zeroPage(const uint8_t* p) {
+  uint64_t any = 0;
+  for (size_t k = 0; k < 4096; k += 64) {
+    uint64_t w[8];
+    std::memcpy(w, p + k, 64);
+    any |= w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7];
+    if (any != 0) return false;
+  }
+  return true;
+}
+
 void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) {
+  const uint32_t mask = elementBytes == 1 ? 0xffu : elementBytes == 2 ? 0xffffu : ~0u;
+  if ((value & mask) == 0 && len >= 2 * 4096) {
+    // A zero fill (NCCL clears its buffers so, hundreds of MiB of them) leaves pages that already
+    // read zero untouched: memory nothing wrote stays unallocated on the host, and the result is
+    // the same bytes.
+    uint8_t* const end = p + len;
+    uint8_t* page = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 4095) & ~uintptr_t{4095});
+    std::memset(p, 0, static_cast<size_t>(page - p));
+    for (; page + 4096 <= end; page += 4096)
+      if (!zeroPage(page)) std::memset(page, 0, 4096);
+    std::memset(page, 0, static_cast<size_t>(end - page));
+    return;
+  }
   if (elementBytes == 1) {
     std::memset(p, static_cast<int>(value & 0xff), len);
   } else if (elementBytes == 2) {

@@ -8,6 +8,7 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include <sys/mman.h>
 #endif
 
 #include "mcsim/kernels.h"
@@ -22,6 +23,72 @@ namespace mcsim::ptx {
 namespace {
 
 constexpr uint32_t kNoPc = 0xffffffffu;
+
+// A warp's registers: 32 lanes of 64 bits for each register of the kernel and of every function
+// linked into it, zero at the start of a block. A kernel with NCCL's device functions linked in has
+// tens of thousands of registers (51,764 with its NVLS all-reduce: 13 MB a warp, 4 GB for the 320
+// warps of 16 blocks), of which a warp touches a small part. So a large file is anonymous memory
+// mapped for it (pages the host allocates when first written, zero until then), grown in place
+// (mremap) when a function is linked, and cleared by giving its pages back (MADV_DONTNEED: a
+// private anonymous mapping then reads zero): its cost follows the registers used, not declared.
+class RegisterFile {
+ public:
+  RegisterFile() = default;
+  RegisterFile(const RegisterFile&) = delete;
+  RegisterFile& operator=(const RegisterFile&) = delete;
+  RegisterFile(RegisterFile&& o) noexcept { swap(o); }
+  RegisterFile& operator=(RegisterFile&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~RegisterFile() {
+    if (mapped_ != nullptr) munmap(mapped_, mappedBytes_);
+  }
+
+  uint64_t* data() { return mapped_ != nullptr ? mapped_ : small_.data(); }
+
+  // `n` values, the first ones kept, the new ones zero.
+  void resize(size_t n) {
+    const size_t bytes = n * sizeof(uint64_t);
+    if (mapped_ == nullptr && bytes < kMapFrom) {
+      small_.resize(n, 0);
+      return;
+    }
+    const size_t want = (bytes + kPage - 1) & ~(kPage - 1);
+    if (mapped_ == nullptr) {
+      void* p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      mapped_ = static_cast<uint64_t*>(p);
+      mappedBytes_ = want;
+      std::memcpy(mapped_, small_.data(), small_.size() * sizeof(uint64_t));
+      std::vector<uint64_t>().swap(small_);
+    } else if (want > mappedBytes_) {
+      void* p = mremap(mapped_, mappedBytes_, want, MREMAP_MAYMOVE);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      mapped_ = static_cast<uint64_t*>(p);
+      mappedBytes_ = want;
+    }
+  }
+
+  void zero() {
+    if (mapped_ != nullptr) madvise(mapped_, mappedBytes_, MADV_DONTNEED);
+    else std::fill(small_.begin(), small_.end(), 0);
+  }
+
+ private:
+  static constexpr size_t kPage = 4096;
+  static constexpr size_t kMapFrom = 256 * 1024;  // smaller files are a vector
+
+  void swap(RegisterFile& o) noexcept {
+    small_.swap(o.small_);
+    std::swap(mapped_, o.mapped_);
+    std::swap(mappedBytes_, o.mappedBytes_);
+  }
+
+  std::vector<uint64_t> small_;
+  uint64_t* mapped_ = nullptr;
+  size_t mappedBytes_ = 0;
+};
 // Instructions a warp runs before the next warp of its block takes a turn: large enough that
 // switching costs nothing measurable, small enough that warps waiting on each other through
 // memory (a flag spin) progress.
@@ -307,7 +374,7 @@ class Executor::Run {
     const uint64_t from = localStride_, to = fn_.localBytes;
     auto growWarps = [&](std::vector<Warp>& warps) {
       for (Warp& w : warps) {
-        w.regs.resize(fn_.regTypes.size() * 32, 0);
+        w.regs.resize(fn_.regTypes.size() * 32);
         if (from == to) continue;
         std::vector<uint8_t> local(to * 32, 0);
         for (uint64_t l = 0; l < 32 && from != 0; ++l) std::memcpy(local.data() + l * to, w.local.data() + l * from, from);
@@ -452,7 +519,7 @@ class Executor::Run {
     uint32_t lanePc[32] = {};
     uint64_t executed = 0;  // instructions this warp has issued (%clock64)
     uint32_t carry = 0;     // per lane: the condition code's carry flag, CC.CF (add.cc, addc ...)
-    std::vector<uint64_t> regs;
+    RegisterFile regs;
     std::vector<uint8_t> local;
     std::vector<Frame> frames[32];  // per lane: the calls it is in, innermost last
     // Per lane: the frames of recursive activations, at local offsets from kFrameBase up, and
@@ -552,7 +619,7 @@ class Executor::Run {
       w.executed = 0;
       w.carry = 0;
       std::fill(std::begin(w.lanePc), std::end(w.lanePc), 0);
-      std::fill(w.regs.begin(), w.regs.end(), 0);
+      w.regs.zero();
       std::fill(w.local.begin(), w.local.end(), 0);
       for (auto& f : w.frames) f.clear();
       for (auto& st : w.stack) st.clear();
@@ -812,7 +879,7 @@ class Executor::Run {
 
   // ---- operands
 
-  uint64_t* row(Warp& w, uint32_t reg) { return &w.regs[uint64_t{reg} * 32]; }
+  uint64_t* row(Warp& w, uint32_t reg) { return w.regs.data() + uint64_t{reg} * 32; }
 
   void writeRow(Warp& w, uint32_t reg, uint32_t mask, const uint64_t* v) {
     uint64_t* r = row(w, reg);
@@ -997,7 +1064,14 @@ class Executor::Run {
           const MemoryError e = ex_.memory_.resolve(addr, kind, cfg_.device, &win_);
           if (e != MemoryError::kNone) {
             flushTraffic();
-    win_ = MemoryWindow{};
+            win_ = MemoryWindow{};
+            if (e == MemoryError::kMulticast && plainMulticastStore_) {
+              // A plain store to a multicast address: the caller stores to every member
+              // (multicastStore), as the hardware does (docs/ptx.md, "Multimem").
+              locSpace_ = Space::kGlobal;
+              multicastHit_ = true;
+              return nullptr;
+            }
             bad = memoryErrorText(e);
             break;
           }
@@ -1069,18 +1143,58 @@ class Executor::Run {
     const uint64_t* scalar = s.kind == Operand::Kind::kVec ? nullptr : source(w, s, tmp);
     flushTraffic();
     win_ = MemoryWindow{};
+    MulticastWindow mc;
+    uint8_t value[32];  // the widest st: .v8 of 32 bits
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
+      plainMulticastStore_ = true;
+      multicastHit_ = false;
       uint8_t* p = locate(w, l, in, in.space, addr[l], esize * n, AccessKind::kWrite);
-      if (p == nullptr) return;
-      noteWrite();
+      plainMulticastStore_ = false;
+      if (p == nullptr && !multicastHit_) return;
       for (unsigned e = 0; e < n; ++e) {
         uint64_t v;
         if (scalar != nullptr) v = scalar[l];
         else v = s.vec[e].isImm ? s.vec[e].imm : row(w, s.vec[e].reg)[l];
-        std::memcpy(p + e * esize, &v, esize);
+        std::memcpy((p != nullptr ? p : value) + e * esize, &v, esize);
+      }
+      if (p == nullptr && !multicastStore(w, l, in, addr[l], value, esize * n, mc)) return;
+      noteWrite();
+    }
+  }
+
+  // A plain st to a multicast address (locate found one): the value goes to every member's
+  // memory at that offset, as multimem.st would put it. The PTX ISA (9.7.9.14) leaves any access
+  // but multimem's to a multicast address undefined; NCCL's NVLS kernels post their step counters
+  // through multicast addresses with plain st (st.relaxed.sys.global.u64, and st.b8 / st.b16 for
+  // the odd bytes of a multimem copy), and NCCL's developers state that on the hardware a
+  // multimem store and a plain store are the same instruction (NVIDIA/nccl#1230): so mcsim treats
+  // it as multimem.st (docs/ptx.md, "Multimem"). Plain loads and atomics there stay illegal.
+  bool multicastStore(Warp& w, unsigned l, const Instruction& in, uint64_t a, const uint8_t* value, unsigned bytes,
+                      MulticastWindow& mc) {
+    if (!(a >= mc.va && a - mc.va < mc.size && !mc.members.empty())) {
+      const MemoryError e = ex_.memory_.resolveMulticast(a, AccessKind::kWrite, cfg_.device, &mc);
+      if (e != MemoryError::kNone) {
+        mc = MulticastWindow{};
+        fail(Fault::kIllegalAddress, w, l, &in,
+             "illegal address " + hex(a) + " (global, " + std::to_string(bytes) + " bytes: " + memoryErrorText(e) + ")");
+        return false;
       }
     }
+    if (a - mc.va + bytes > mc.size) {
+      fail(Fault::kIllegalAddress, w, l, &in,
+           "illegal address " + hex(a) + " (global, " + std::to_string(bytes) + " bytes: runs past the end of its mapping)");
+      return false;
+    }
+    const uint64_t off = a - mc.va;
+    for (uint8_t* p : mc.members) std::memcpy(p + off, value, bytes);
+    result_.globalBytesWritten += uint64_t{bytes} * mc.members.size();
+    MulticastWindow at = mc;
+    at.offset += off;
+    at.va = a;
+    ex_.memory_.accessedMulticast(at, MultimemKind::kStore, bytes);
+    locSpace_ = Space::kGlobal;
+    return true;
   }
 
   void atomic(Warp& w, const Instruction& in, uint32_t exec) {
@@ -2561,6 +2675,8 @@ class Executor::Run {
   bool watching_ = false;     // the running warp's reads are noted (watch)
   bool polled_ = false;       // the running warp's turn ended with it parked (runWarp)
   Space locSpace_ = Space::kGlobal;  // the space locate() resolved last
+  bool plainMulticastStore_ = false;  // locate() may answer a multicast address (store)
+  bool multicastHit_ = false;         // ... and did: nullptr without a fault
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   std::vector<uint64_t> regMask_;

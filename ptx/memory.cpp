@@ -7,7 +7,7 @@ const char* memoryErrorText(MemoryError e) {
     case MemoryError::kNone: return "mapped";
     case MemoryError::kUnmapped: return "unmapped";
     case MemoryError::kNoAccess: return "the device has no access to it";
-    case MemoryError::kMulticast: return "a multicast address, which only multimem instructions may access";
+    case MemoryError::kMulticast: return "a multicast address, which only multimem instructions and plain stores may access";
     case MemoryError::kNotMulticast: return "not a multicast address, which multimem instructions need";
     case MemoryError::kUnbound: return "a multicast address some member device has no memory bound at";
   }

@@ -33,7 +33,7 @@ enum class MemoryError : uint8_t {
   kNone,
   kUnmapped,      // no mapping at the address (CUDA_ERROR_ILLEGAL_ADDRESS)
   kNoAccess,      // mapped, but the device may not access it this way (also ILLEGAL_ADDRESS)
-  kMulticast,     // a plain access to a multicast mapping, which only multimem reaches
+  kMulticast,     // a plain access to a multicast mapping (a plain store there is multimem.st's: the executor's)
   kNotMulticast,  // a multimem access to memory that is not a multicast mapping
   kUnbound,       // a multimem access where some member device has no memory bound (yet)
 };

@@ -280,11 +280,92 @@ TEST(PtxMultimem, MultimemOnPlainMemoryIsAnIllegalAddress) {
   EXPECT_NE(m.find("unmapped"), std::string::npos) << m;
 }
 
-TEST(PtxMultimem, PlainAccessToAMulticastAddressIsAnIllegalAddress) {
+TEST(PtxMultimem, PlainLoadsAndAtomicsAtAMulticastAddressAreIllegalAddresses) {
+  // A plain store there is multimem.st's (below); nothing says what a plain load or an atomic
+  // does, so they stay faults.
+  for (const char* body : {"  ld.global.u32 %r1, [%rd1];\n", "  ld.volatile.u64 %rd6, [%rd1];\n",
+                           "  ld.relaxed.sys.global.u64 %rd6, [%rd1];\n", "  atom.global.add.u32 %r1, [%rd1], 1;\n",
+                           "  red.release.sys.global.add.u32 [%rd1], 1;\n", "  atom.cas.b32 %r1, [%rd1], 0, 1;\n"}) {
+    std::string m;
+    EXPECT_EQ(runBad(body, true, &m).fault, Fault::kIllegalAddress) << body;
+    EXPECT_NE(m.find("a multicast address, which only multimem instructions and plain stores may access"), std::string::npos) << m;
+  }
+}
+
+// A plain st to a multicast address writes every member, as multimem.st: NCCL's NVLS kernels post
+// their step counters so (st.relaxed.sys.global.u64 and a generic st.u64 to a multicast head or
+// tail; st.b8 / st.b16 for a copy's odd bytes), and on the hardware the two are one instruction
+// (NVIDIA/nccl#1230; docs/ptx.md, "Multimem").
+TEST(PtxMultimem, PlainStoreToAMulticastAddressWritesEveryMember) {
+  Program p(mmKernel(R"(
+  setp.ne.u32 %p1, %r0, 0;
+  @%p1 bra DONE;
+  st.relaxed.sys.global.u64 [%rd3], 0x1122334455667788;
+  st.u64 [%rd3+8], 42;
+  mov.u16 %h1, 0xabcd;
+  st.global.b16 [%rd3+16], %h1;
+  st.global.b8 [%rd3+19], 0x7e;
+  mov.u32 %r1, 7;
+  mov.u32 %r2, 8;
+  st.volatile.global.v4.u32 [%rd3+32], {%r1, %r2, %r1, %r2};
+DONE:
+)", 4));
+  ASSERT_TRUE(p.ok()) << p.error();
+  Team t(p, std::vector<std::vector<uint8_t>>(3, std::vector<uint8_t>(64, 0xee)));
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {t.mc, p.buffer(4)});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  for (size_t m = 0; m < 3; ++m) {
+    const auto w = t.member<uint64_t>(m, 2);
+    EXPECT_EQ(w[0], 0x1122334455667788ull);
+    EXPECT_EQ(w[1], 42u);
+    const auto b = t.member<uint8_t>(m, 48);
+    EXPECT_EQ(b[16], 0xcd);
+    EXPECT_EQ(b[17], 0xab);
+    EXPECT_EQ(b[18], 0xee);  // untouched
+    EXPECT_EQ(b[19], 0x7e);
+    const auto v = t.member<uint32_t>(m, 12);
+    EXPECT_EQ(v[8], 7u);
+    EXPECT_EQ(v[9], 8u);
+    EXPECT_EQ(v[10], 7u);
+    EXPECT_EQ(v[11], 8u);
+  }
+}
+
+// NCCL's credit: one warp spins with plain loads on its own member's word (a unicast address)
+// until another warp's plain store through the multicast address reaches it.
+TEST(PtxMultimem, APlainStoreThroughTheMulticastAddressReleasesAWarpSpinningOnAMember) {
+  Program p(mmKernel(R"(
+  setp.ge.u32 %p1, %r0, 32;
+  @%p1 bra WRITER;
+SPIN:
+  ld.volatile.global.u64 %rd6, [%rd4];
+  setp.ne.u64 %p2, %rd6, 5;
+  @%p2 bra SPIN;
+  add.s64 %rd7, %rd4, 8;
+  st.global.u64 [%rd7], %rd6;
+  bra DONE;
+WRITER:
+  st.relaxed.sys.global.u64 [%rd3], 5;
+DONE:
+)", 0));
+  ASSERT_TRUE(p.ok()) << p.error();
+  Team t(p, std::vector<std::vector<uint64_t>>(2, std::vector<uint64_t>(2, 0)));
+  // The kernel's second parameter is member 1's own (unicast) memory.
+  const LaunchResult r = p.launch("k", {}, {64, 1, 1}, {t.mc, t.members[1]});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(t.member<uint64_t>(0, 2)[0], 5u);
+  EXPECT_EQ(t.member<uint64_t>(1, 2)[1], 5u);
+}
+
+TEST(PtxMultimem, PlainStoreFaultsAsMultimemStWould) {
   std::string m;
-  EXPECT_EQ(runBad("  ld.global.u32 %r1, [%rd1];\n", true, &m).fault, Fault::kIllegalAddress);
-  EXPECT_NE(m.find("only multimem"), std::string::npos) << m;
-  EXPECT_EQ(runBad("  st.u32 [%rd1], 1;\n", true, &m).fault, Fault::kIllegalAddress);
+  EXPECT_EQ(runBad("  st.u32 [%rd1], 1;\n", false, &m).fault, Fault::kIllegalAddress);
+  EXPECT_NE(m.find("(global, 4 bytes: a multicast address some member device has no memory bound at)"), std::string::npos) << m;
+  EXPECT_EQ(runBad("  add.s64 %rd6, %rd1, 4;\n  st.global.u64 [%rd6], 1;\n", true, &m).fault, Fault::kMisalignedAddress);
+  EXPECT_EQ(runBad("  add.s64 %rd6, %rd1, 60;\n  st.global.v2.u32 [%rd6], {%r1, %r1};\n", true, &m).fault,
+            Fault::kMisalignedAddress);
+  EXPECT_EQ(runBad("  add.s64 %rd6, %rd1, 56;\n  st.global.v4.u32 [%rd6], {%r1, %r1, %r1, %r1};\n", true, &m).fault,
+            Fault::kMisalignedAddress);
 }
 
 TEST(PtxMultimem, AMemberWithoutBoundMemoryIsAnIllegalAddress) {
