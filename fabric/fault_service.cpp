@@ -154,16 +154,25 @@ void FaultService::applyFabricRule(const FaultRule& r) {
     case FaultActionKind::kPresent: health_.imexPresent.store(true); break;
     case FaultActionKind::kDown:
     case FaultActionKind::kUp: {
-      const bool down = r.action == FaultActionKind::kDown;
+      const bool up = r.action == FaultActionKind::kUp;
+      model::LinkHealth& h = health_.links;
       if (r.point == FaultPointKind::kSwitch) {
-        health_.switchDown = down;
-        break;
+        // id=N: that NVSwitch chip; without it, every one.
+        for (int s = 0; s < h.switches(); ++s) {
+          if (r.gpu < 0 || s == r.gpu) h.setSwitch(s, up);
+        }
+      } else {
+        // gpu=N links=...: those links of that GPU; gpu=N: all of its links; neither: every GPU's.
+        std::vector<int> links = faultRuleLinks(r);
+        if (links.empty()) {
+          for (int l = 0; l < h.linksPerGpu(); ++l) links.push_back(l);
+        }
+        for (int g = 0; g < h.gpus(); ++g) {
+          if (r.gpu >= 0 && g != r.gpu) continue;
+          for (int l : links) h.setLink(g, l, up);
+        }
       }
-      for (int g = 0; g < preset_.gpuCount; ++g) {
-        if (r.gpu >= 0 && g != r.gpu) continue;
-        if (down) health_.linksDown.insert(g);
-        else health_.linksDown.erase(g);
-      }
+      if (onHealthChanged_) onHealthChanged_(h);
       break;
     }
     default: break;

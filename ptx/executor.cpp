@@ -160,6 +160,7 @@ const char* faultName(Fault f) {
     case Fault::kTimeout: return "timeout";
     case Fault::kAssert: return "assert";
     case Fault::kInvalidPc: return "invalid program counter";
+    case Fault::kNvlink: return "NVLink error";
   }
   return "?";
 }
@@ -879,6 +880,7 @@ class Executor::Run {
     auto inside = [&](uint64_t bytes) { return off < bytes && size <= bytes - off; };
     const bool write = kind != AccessKind::kRead;
     const char* bad = nullptr;
+    bool linkDown = false;  // the memory is behind an NVLink path that is down
     uint8_t* p = nullptr;
     switch (space) {
       case Space::kShared:
@@ -929,8 +931,9 @@ class Executor::Run {
           const MemoryError e = ex_.memory_.resolve(addr, kind, cfg_.device, &win_);
           if (e != MemoryError::kNone) {
             flushTraffic();
-    win_ = MemoryWindow{};
+            win_ = MemoryWindow{};
             bad = memoryErrorText(e);
+            linkDown = e == MemoryError::kLinkDown;
             break;
           }
         }
@@ -947,8 +950,9 @@ class Executor::Run {
     }
     locSpace_ = space;
     if (p == nullptr) {
-      fail(Fault::kIllegalAddress, w, lane, &in,
-           std::string("illegal address ") + hex(addr) + " (" + spaceName(space) + ", " + std::to_string(size) + " bytes: " + bad + ")");
+      fail(linkDown ? Fault::kNvlink : Fault::kIllegalAddress, w, lane, &in,
+           std::string(linkDown ? "uncorrectable NVLink error at " : "illegal address ") + hex(addr) + " (" + spaceName(space) +
+               ", " + std::to_string(size) + " bytes: " + bad + ")");
     }
     return p;
   }
@@ -1103,8 +1107,9 @@ class Executor::Run {
         const MemoryError e = ex_.memory_.resolveMulticast(a, kind, cfg_.device, &mc);
         if (e != MemoryError::kNone) {
           mc = MulticastWindow{};
-          fail(Fault::kIllegalAddress, w, l, &in,
-               "illegal address " + hex(a) + " (multimem, " + std::to_string(bytes) + " bytes: " + memoryErrorText(e) + ")");
+          fail(e == MemoryError::kLinkDown ? Fault::kNvlink : Fault::kIllegalAddress, w, l, &in,
+               std::string(e == MemoryError::kLinkDown ? "uncorrectable NVLink error at " : "illegal address ") + hex(a) +
+                   " (multimem, " + std::to_string(bytes) + " bytes: " + memoryErrorText(e) + ")");
           return;
         }
       }
