@@ -131,6 +131,7 @@ class Fabric : public McTest {
   // member's memory mapped locally and the object mapped for it.
   struct Team {
     std::vector<int> devices;
+    size_t bytes = 0;
     CUmemGenericAllocationHandle mc = 0, sigMc = 0;
     std::vector<CUdeviceptr> local, view, sigLocal, sigView;
   };
@@ -160,12 +161,14 @@ class Fabric : public McTest {
   }
   void makeTeam(const std::vector<int>& devices, size_t bytes, Team* t) {
     t->devices = devices;
+    t->bytes = bytes;
     makeObject(devices, bytes, &t->mc, &t->local, &t->view);
     makeObject(devices, 2 * kMiB, &t->sigMc, &t->sigLocal, &t->sigView);
     for (size_t i = 0; i < devices.size(); ++i) {
       ASSERT_OK(cuCtxSetCurrent(ctxs[devices[i]]));
       ASSERT_OK(cuMemsetD32(t->sigLocal[i], 0, 1));
     }
+    teams.push_back(*t);
   }
   // Every member's buffer: (i % 13) * (rank + 1) for element i.
   void fill(const Team& t, uint64_t count) {
@@ -219,9 +222,38 @@ class Fabric : public McTest {
     return true;
   }
 
+  // What a test made goes, so that the run ends with nothing held (a context that took a sticky
+  // error refuses the calls: it is reset first).
+  void TearDown() override {
+    for (const Team& team : teams) {
+      const Team* t = &team;
+      for (size_t i = 0; i < t->devices.size(); ++i) {
+        cuCtxSetCurrent(ctxs[t->devices[i]]);
+        for (CUdeviceptr va : {t->local[i], t->view[i]}) {
+          cuMemUnmap(va, t->bytes);
+          cuMemAddressFree(va, t->bytes);
+        }
+        for (CUdeviceptr va : {t->sigLocal[i], t->sigView[i]}) {
+          cuMemUnmap(va, 2 * kMiB);
+          cuMemAddressFree(va, 2 * kMiB);
+        }
+      }
+      cuMemRelease(t->mc);
+      cuMemRelease(t->sigMc);
+    }
+    for (size_t d = 0; d < streams.size(); ++d) {
+      cuCtxSetCurrent(ctxs[d]);
+      if (streams[d] != nullptr) cuStreamDestroy(streams[d]);
+      if (modules[d] != nullptr) cuModuleUnload(modules[d]);
+    }
+    for (size_t d = 0; d < ctxs.size(); ++d) cuDevicePrimaryCtxRelease(static_cast<int>(d));
+    McTest::TearDown();
+  }
+
   std::vector<CUcontext> ctxs;
   std::vector<CUstream> streams;
   std::vector<CUmodule> modules;
+  std::vector<Team> teams;  // made by makeTeam, released by TearDown
 };
 
 TEST_F(Fabric, SomeLinksDownLowerAPeerCopysBandwidthByTheirShare) {
@@ -308,12 +340,6 @@ TEST_F(Fabric, AGpuWithEveryLinkDownIsCutOff) {
   EXPECT_FAILS_CLEANLY(CUDA_ERROR_ILLEGAL_STATE, cuMulticastAddDevice(mc, 3));
   EXPECT_OK(cuMulticastAddDevice(mc, 4));
   EXPECT_OK(cuMemRelease(mc));
-  for (int d = 0; d < 8; ++d) {
-    ASSERT_OK(cuCtxSetCurrent(ctxs[d]));
-    EXPECT_OK(cuStreamDestroy(streams[d]));
-    EXPECT_OK(cuModuleUnload(modules[d]));
-  }
-  ASSERT_OK(cuCtxSetCurrent(ctxs[0]));
 }
 
 // A program's own kernel on GPU 0 that stores to GPU 3's memory (mapped for GPU 0 with peer rights).
@@ -376,6 +402,13 @@ TEST_F(Fabric, APeerStoreOverACutPathFaultsTheKernelWithAStickyNvlinkError) {
   ASSERT_OK(cuCtxSetCurrent(ctxs[3]));
   ASSERT_OK(cuMemcpyDtoH(&word, va, 4));
   EXPECT_EQ(0u, word);
+  EXPECT_OK(cuMemUnmap(va, 2 * kMiB));
+  EXPECT_OK(cuMemAddressFree(va, 2 * kMiB));
+  EXPECT_OK(cuMemRelease(mem));
+  // The context is reset, so that the test can clean up.
+  ASSERT_OK(cuDevicePrimaryCtxReset(0));
+  streams[0] = nullptr;  // went with the reset context
+  modules[0] = nullptr;
 }
 
 TEST_F(Fabric, NvlsThroughACutOffGpuFailsAndATeamOfTheOthersStillReduces) {
@@ -413,6 +446,12 @@ TEST_F(Fabric, NvlsThroughACutOffGpuFailsAndATeamOfTheOthersStillReduces) {
   const std::string err = capture.take();
   EXPECT_NE(std::string::npos, err.find("kernel 'mcsim_allreduce_nvls' on GPU 3: step 1 reaches multicast team member GPU 3, which has no NVLink left (fault plan): uncorrectable NVLink error")) << err;
   EXPECT_NE(std::string::npos, err.find("kernel 'mcsim_allreduce_nvls' on GPU 0: step 1 reaches multicast team member GPU 3 over an NVLink path that is down")) << err;
+  // Every member took the sticky error: the contexts are reset, so that the test can clean up.
+  for (int d = 0; d < 8; ++d) {
+    ASSERT_OK(cuDevicePrimaryCtxReset(d));
+    streams[d] = nullptr;
+    modules[d] = nullptr;
+  }
 }
 
 TEST_F(Fabric, DownedLinksAndSwitchesLowerNvlsBandwidthByTheirShare) {
