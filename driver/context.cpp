@@ -228,10 +228,16 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     p.flags = 0;
     p.ctx.peers.clear();
     setDefaultLimits(&p.ctx);
-    p.ctx.stickyError = CUDA_SUCCESS;
     ctx = &p.ctx;
   }
   releaseContextResources(ctx, "reset");
+  // Cleared once its work is released: synchronising work that faulted (a kernel's sticky error
+  // that no call had collected yet) sets the error again, and the context a later retain makes
+  // must start clean (faults.Fabric.APeerStoreOverACutPathFaultsTheKernelWithAStickyNvlinkError).
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    primaryFor(dev).ctx.stickyError = CUDA_SUCCESS;
+  }
   return CUDA_SUCCESS;
 }
 

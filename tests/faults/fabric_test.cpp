@@ -246,7 +246,9 @@ class Fabric : public McTest {
       if (streams[d] != nullptr) cuStreamDestroy(streams[d]);
       if (modules[d] != nullptr) cuModuleUnload(modules[d]);
     }
-    for (size_t d = 0; d < ctxs.size(); ++d) cuDevicePrimaryCtxRelease(static_cast<int>(d));
+    for (size_t d = 0; d < ctxs.size(); ++d) {
+      for (int k = 0; k < retains[d]; ++k) cuDevicePrimaryCtxRelease(static_cast<int>(d));
+    }
     McTest::TearDown();
   }
 
@@ -254,6 +256,7 @@ class Fabric : public McTest {
   std::vector<CUstream> streams;
   std::vector<CUmodule> modules;
   std::vector<Team> teams;  // made by makeTeam, released by TearDown
+  std::vector<int> retains = std::vector<int>(8, 1);  // of each primary context, by this fixture
 };
 
 TEST_F(Fabric, SomeLinksDownLowerAPeerCopysBandwidthByTheirShare) {
@@ -405,8 +408,15 @@ TEST_F(Fabric, APeerStoreOverACutPathFaultsTheKernelWithAStickyNvlinkError) {
   EXPECT_OK(cuMemUnmap(va, 2 * kMiB));
   EXPECT_OK(cuMemAddressFree(va, 2 * kMiB));
   EXPECT_OK(cuMemRelease(mem));
-  // The context is reset, so that the test can clean up.
+  // A reset clears it.
   ASSERT_OK(cuDevicePrimaryCtxReset(0));
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&ctxs[0], 0));
+  ++retains[0];
+  ASSERT_OK(cuCtxSetCurrent(ctxs[0]));
+  EXPECT_OK(cuCtxSynchronize());
+  CUdeviceptr q = 0;
+  EXPECT_OK(cuMemAlloc(&q, 4096));
+  EXPECT_OK(cuMemFree(q));
   streams[0] = nullptr;  // went with the reset context
   modules[0] = nullptr;
 }
@@ -446,11 +456,15 @@ TEST_F(Fabric, NvlsThroughACutOffGpuFailsAndATeamOfTheOthersStillReduces) {
   const std::string err = capture.take();
   EXPECT_NE(std::string::npos, err.find("kernel 'mcsim_allreduce_nvls' on GPU 3: step 1 reaches multicast team member GPU 3, which has no NVLink left (fault plan): uncorrectable NVLink error")) << err;
   EXPECT_NE(std::string::npos, err.find("kernel 'mcsim_allreduce_nvls' on GPU 0: step 1 reaches multicast team member GPU 3 over an NVLink path that is down")) << err;
-  // Every member took the sticky error: the contexts are reset, so that the test can clean up.
+  // Every member took the sticky error: a reset clears it.
   for (int d = 0; d < 8; ++d) {
     ASSERT_OK(cuDevicePrimaryCtxReset(d));
     streams[d] = nullptr;
     modules[d] = nullptr;
+    ASSERT_OK(cuDevicePrimaryCtxRetain(&ctxs[d], d));
+    ++retains[d];
+    ASSERT_OK(cuCtxSetCurrent(ctxs[d]));
+    EXPECT_OK(cuCtxSynchronize()) << "device " << d;
   }
 }
 
