@@ -139,6 +139,22 @@ Node::FaultOutcome FaultService::block(const FaultRule& r, const char* symbol, i
   return out;
 }
 
+namespace {
+
+bool sameHealth(const model::LinkHealth& a, const model::LinkHealth& b) {
+  for (int s = 0; s < a.switches(); ++s) {
+    if (a.switchUp(s) != b.switchUp(s)) return false;
+  }
+  for (int g = 0; g < a.gpus(); ++g) {
+    for (int l = 0; l < a.linksPerGpu(); ++l) {
+      if (a.linkActive(g, l) != b.linkActive(g, l) || a.liveLinks(g) != b.liveLinks(g)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 // What a fired fabric-level rule does to the node.
 void FaultService::applyFabricRule(const FaultRule& r) {
   switch (r.action) {
@@ -156,6 +172,7 @@ void FaultService::applyFabricRule(const FaultRule& r) {
     case FaultActionKind::kUp: {
       const bool up = r.action == FaultActionKind::kUp;
       model::LinkHealth& h = health_.links;
+      const model::LinkHealth before = h;
       if (r.point == FaultPointKind::kSwitch) {
         // id=N: that NVSwitch chip; without it, every one.
         for (int s = 0; s < h.switches(); ++s) {
@@ -172,7 +189,9 @@ void FaultService::applyFabricRule(const FaultRule& r) {
           for (int l : links) h.setLink(g, l, up);
         }
       }
-      if (onHealthChanged_) onHealthChanged_(h);
+      // The model hears of changes only: a rule that fires at every call (`always`) and finds the
+      // links as it leaves them posts nothing.
+      if (onHealthChanged_ && !sameHealth(before, h)) onHealthChanged_(h);
       break;
     }
     default: break;
