@@ -509,6 +509,11 @@ CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags
   if (peerContext->device == ctx->device || state().node->preset().nvlink.linksPerGpu == 0) {
     return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
   }
+  // Nor is a GPU a fault plan cut off from the NVLink fabric (cuDeviceCanAccessPeer answers 0).
+  if (!state().node->nvlinkUp(ctx->device) || !state().node->nvlinkUp(peerContext->device)) {
+    if (state().node->lost()) return CUDA_ERROR_DEVICE_UNAVAILABLE;  // (as in cuDeviceCanAccessPeer)
+    return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  }
   std::lock_guard<std::mutex> lock(contexts().mu);
   if (!ctx->peers.insert(peerContext->device).second) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
   return CUDA_SUCCESS;

@@ -329,6 +329,10 @@ TEST_F(Fabric, AGpuWithEveryLinkDownIsCutOff) {
   EXPECT_EQ(0, can);
   ASSERT_OK(cuDeviceCanAccessPeer(&can, 0, 4));
   EXPECT_EQ(1, can);
+  ASSERT_OK(cuCtxSetCurrent(ctxs[4]));
+  EXPECT_CU(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, cuCtxEnablePeerAccess(ctxs[3], 0));
+  EXPECT_OK(cuCtxEnablePeerAccess(ctxs[0], 0));
+  EXPECT_OK(cuCtxDisablePeerAccess(ctxs[0]));
   // Its own memory it still reaches.
   ASSERT_OK(cuCtxSetCurrent(ctxs[3]));
   EXPECT_TRUE(holdsPattern(on3, kPatternBytes, 3));
