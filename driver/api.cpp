@@ -33,7 +33,7 @@ mcsim_status nullArgument(const char* name) {
 mcsim_status installRules(std::vector<fabric::FaultRule> rules, uint64_t seed) {
   try {
     resolveFaultPlanNames(&rules);
-    fabric::checkFaultPlanFor(rules, state().deviceCount);
+    fabric::checkFaultPlanFor(rules, node().preset());
   } catch (const fabric::InputError& e) {
     return apiFailure(MCSIM_ERROR_INVALID_PLAN, e.what());
   }

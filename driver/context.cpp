@@ -228,10 +228,16 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     p.flags = 0;
     p.ctx.peers.clear();
     setDefaultLimits(&p.ctx);
-    p.ctx.stickyError = CUDA_SUCCESS;
     ctx = &p.ctx;
   }
   releaseContextResources(ctx, "reset");
+  // Cleared once its work is released: synchronising work that faulted (a kernel's sticky error
+  // that no call had collected yet) sets the error again, and the context a later retain makes
+  // must start clean (faults.Fabric.APeerStoreOverACutPathFaultsTheKernelWithAStickyNvlinkError).
+  {
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    primaryFor(dev).ctx.stickyError = CUDA_SUCCESS;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -501,6 +507,11 @@ CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags
   if (peerContext == nullptr || !usableContext(peerContext)) return CUDA_ERROR_INVALID_HANDLE;
   // A device is not its own peer (the real driver answers PEER_ACCESS_UNSUPPORTED).
   if (peerContext->device == ctx->device || state().node->preset().nvlink.linksPerGpu == 0) {
+    return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  }
+  // Nor is a GPU a fault plan cut off from the NVLink fabric (cuDeviceCanAccessPeer answers 0).
+  if (!state().node->nvlinkUp(ctx->device) || !state().node->nvlinkUp(peerContext->device)) {
+    if (state().node->lost()) return CUDA_ERROR_DEVICE_UNAVAILABLE;  // (as in cuDeviceCanAccessPeer)
     return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
   }
   std::lock_guard<std::mutex> lock(contexts().mu);

@@ -83,7 +83,7 @@ int processRank() {
 
 // The plan of MCSIM_FAULTS_FILE, then the rules of MCSIM_FAULTS (one line, ';' between rules).
 // Every cuda.h name the plan uses (CUresults, argument constants) must exist.
-std::vector<fabric::FaultRule> loadFaultPlan(const settings::Settings& settings, int gpuCount) {
+std::vector<fabric::FaultRule> loadFaultPlan(const settings::Settings& settings, const fabric::Preset& preset) {
   std::vector<fabric::FaultRule> rules;
   if (const std::string& file = settings.faultsFile; !file.empty()) {
     rules = fabric::parseFaultPlan(fabric::readFaultPlanFile(file), file);
@@ -92,7 +92,7 @@ std::vector<fabric::FaultRule> loadFaultPlan(const settings::Settings& settings,
     for (auto& r : fabric::parseFaultPlan(settings.faults, "MCSIM_FAULTS")) rules.push_back(std::move(r));
   }
   resolveFaultPlanNames(&rules);
-  fabric::checkFaultPlanFor(rules, gpuCount);
+  fabric::checkFaultPlanFor(rules, preset);
   return rules;
 }
 
@@ -149,7 +149,7 @@ CUresult bringUpNode() {
     return CUDA_ERROR_NO_DEVICE;
   }
   try {
-    std::vector<fabric::FaultRule> plan = loadFaultPlan(settings, s.deviceCount);
+    std::vector<fabric::FaultRule> plan = loadFaultPlan(settings, s.node->preset());
     const bool anyRule = !plan.empty();
     s.node->installFaultPlan(std::move(plan), settings.seed);
     if (anyRule) std::atexit(reportUnfiredFaultRules);

@@ -323,6 +323,9 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
     case model::WorkFault::Kind::kMisalignedAddress: r = CUDA_ERROR_MISALIGNED_ADDRESS; name = "CUDA_ERROR_MISALIGNED_ADDRESS"; break;
     case model::WorkFault::Kind::kTimeout: r = CUDA_ERROR_LAUNCH_TIMEOUT; name = "CUDA_ERROR_LAUNCH_TIMEOUT"; break;
     case model::WorkFault::Kind::kAssert: r = CUDA_ERROR_ASSERT; name = "CUDA_ERROR_ASSERT"; break;
+    // An NVLink fatal error (Xid 74) ends the context's work as CUDA_ERROR_NVLINK_UNCORRECTABLE
+    // (docs/faults.md, "Fabric faults").
+    case model::WorkFault::Kind::kNvlink: r = CUDA_ERROR_NVLINK_UNCORRECTABLE; name = "CUDA_ERROR_NVLINK_UNCORRECTABLE"; break;
     case model::WorkFault::Kind::kLaunchFailed:
     case model::WorkFault::Kind::kNone: break;
   }

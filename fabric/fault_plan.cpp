@@ -139,7 +139,7 @@ class RuleParser {
       if (!splitFilter(w[i], &k, &op, &v)) {
         fail("filter '" + w[i] + "' is not NAME OP VALUE (device=1,4, rank=2, gpu=3, or an argument: size>=64MiB)");
       }
-      const bool own = k == "device" || k == "rank" || k == "gpu";
+      const bool own = k == "device" || k == "rank" || k == "gpu" || k == "links" || k == "id";
       if (own && op != "=") fail(k + " takes '=': " + k + "=...");
       if (k == "device") {
         if (!parseIntList(v, &r->devices)) fail("device= takes a list of device ordinals, e.g. device=1,4,6");
@@ -149,6 +149,19 @@ class RuleParser {
         uint64_t g = 0;
         if (!parseUnsigned(v, &g)) fail("gpu= takes a device ordinal");
         r->gpu = static_cast<int>(g);
+      } else if (k == "links" && r->point == FaultPointKind::kLink) {
+        std::vector<int> links;
+        if (!parseIntList(v, &links)) fail("links= takes a list of NVLink numbers, e.g. links=0,1,2");
+        // Kept as its canonical text in `label`, which link rules do not otherwise use (the wire
+        // format of a rule stays as it is).
+        r->label.clear();
+        for (int l : links) r->label += (r->label.empty() ? "" : ",") + std::to_string(l);
+      } else if (k == "id" && r->point == FaultPointKind::kSwitch) {
+        uint64_t sw = 0;
+        if (!parseUnsigned(v, &sw) || sw > 1 << 20) fail("id= takes an NVSwitch number, e.g. id=0");
+        r->gpu = static_cast<int>(sw);
+      } else if (k == "links" || k == "id") {
+        fail(k == "links" ? "links= applies to link rules only" : "id= applies to switch rules only");
       } else {
         r->args.push_back(parseArgFilter(p, *r, k, op, v));
       }
@@ -158,7 +171,15 @@ class RuleParser {
     if (!r->devices.empty() && r->point != FaultPointKind::kEntryPoint) {
       fail("device= applies to driver entry points only ('" + p + "' events have no device)");
     }
-    if (r->gpu >= 0 && r->point != FaultPointKind::kLink) fail("gpu= applies to link rules only");
+    if (r->gpu >= 0 && r->point != FaultPointKind::kLink && r->point != FaultPointKind::kSwitch) {
+      fail("gpu= applies to link rules only");
+    }
+    for (const std::string& f : w) {
+      if (r->point == FaultPointKind::kSwitch && f.compare(0, 4, "gpu=") == 0) fail("gpu= applies to link rules only");
+    }
+    if (r->point == FaultPointKind::kLink && !r->label.empty() && r->gpu < 0) {
+      fail("links= names links of one GPU: add gpu=N");
+    }
   }
 
   // An argument filter of an entry-point rule. The argument must be one the entry point reports
@@ -422,7 +443,8 @@ std::vector<FaultRule> parseFaultPlan(const std::string& text, const std::string
   return rules;
 }
 
-void checkFaultPlanFor(const std::vector<FaultRule>& rules, int gpuCount) {
+void checkFaultPlanFor(const std::vector<FaultRule>& rules, const Preset& preset) {
+  const int gpuCount = preset.gpuCount;
   const auto none = [&](const FaultRule& r, const char* what, int which) {
     throw InputError(r.file, r.line, std::string(what) + "=" + std::to_string(which) + " names no GPU: the node has " +
                                          std::to_string(gpuCount) + " (0 to " + std::to_string(gpuCount - 1) + ") (in '" +
@@ -432,8 +454,33 @@ void checkFaultPlanFor(const std::vector<FaultRule>& rules, int gpuCount) {
     for (int d : r.devices) {
       if (d < 0 || d >= gpuCount) none(r, "device", d);
     }
+    if (r.point == FaultPointKind::kSwitch) {
+      if (r.gpu >= preset.nvswitch.count) {
+        throw InputError(r.file, r.line, "id=" + std::to_string(r.gpu) + " names no NVSwitch: the node has " +
+                                             std::to_string(preset.nvswitch.count) +
+                                             (preset.nvswitch.count > 0 ? " (0 to " + std::to_string(preset.nvswitch.count - 1) + ")" : "") +
+                                             " (in '" + r.text + "')");
+      }
+      continue;
+    }
     if (r.gpu >= gpuCount) none(r, "gpu", r.gpu);
+    if (r.point == FaultPointKind::kLink) {
+      for (int l : faultRuleLinks(r)) {
+        if (l >= preset.nvlink.linksPerGpu) {
+          throw InputError(r.file, r.line, "links= names NVLink " + std::to_string(l) + ", but a GPU of the node has " +
+                                               std::to_string(preset.nvlink.linksPerGpu) +
+                                               (preset.nvlink.linksPerGpu > 0 ? " (0 to " + std::to_string(preset.nvlink.linksPerGpu - 1) + ")" : "") +
+                                               " (in '" + r.text + "')");
+        }
+      }
+    }
   }
+}
+
+std::vector<int> faultRuleLinks(const FaultRule& r) {
+  std::vector<int> links;
+  if (r.point == FaultPointKind::kLink && !r.label.empty()) parseIntList(r.label, &links);
+  return links;
 }
 
 std::string readFaultPlanFile(const std::string& path) {

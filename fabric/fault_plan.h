@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "fabric/fault_arguments.h"
+#include "fabric/preset.h"
 
 namespace mcsim::fabric {
 
@@ -75,7 +76,7 @@ struct FaultRule {
   bool prefix = false;
   std::vector<int> devices;  // empty: any
   std::vector<int> ranks;    // empty: any
-  int gpu = -1;              // links: the GPU whose links go down; -1: all
+  int gpu = -1;              // link rules: the GPU whose links go down; switch rules: the NVSwitch (id=); -1: all
   std::vector<ArgFilter> args;  // entry points: every filter must hold
 
   uint64_t nth = 0, after = 0, max = 0;  // 0: not set
@@ -85,7 +86,7 @@ struct FaultRule {
 
   FaultActionKind action = FaultActionKind::kReturn;
   std::string result;   // kReturn: the CUresult name (the driver resolves it)
-  std::string label;    // kBlock name=..., kRelease target
+  std::string label;    // kBlock name=..., kRelease target; link rules: links=, as "0,1,2" (faultRuleLinks)
   uint64_t timePs = 0;  // kDelay, and kReturn's delay before it returns ("delay 7s return ...")
   bool wallClock = false; // "delay TIME wall": the call also waits TIME of wall-clock time
   int64_t untilPs = -1; // kBlock until=TIME: released when simulated time reaches it; < 0: never
@@ -99,7 +100,9 @@ std::vector<FaultRule> parseFaultPlan(const std::string& text, const std::string
 
 // Refuses (InputError at the rule's line) a rule that names a device or GPU the node lacks: a
 // plan is written for a node of `gpuCount` GPUs, and a rule that can never fire is a mistake.
-void checkFaultPlanFor(const std::vector<FaultRule>& rules, int gpuCount);
+void checkFaultPlanFor(const std::vector<FaultRule>& rules, const Preset& preset);
+// A link rule's links= (empty: every link of the GPU).
+std::vector<int> faultRuleLinks(const FaultRule& r);
 
 // The text of the plan file at `path` (a regular file of at most files::kMaxTextInputBytes).
 // Throws InputError "PATH: cannot read the fault plan: WHY" when it cannot be read.

@@ -139,6 +139,22 @@ Node::FaultOutcome FaultService::block(const FaultRule& r, const char* symbol, i
   return out;
 }
 
+namespace {
+
+bool sameHealth(const model::LinkHealth& a, const model::LinkHealth& b) {
+  for (int s = 0; s < a.switches(); ++s) {
+    if (a.switchUp(s) != b.switchUp(s)) return false;
+  }
+  for (int g = 0; g < a.gpus(); ++g) {
+    for (int l = 0; l < a.linksPerGpu(); ++l) {
+      if (a.linkActive(g, l) != b.linkActive(g, l) || a.liveLinks(g) != b.liveLinks(g)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 // What a fired fabric-level rule does to the node.
 void FaultService::applyFabricRule(const FaultRule& r) {
   switch (r.action) {
@@ -154,16 +170,28 @@ void FaultService::applyFabricRule(const FaultRule& r) {
     case FaultActionKind::kPresent: health_.imexPresent.store(true); break;
     case FaultActionKind::kDown:
     case FaultActionKind::kUp: {
-      const bool down = r.action == FaultActionKind::kDown;
+      const bool up = r.action == FaultActionKind::kUp;
+      model::LinkHealth& h = health_.links;
+      const model::LinkHealth before = h;
       if (r.point == FaultPointKind::kSwitch) {
-        health_.switchDown = down;
-        break;
+        // id=N: that NVSwitch chip; without it, every one.
+        for (int s = 0; s < h.switches(); ++s) {
+          if (r.gpu < 0 || s == r.gpu) h.setSwitch(s, up);
+        }
+      } else {
+        // gpu=N links=...: those links of that GPU; gpu=N: all of its links; neither: every GPU's.
+        std::vector<int> links = faultRuleLinks(r);
+        if (links.empty()) {
+          for (int l = 0; l < h.linksPerGpu(); ++l) links.push_back(l);
+        }
+        for (int g = 0; g < h.gpus(); ++g) {
+          if (r.gpu >= 0 && g != r.gpu) continue;
+          for (int l : links) h.setLink(g, l, up);
+        }
       }
-      for (int g = 0; g < preset_.gpuCount; ++g) {
-        if (r.gpu >= 0 && g != r.gpu) continue;
-        if (down) health_.linksDown.insert(g);
-        else health_.linksDown.erase(g);
-      }
+      // The model hears of changes only: a rule that fires at every call (`always`) and finds the
+      // links as it leaves them posts nothing.
+      if (onHealthChanged_ && !sameHealth(before, h)) onHealthChanged_(h);
       break;
     }
     default: break;

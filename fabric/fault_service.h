@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "fabric/fault_injector.h"
 #include "fabric/node.h"
 #include "fabric/team_wait.h"
+#include "model/link_health.h"
 #include "model/ordered_mutex.h"
 
 namespace mcsim::fabric {
@@ -32,13 +34,8 @@ class MulticastService;
 struct FabricHealth {
   // Whether an IMEX channel exists: the preset's answer until a fault plan changes it.
   std::atomic<bool> imexPresent{false};
-  std::set<int> linksDown;  // GPUs whose NVLinks are down
-  bool switchDown = false;
-  // A copy between two GPUs needs both GPUs' NVLinks (a < 0 or b < 0: host memory).
-  bool linkPathUp(int a, int b) const {
-    if (linksDown.empty() || a < 0 || b < 0 || a == b) return true;
-    return linksDown.count(a) == 0 && linksDown.count(b) == 0;
-  }
+  // Which NVLinks and NVSwitch chips are up (model/link_health.h).
+  model::LinkHealth links;
 };
 
 class FaultService {
@@ -56,6 +53,9 @@ class FaultService {
   void release(const std::string& label);
   std::vector<FaultRuleCounts> counts() const { return injector_.counts(); }
   std::vector<FaultRule> rules() const { return injector_.rules(); }
+  // Called with the fabric's new health each time a link or switch rule changes it (the node
+  // hands it to the timing model, in admission order).
+  void setOnHealthChanged(std::function<void(const model::LinkHealth&)> fn) { onHealthChanged_ = std::move(fn); }
   // The multicast-slot point: whether the plan denies the switch group slot a bind asks for.
   bool vetoSlot();
 
@@ -73,6 +73,7 @@ class FaultService {
   model::Engine& engine_;
   FaultInjector injector_;
   std::atomic<bool> active_{false};
+  std::function<void(const model::LinkHealth&)> onHealthChanged_;
   int rank_ = -1;  // MCSIM_RANK as the driver last passed it to onEntry
 };
 

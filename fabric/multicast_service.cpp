@@ -15,6 +15,11 @@ MulticastObject* MulticastService::live(uint64_t id) {
 }
 
 Status MulticastService::addDevice(MulticastObject& mc, int device) {
+  // The fabric manager takes a GPU with no NVLink left out of the fabric: it joins no team.
+  if (!health_.links.attached(device)) {
+    return MCSIM_REFUSE(Status::kIllegalState, "device ", std::to_string(device),
+                        " has no NVLink up to an NVSwitch that is up (fault plan): the fabric manager took it out of the fabric");
+  }
   Status s = fabric_.addDevice(mc, device);
   if (s == Status::kOk) waiter_.progress();  // a bind or map may be waiting for this device
   return s;
@@ -25,8 +30,21 @@ void MulticastService::setState(FabricManagerState s) {
   waiter_.progress();
 }
 
-Status MulticastService::gate() const {
-  if (health_.switchDown) return MCSIM_REFUSE(Status::kIllegalState, "an NVSwitch is down (fault plan)");
+Status MulticastService::gate(const MulticastObject& mc) const {
+  const model::LinkHealth& h = health_.links;
+  if (h.switches() > 0) {
+    bool anySwitch = false;
+    for (int s = 0; s < h.switches(); ++s) anySwitch = anySwitch || h.switchUp(s);
+    if (!anySwitch) return MCSIM_REFUSE(Status::kIllegalState, "every NVSwitch is down (fault plan)");
+  }
+  // A team whose member lost every NVLink is degraded: the fabric manager cannot set it up (a
+  // switch or some links down leave the rest of the fabric to it, at lower bandwidth).
+  for (int d : mc.members) {
+    if (!h.attached(d)) {
+      return MCSIM_REFUSE(Status::kIllegalState, "team member device ", std::to_string(d),
+                          " has no NVLink up to an NVSwitch that is up (fault plan)");
+    }
+  }
   return fabric_.gate();
 }
 
@@ -99,7 +117,7 @@ Status MulticastService::bind(OrderedLock& lock, const char* call, const ObjectL
   if (s != Status::kOk) return s;
   if (mc->id != id) return MCSIM_REFUSE(Status::kInvalidValue, "the multicast object was released while the bind waited");
   // The fabric manager sets the team up when it is first used.
-  s = gate();
+  s = gate(*mc);
   if (s != Status::kOk) return s;
   int dev = 0;
   s = bindDevice(device, src, &dev);
@@ -154,7 +172,7 @@ Status MulticastService::map(OrderedLock& lock, ProcessSpace& space, uint64_t va
   if (s != Status::kOk) return s;
   mc = fabric_.find(id);
   if (mc == nullptr || mc->stale) return MCSIM_REFUSE(Status::kInvalidValue, "the multicast object was released while the map waited");
-  s = gate();
+  s = gate(*mc);
   if (s != Status::kOk) return s;
   s = space.space().map(va, size, id, 0);
   if (s != Status::kOk) return s;

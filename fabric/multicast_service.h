@@ -66,7 +66,7 @@ class MulticastService {
 
  private:
   // The switches' and the manager's word on a multicast bind or map.
-  Status gate() const;
+  Status gate(const MulticastObject& mc) const;
   // The device a binding is for.
   Status bindDevice(int requested, const BindSource& src, int* device) const;
   // Blocks until the team of object `id` is complete.

@@ -66,6 +66,10 @@ struct NodeHost::State {
         planner(preset, objects, fabric, health, functional),
         pollIntervalPs(settings.hostPollNs * 1000) {
     health.imexPresent.store(preset.imexChannel);
+    health.links = healthyLinks(preset);
+    // The timing model and the device work it runs see the fabric's health change at the point
+    // the rule fired, in admission order, so that a fault at the same point gives the same times.
+    faults.setOnHealthChanged([this](const model::LinkHealth& h) { model->setHealth(h); });
     // Fault plans may deny switch group slots (the multicast-slot point).
     fabric.setSlotVeto([this] { return faults.vetoSlot(); });
     // A forgotten object has no handle value in any process any more; waiters on a multicast
@@ -670,7 +674,7 @@ class ProcessNode final : public AttachedNode {
 
   bool nvlinkUp(int gpu) override {
     auto lock = n_.enter();
-    return n_.health.linksDown.count(gpu) == 0;
+    return n_.health.links.attached(gpu);
   }
 
   // ---- State ----

@@ -311,18 +311,19 @@ uint64_t NodeModel::multicastOut(int gpu, const ResolvedStep& st, uint64_t offse
                                  bool rmw, uint64_t* left) {
   const size_t members = st.members.size();
   std::vector<uint64_t> arrive(members, t);
+  const Route route = routeOf({gpu}, &st.memberGpus);
   uint64_t sent = 0;
   *left = t;
   for (size_t p = 0; p < planes_.size(); ++p) {
-    const uint64_t share = planeShare(gpu, p, bytes, &sent);
+    const uint64_t share = shareOf(route, gpu, p, bytes, &sent);
     if (share == 0) continue;
     Plane& plane = planes_[p];
-    uint64_t a = ports_[static_cast<size_t>(gpu)][p].up.serve(t, share, "multimem") + nvlinkLatencyPs_;
+    uint64_t a = ports_[static_cast<size_t>(gpu)][p].up.serve(t, portBytes(gpu, p, share), "multimem") + nvlinkLatencyPs_;
     // The switch replicates: its crossbar carries one copy per member.
-    a = plane.crossbar.serve(a, share * members, "multimem") + plane.latencyPs;
+    a = plane.crossbar.serve(a, crossbarBytes(p, share * members), "multimem") + plane.latencyPs;
     for (size_t i = 0; i < members; ++i) {
       Port& down = ports_[static_cast<size_t>(st.memberGpus[i])][p];
-      const uint64_t out = down.down.serve(a, share, "multimem");
+      const uint64_t out = down.down.serve(a, portBytes(st.memberGpus[i], p, share), "multimem");
       *left = std::max(*left, out);
       arrive[i] = std::max(arrive[i], out + nvlinkLatencyPs_);
     }
@@ -343,19 +344,22 @@ uint64_t NodeModel::multicastIn(int gpu, const ResolvedStep& st, uint64_t offset
   const uint64_t asked = t + hopPs();
   std::vector<uint64_t> read(members);
   for (size_t i = 0; i < members; ++i) read[i] = readSpan(st.memberGpus[i], st.members[i], offset, bytes, asked, "ld_reduce");
+  const Route route = routeOf({gpu}, &st.memberGpus);
   uint64_t end = t, sent = 0;
   for (size_t p = 0; p < planes_.size(); ++p) {
-    const uint64_t share = planeShare(gpu, p, bytes, &sent);
+    const uint64_t share = shareOf(route, gpu, p, bytes, &sent);
     if (share == 0) continue;
     Plane& plane = planes_[p];
     uint64_t reduced = 0;
     for (size_t i = 0; i < members; ++i) {
-      Port& up = ports_[static_cast<size_t>(st.memberGpus[i])][p];
-      const uint64_t in = up.up.serve(read[i], share, "ld_reduce") + nvlinkLatencyPs_;
-      reduced = std::max(reduced, up.reduce.serve(in, share, "ld_reduce"));
+      const int m = st.memberGpus[i];
+      Port& up = ports_[static_cast<size_t>(m)][p];
+      const uint64_t in = up.up.serve(read[i], portBytes(m, p, share), "ld_reduce") + nvlinkLatencyPs_;
+      // The port's reduction runs at a fraction of its line rate: of its live links.
+      reduced = std::max(reduced, up.reduce.serve(in, portBytes(m, p, share), "ld_reduce"));
     }
     const uint64_t out = reduced + plane.latencyPs + reduceLatencyPs_;
-    end = std::max(end, ports_[static_cast<size_t>(gpu)][p].down.serve(out, share, "ld_reduce") + nvlinkLatencyPs_);
+    end = std::max(end, ports_[static_cast<size_t>(gpu)][p].down.serve(out, portBytes(gpu, p, share), "ld_reduce") + nvlinkLatencyPs_);
   }
   return end;
 }
@@ -394,6 +398,21 @@ NodeModel::ChunkTimes NodeModel::timeStepChunk(int gpu, const ResolvedStep& st, 
   return c;
 }
 
+int NodeModel::unreachable(int gpu, const ResolvedStep& st) const {
+  if (health_.healthy()) return -1;
+  for (const MemorySpan* span : {&st.dst, &st.src, &st.src2}) {
+    for (const MemoryRun& r : *span) {
+      if (r.ref.device && !health_.reach(gpu, r.ref.gpu)) return r.ref.gpu;
+    }
+  }
+  // Multicast traffic goes through the switches, to every member.
+  if (!st.memberGpus.empty() && !health_.attached(gpu)) return gpu;
+  for (int m : st.memberGpus) {
+    if (!health_.reach(gpu, m)) return m;
+  }
+  return -1;
+}
+
 void NodeModel::executeKernel(DeviceWork& w) {
   using K = KernelStep::Kind;
   Engine& engine = engine_;
@@ -413,7 +432,21 @@ void NodeModel::executeKernel(DeviceWork& w) {
   const uint64_t sms = std::min(std::max<uint64_t>(w.blocks, 1), sm.smCount);
   BandwidthServer smIssue(sm.bytesPerSecPerSm * static_cast<double>(sms), model::TimelineTrack(), &horizon_);
   for (const ResolvedStep& st : w.steps) noteSyncAllocs(st);
+  size_t stepIndex = 0;
   for (const ResolvedStep& st : w.steps) {
+    ++stepIndex;
+    // A step that reaches memory over an NVLink path that is down faults the kernel there, as an
+    // uncorrectable NVLink error does (docs/faults.md, "Fabric faults"): nothing of it is written.
+    if (const int cut = unreachable(w.engineGpu, st); cut >= 0) {
+      auto f = std::make_shared<model::WorkFault>();
+      f->kind = model::WorkFault::Kind::kNvlink;
+      f->message = "kernel '" + w.label + "' on GPU " + std::to_string(w.engineGpu) + ": step " +
+                   std::to_string(stepIndex) + (st.memberGpus.empty() ? " reaches memory on GPU " : " reaches multicast team member GPU ") +
+                   std::to_string(cut) + (cut == w.engineGpu ? ", which has no NVLink left" : " over an NVLink path that is down") +
+                   " (fault plan): uncorrectable NVLink error";
+      w.fault = std::move(f);
+      break;
+    }
     if (st.kind == K::kWait) {
       const auto reached = [&] { return waitReached(st); };
       if (reached()) continue;

@@ -1,6 +1,7 @@
 #include "fabric/node_model.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 
@@ -55,7 +56,8 @@ void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) 
 }  // namespace
 
 
-NodeModel::NodeModel(const Preset& preset, Engine& engine) : preset_(preset), engine_(engine) {
+NodeModel::NodeModel(const Preset& preset, Engine& engine)
+    : preset_(preset), engine_(engine), health_(healthyLinks(preset)) {
   for (int g = 0; g < preset.gpuCount; ++g) gpus_.push_back(std::make_unique<model::Gpu>(g, preset.gpu.timing, &horizon_));
   const double perLink = preset.nvlink.gbytesPerSecPerLinkPerDirection * preset.nvlink.efficiency * 1e9;
   // Switches reached over equally many links form a plane (node_model.h); switches no GPU links to
@@ -134,6 +136,60 @@ model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::ve
     });
   });
   return done;
+}
+
+void NodeModel::setHealth(const model::LinkHealth& health) {
+  engine_.post([self = shared_from_this(), health] { self->health_ = health; });
+}
+
+NodeModel::Route NodeModel::routeOf(std::initializer_list<int> gpus, const std::vector<int>* more) const {
+  Route r;
+  if (health_.healthy()) return r;
+  r.weight.assign(planes_.size(), 0);
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    int w = INT32_MAX;
+    const auto take = [&](int g) {
+      int live = 0;
+      for (int s : planes_[p].switches) live += health_.liveLinks(g, s);
+      w = std::min(w, live);
+    };
+    for (int g : gpus) take(g);
+    if (more != nullptr) {
+      for (int g : *more) take(g);
+    }
+    r.weight[p] = static_cast<uint64_t>(std::max(w, 0));
+    r.total += r.weight[p];
+    if (r.weight[p] > 0) r.last = p;
+  }
+  // No plane reaches them all: the functional layer refused the accesses that needed one (a
+  // transfer already under way when the path went takes the preset's split, to end somewhere).
+  if (r.total == 0) return Route{};
+  r.healthy = false;
+  return r;
+}
+
+uint64_t NodeModel::shareOf(const Route& route, int gpu, size_t p, uint64_t bytes, uint64_t* sent) const {
+  if (route.healthy) return planeShare(gpu, p, bytes, sent);
+  if (route.weight[p] == 0) return 0;
+  const uint64_t share = p == route.last ? bytes - *sent : bytes * route.weight[p] / route.total;
+  *sent += share;
+  return share;
+}
+
+uint64_t NodeModel::portBytes(int gpu, size_t p, uint64_t share) const {
+  if (health_.healthy() || share == 0) return share;
+  int live = 0;
+  for (int s : planes_[p].switches) live += health_.liveLinks(gpu, s);
+  const auto nominal = static_cast<uint64_t>(ports_[static_cast<size_t>(gpu)][p].links);
+  return live <= 0 || static_cast<uint64_t>(live) >= nominal ? share : share * nominal / static_cast<uint64_t>(live);
+}
+
+uint64_t NodeModel::crossbarBytes(size_t p, uint64_t share) const {
+  if (health_.healthy() || share == 0) return share;
+  uint64_t up = 0;
+  for (int s : planes_[p].switches) up += health_.switchUp(s) ? 1 : 0;
+  const uint64_t n = planes_[p].switches.size();
+  return up == 0 || up >= n ? share : share * n / up;
 }
 
 void NodeModel::forget(int gpu, uint64_t alloc) {
@@ -221,16 +277,18 @@ uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, c
     if (left != nullptr) *left = out;
     return dst.fromHost(out, bytes, false);
   }
-  // The chunk spreads over the planes in proportion to the links leading to each.
+  // The chunk spreads over the planes in proportion to the links leading to each (the live ones,
+  // while some are down: routeOf).
+  const Route route = routeOf({from, to});
   uint64_t end = t, sent = 0;
   if (left != nullptr) *left = t;
   for (size_t p = 0; p < planes_.size(); ++p) {
-    const uint64_t share = planeShare(from, p, bytes, &sent);
+    const uint64_t share = shareOf(route, from, p, bytes, &sent);
     if (share == 0) continue;
     Plane& plane = planes_[p];
-    uint64_t a = ports_[static_cast<size_t>(from)][p].up.serve(t, share, what) + nvlinkLatencyPs_;
-    a = plane.crossbar.serve(a, share, what) + plane.latencyPs;
-    a = ports_[static_cast<size_t>(to)][p].down.serve(a, share, what);
+    uint64_t a = ports_[static_cast<size_t>(from)][p].up.serve(t, portBytes(from, p, share), what) + nvlinkLatencyPs_;
+    a = plane.crossbar.serve(a, crossbarBytes(p, share), what) + plane.latencyPs;
+    a = ports_[static_cast<size_t>(to)][p].down.serve(a, portBytes(to, p, share), what);
     if (left != nullptr) *left = std::max(*left, a);
     a += nvlinkLatencyPs_;
     end = std::max(end, a);

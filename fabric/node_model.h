@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <map>
 #include <set>
@@ -161,6 +162,11 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   // Host threads: runs `work` once everything in `after` has completed; returns its completion.
   // The model must be held by a shared_ptr (the work in flight keeps it alive).
   model::CompletionPtr submit(std::shared_ptr<DeviceWork> work, std::vector<model::CompletionPtr> after);
+  // Host threads: the fabric's links and switches are now as `health` says (a fault plan's link
+  // or switch rule fired). Posted like work, so that work the node took in before sees the old
+  // health and work after it the new (model/link_health.h): traffic spreads over the links that
+  // are left, at their bandwidth, and kernels' accesses over a cut path fault.
+  void setHealth(const model::LinkHealth& health);
   // Host threads: allocation `alloc` on `gpu` was freed; its cached lines go.
   void forget(int gpu, uint64_t alloc);
   // Host threads, once `abandoned` is set: the kernels launched with it that wait at a signal
@@ -198,6 +204,26 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   void executeWork(DeviceWork& work);
   // Moves `bytes` of piece `p` starting `offset` bytes in, leaving at `t`; returns arrival.
   uint64_t moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t offset, uint64_t bytes, uint64_t t);
+  // How a transfer among some GPUs spreads over the planes while links or switches are down:
+  // each plane in proportion to the live links the worst-off of those GPUs has to it (a plane a
+  // GPU has no live link to carries none of it). `healthy`: nothing is down, the preset's split.
+  struct Route {
+    bool healthy = true;
+    std::vector<uint64_t> weight;  // per plane
+    uint64_t total = 0;
+    size_t last = 0;  // the last plane of nonzero weight, which takes what the others left
+  };
+  Route routeOf(std::initializer_list<int> gpus, const std::vector<int>* more = nullptr) const;
+  // Plane p's part of a `bytes` chunk of `gpu`'s on `route` (`sent` counts what earlier planes took).
+  uint64_t shareOf(const Route& route, int gpu, size_t p, uint64_t bytes, uint64_t* sent) const;
+  // The bytes to book on `gpu`'s port to plane p for a share: its bandwidth is that of its live
+  // links, so a share takes nominal / live as long.
+  uint64_t portBytes(int gpu, size_t p, uint64_t share) const;
+  // The same for plane p's crossbar, of which only the switches that are up work.
+  uint64_t crossbarBytes(size_t p, uint64_t share) const;
+  // The GPU whose memory `w`'s step `st` reaches and `gpu` cannot (over a cut NVLink path),
+  // or -1 when it can reach them all.
+  int unreachable(int gpu, const ResolvedStep& st) const;
   // `left` (if given): when the last byte has left the switches for `to` (see writeSpan).
   uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left = nullptr);
   // Plane p's part of a `bytes` chunk that `gpu` sends or receives, in proportion to the links
@@ -260,6 +286,7 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
 
   Preset preset_;
   model::Engine& engine_;
+  model::LinkHealth health_;  // simulation thread (setHealth posts)
   // This node's simulation horizon (bandwidth_server.h), which each resource below reads:
   // moved on to the current simulated time before a chunk is timed.
   model::Horizon horizon_;

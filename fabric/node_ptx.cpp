@@ -59,8 +59,9 @@ class LaunchMemory : public ptx::GlobalMemory {
     uint64_t read = 0, written = 0;
   };
 
-  LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned)
-      : launch_(launch), abandoned_(abandoned),
+  // `health`: the fabric's, as the model has it (simulation thread).
+  LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned, const model::LinkHealth& health)
+      : launch_(launch), abandoned_(abandoned), health_(health),
         inner_(
             *launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); },
             [this](model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) { return members(id, offset, out); }) {}
@@ -72,7 +73,15 @@ class LaunchMemory : public ptx::GlobalMemory {
     // Its process is gone (and the space with it): nothing is mapped any more.
     if (abandoned_ != nullptr && abandoned_->load()) return ptx::MemoryError::kUnmapped;
     const ptx::MemoryError e = inner_.resolve(va, kind, device, out);
-    if (e == ptx::MemoryError::kNone) windows_[out->host] = lastAlloc_;
+    if (e != ptx::MemoryError::kNone) return e;
+    // A peer's memory is reached over NVLink: not when the path is down (model/link_health.h).
+    if (!health_.healthy()) {
+      auto it = launch_.backing.find(lastAlloc_);
+      if (it != launch_.backing.end() && it->second.ref.device && !health_.reach(device, it->second.ref.gpu)) {
+        return ptx::MemoryError::kLinkDown;
+      }
+    }
+    windows_[out->host] = lastAlloc_;
     return e;
   }
 
@@ -98,7 +107,15 @@ class LaunchMemory : public ptx::GlobalMemory {
   ptx::MemoryError resolveMulticast(uint64_t va, ptx::AccessKind kind, int device, ptx::MulticastWindow* out) override {
     std::shared_lock<std::shared_mutex> reading(*launch_.spaceLock);
     if (abandoned_ != nullptr && abandoned_->load()) return ptx::MemoryError::kUnmapped;
-    return inner_.resolveMulticast(va, kind, device, out);
+    const ptx::MemoryError e = inner_.resolveMulticast(va, kind, device, out);
+    // Multimem traffic goes through the switches to every member: each must be reachable.
+    if (e == ptx::MemoryError::kNone && !health_.healthy()) {
+      if (!health_.attached(device)) return ptx::MemoryError::kLinkDown;
+      for (int d : out->devices) {
+        if (!health_.reach(device, d)) return ptx::MemoryError::kLinkDown;
+      }
+    }
+    return e;
   }
 
   void accessedMulticast(const ptx::MulticastWindow& window, ptx::MultimemKind kind, uint64_t bytes) override {
@@ -152,6 +169,7 @@ class LaunchMemory : public ptx::GlobalMemory {
 
   const PtxLaunch& launch_;
   const std::atomic<bool>* abandoned_;
+  const model::LinkHealth& health_;
   ptx::AddressSpaceMemory inner_;
   model::AllocId lastAlloc_ = 0;
   std::map<const uint8_t*, model::AllocId> windows_;  // resolved window -> its allocation
@@ -168,6 +186,7 @@ model::WorkFault::Kind faultKind(ptx::Fault f) {
     case ptx::Fault::kBarrierDeadlock:
     case ptx::Fault::kTimeout: return model::WorkFault::Kind::kTimeout;
     case ptx::Fault::kAssert: return model::WorkFault::Kind::kAssert;
+    case ptx::Fault::kNvlink: return model::WorkFault::Kind::kNvlink;
     case ptx::Fault::kTrap:
     case ptx::Fault::kInvalidPc:  // brx.idx past its list: what a GPU reports is not known (docs/ptx.md)
     case ptx::Fault::kInvalidLaunch:
@@ -192,7 +211,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // Its process is gone (the space with it): the kernel never runs.
   if (stopped()) return;
 
-  LaunchMemory memory(launch, w.abandoned.get());
+  LaunchMemory memory(launch, w.abandoned.get(), health_);
   ptx::Executor executor(*launch.module, memory);
   ptx::Executor::RunPtr run = executor.start(launch.kernel, launch.config);
 

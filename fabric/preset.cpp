@@ -301,6 +301,13 @@ std::shared_ptr<const JsonSource> sourceFor(const std::string& nameOrPath, const
 
 }  // namespace
 
+model::LinkHealth healthyLinks(const Preset& preset) {
+  std::vector<int> perSwitch;
+  for (int s = 0; s < preset.nvswitch.count; ++s) perSwitch.push_back(preset.nvswitch.linksPerGpuPerSwitch[static_cast<size_t>(s)]);
+  if (perSwitch.empty() && preset.nvlink.linksPerGpu > 0) perSwitch.push_back(preset.nvlink.linksPerGpu);
+  return model::LinkHealth(preset.gpuCount, std::move(perSwitch));
+}
+
 const char* defaultPresetName() { return "hgx-h100"; }
 
 const std::vector<std::string>& fabricManagerStateNames() {

@@ -11,6 +11,7 @@
 
 #include "fabric/json_source.h"
 #include "model/gpu.h"
+#include "model/link_health.h"
 
 namespace mcsim::fabric {
 
@@ -89,6 +90,9 @@ const std::vector<std::string>& fabricManagerStateNames();
 // Loads a preset by built-in name ("hgx-h100") or by path (anything with a '/' or ending in
 // ".json"). Throws InputError naming the file, the line and the problem.
 Preset loadPreset(const std::string& nameOrPath);
+// The preset's NVLinks and NVSwitches, all up (model/link_health.h): each GPU's links to each
+// switch; NVLink without switches (GPUs wired directly) as one switch of all the links.
+model::LinkHealth healthyLinks(const Preset& preset);
 // The name used when MCSIM_TOPOLOGY is unset.
 const char* defaultPresetName();
 std::vector<std::string> builtinPresetNames();

@@ -238,7 +238,6 @@ Status WorkPlanner::planKernel(const AddressSpace& space, const std::shared_ptr<
         break;
     }
     if (s != Status::kOk) return s;
-    if (!r.memberGpus.empty() && health_.switchDown) return Status::kLinkDown;
     work->steps.push_back(std::move(r));
   }
   return Status::kOk;
@@ -310,10 +309,11 @@ Status WorkPlanner::planWork(const AddressSpace& space, const std::shared_ptr<st
   if (s == Status::kOk) {
     s = resolveSide(space, op.dst, op.dstDevice, op.dstPinned, op.bytes, op.dstAccessor, true, &dst, work);
   }
-  // A copy between two GPUs needs both GPUs' NVLinks.
-  if (s == Status::kOk && op.srcDevice && op.dstDevice && !health_.linksDown.empty() &&
-      !health_.linkPathUp(deviceOf(src.segs), deviceOf(dst.segs))) {
-    s = Status::kLinkDown;
+  // A copy between two GPUs needs an NVLink path between them: a switch that is up with a live
+  // link from each (model/link_health.h). Host memory takes PCIe.
+  if (s == Status::kOk && op.srcDevice && op.dstDevice && !health_.links.healthy()) {
+    const int a = deviceOf(src.segs), b = deviceOf(dst.segs);
+    if (a >= 0 && b >= 0 && !health_.links.reach(a, b)) s = Status::kLinkDown;
   }
   if (s != Status::kOk) return s;
   work->kind = DeviceWork::Kind::kCopy;

@@ -1,5 +1,5 @@
 // libFuzzer target for fault plans: any text is a plan or an InputError naming "fuzz" and a line,
-// after the same checks cuInit makes (cuda.h names, entry points, devices of an 8-GPU node);
+// after the same checks cuInit makes (cuda.h names, entry points, devices, links and switches of hgx-h100);
 // never another exception, a crash, a hang or undefined behaviour (built with ASan/UBSan). Run by
 // scripts/fuzz.sh, not by the default suite (docs/reliability.md, "Fuzzing").
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include "driver/cuda_names.h"
 #include "fabric/fault_plan.h"
 #include "fabric/json_source.h"
+#include "fabric/preset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mcsim;
@@ -18,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     std::vector<fabric::FaultRule> rules = fabric::parseFaultPlan(text, "fuzz");
     driver::resolveFaultPlanNames(&rules);
-    fabric::checkFaultPlanFor(rules, 8);
+    static const fabric::Preset preset = fabric::loadPreset("hgx-h100");
+    fabric::checkFaultPlanFor(rules, preset);
     for (const fabric::FaultRule& r : rules) {
       if (r.file != "fuzz" || r.line < 1) std::abort();  // every rule knows where it came from
     }

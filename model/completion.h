@@ -27,7 +27,9 @@ namespace mcsim::model {
 // context runs nothing more), so that whoever waits for any of them learns of it.
 struct WorkFault {
   // kAssert: a device assert failed; its message starts with the runtime's assert lines.
-  enum class Kind : uint8_t { kNone, kIllegalAddress, kMisalignedAddress, kLaunchFailed, kTimeout, kAssert };
+  // kNvlink: an access crossed an NVLink path that is down (fault plan): an uncorrectable NVLink
+  // error. (Appended last: shared nodes send the kind by its number.)
+  enum class Kind : uint8_t { kNone, kIllegalAddress, kMisalignedAddress, kLaunchFailed, kTimeout, kAssert, kNvlink };
   Kind kind = Kind::kNone;
   std::string message;  // what, where: the kernel, block, thread, instruction, address
   // Whether the driver has printed the message (once per fault, whoever waits first).

@@ -254,6 +254,7 @@ const char* faultName(Fault f) {
     case Fault::kTimeout: return "timeout";
     case Fault::kAssert: return "assert";
     case Fault::kInvalidPc: return "invalid program counter";
+    case Fault::kNvlink: return "NVLink error";
   }
   return "?";
 }
@@ -1014,6 +1015,7 @@ class Executor::Run {
     auto inside = [&](uint64_t bytes) { return off < bytes && size <= bytes - off; };
     const bool write = kind != AccessKind::kRead;
     const char* bad = nullptr;
+    bool linkDown = false;  // the memory is behind an NVLink path that is down
     uint8_t* p = nullptr;
     switch (space) {
       case Space::kShared:
@@ -1073,6 +1075,7 @@ class Executor::Run {
               return nullptr;
             }
             bad = memoryErrorText(e);
+            linkDown = e == MemoryError::kLinkDown;
             break;
           }
         }
@@ -1089,8 +1092,9 @@ class Executor::Run {
     }
     locSpace_ = space;
     if (p == nullptr) {
-      fail(Fault::kIllegalAddress, w, lane, &in,
-           std::string("illegal address ") + hex(addr) + " (" + spaceName(space) + ", " + std::to_string(size) + " bytes: " + bad + ")");
+      fail(linkDown ? Fault::kNvlink : Fault::kIllegalAddress, w, lane, &in,
+           std::string(linkDown ? "uncorrectable NVLink error at " : "illegal address ") + hex(addr) + " (" + spaceName(space) +
+               ", " + std::to_string(size) + " bytes: " + bad + ")");
     }
     return p;
   }
@@ -1285,8 +1289,9 @@ class Executor::Run {
         const MemoryError e = ex_.memory_.resolveMulticast(a, kind, cfg_.device, &mc);
         if (e != MemoryError::kNone) {
           mc = MulticastWindow{};
-          fail(Fault::kIllegalAddress, w, l, &in,
-               "illegal address " + hex(a) + " (multimem, " + std::to_string(bytes) + " bytes: " + memoryErrorText(e) + ")");
+          fail(e == MemoryError::kLinkDown ? Fault::kNvlink : Fault::kIllegalAddress, w, l, &in,
+               std::string(e == MemoryError::kLinkDown ? "uncorrectable NVLink error at " : "illegal address ") + hex(a) +
+                   " (multimem, " + std::to_string(bytes) + " bytes: " + memoryErrorText(e) + ")");
           return;
         }
       }

@@ -71,6 +71,7 @@ enum class Fault : uint8_t {
   kTimeout,            // more than maxWarpInstructions
   kAssert,             // a device assert failed (__assertfail): LaunchResult::assertOutput says which
   kInvalidPc,          // brx.idx with an index outside its .branchtargets list (undefined in the ISA)
+  kNvlink,             // an access over an NVLink path that is down (an uncorrectable NVLink error)
 };
 const char* faultName(Fault f);
 

@@ -10,6 +10,7 @@ const char* memoryErrorText(MemoryError e) {
     case MemoryError::kMulticast: return "a multicast address, which only multimem instructions and plain stores may access";
     case MemoryError::kNotMulticast: return "not a multicast address, which multimem instructions need";
     case MemoryError::kUnbound: return "a multicast address some member device has no memory bound at";
+    case MemoryError::kLinkDown: return "the NVLink path to its memory is down";
   }
   return "?";
 }

@@ -36,6 +36,7 @@ enum class MemoryError : uint8_t {
   kMulticast,     // a plain access to a multicast mapping (a plain store there is multimem.st's: the executor's)
   kNotMulticast,  // a multimem access to memory that is not a multicast mapping
   kUnbound,       // a multimem access where some member device has no memory bound (yet)
+  kLinkDown,      // the memory is behind an NVLink path that is down (CUDA_ERROR_NVLINK_UNCORRECTABLE)
 };
 const char* memoryErrorText(MemoryError e);
 

@@ -902,13 +902,53 @@ TEST_F(Field, FmVersionMismatch) {
   expectNothingLeaked(base);
 }
 
+TEST_F(Field, NvlinkFatalGpu) {
+  const std::string plan = planPath("nvlink-fatal-gpu");
+  INIT(nullptr, {{"MCSIM_FAULTS_FILE", plan.c_str()}});
+  const Snapshot base = Snapshot::now();
+  CUcontext c3 = nullptr, c4 = nullptr;
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&c3, 3));
+  ASSERT_OK(cuDevicePrimaryCtxRetain(&c4, 4));
+  CUdeviceptr on0 = 0, on3 = 0, on4 = 0;
+  ASSERT_OK(cuMemAlloc(&on0, kPatternBytes));  // device 0
+  ASSERT_OK(writePattern(on0, kPatternBytes, 0));
+  ASSERT_OK(cuCtxSetCurrent(c3));
+  ASSERT_OK(cuMemAlloc(&on3, kPatternBytes));
+  ASSERT_OK(writePattern(on3, kPatternBytes, 3));  // its own memory it still reaches
+  ASSERT_OK(cuCtxSetCurrent(c4));
+  ASSERT_OK(cuMemAlloc(&on4, kPatternBytes));
+  ASSERT_OK(writePattern(on4, kPatternBytes, 4));
+  ASSERT_OK(cuCtxSetCurrent(ctx));
+  EXPECT_FAILS_CLEANLY(CUDA_ERROR_NVLINK_UNCORRECTABLE, cuMemcpyPeer(on4, c4, on3, c3, kPatternBytes));
+  EXPECT_FAILS_CLEANLY(CUDA_ERROR_NVLINK_UNCORRECTABLE, cuMemcpyPeer(on3, c3, on0, ctx, kPatternBytes));
+  EXPECT_OK(cuMemcpyPeer(on4, c4, on0, ctx, kPatternBytes));  // 0 -> 4 does not need GPU 3
+  EXPECT_TRUE(holdsPattern(on4, kPatternBytes, 0));
+  EXPECT_TRUE(holdsPattern(on3, kPatternBytes, 3));
+  int can = -1;
+  ASSERT_OK(cuDeviceCanAccessPeer(&can, 0, 3));
+  EXPECT_EQ(0, can);
+  ASSERT_OK(cuDeviceCanAccessPeer(&can, 0, 4));
+  EXPECT_EQ(1, can);
+  CUmemGenericAllocationHandle mc = 0;
+  const CUmulticastObjectProp p = mcProp(2, kMin);
+  ASSERT_OK(cuMulticastCreate(&mc, &p));
+  EXPECT_FAILS_CLEANLY(CUDA_ERROR_ILLEGAL_STATE, cuMulticastAddDevice(mc, 3));
+  EXPECT_OK(cuMemRelease(mc));
+  EXPECT_OK(cuMemFree(on0));
+  EXPECT_OK(cuMemFree(on3));
+  EXPECT_OK(cuMemFree(on4));
+  EXPECT_OK(cuDevicePrimaryCtxRelease(3));
+  EXPECT_OK(cuDevicePrimaryCtxRelease(4));
+  expectNothingLeaked(base);
+}
+
 // Every plan of examples/faults/ has its test above.
 TEST(FieldPlans, EveryPlanHasATest) {
   const std::set<std::string> tested = {
       "fm-not-running",         "fm-stall-partial-bind",  "fabric-not-initialised", "peer-never-joins",
       "fm-rejects-team",        "fm-restart-without-reset", "slots-exhausted",      "creator-never-releases",
       "creator-releases-early", "fabric-without-imex",    "multicast-create-fails", "unbind-failure-swallowed",
-      "fm-version-mismatch",
+      "fm-version-mismatch",    "nvlink-fatal-gpu",
   };
   std::set<std::string> found;
   DIR* dir = opendir(MCSIM_FAULT_PLANS_DIR);

@@ -479,7 +479,7 @@ TEST(PlanFormat, ExamplePlansParse) {
     EXPECT_LE(lines.size(), 1u) << name << " is not a one-line plan";
   }
   closedir(dir);
-  EXPECT_EQ(13, plans) << "one plan per row of the field failure table";
+  EXPECT_EQ(14, plans) << "one plan per row of the field failure table";
 }
 
 }  // namespace

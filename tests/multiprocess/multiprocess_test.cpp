@@ -594,6 +594,45 @@ TEST_F(SharedNode, RecordedRunOfEightProcessesReplaysBitExactly) {
       << replay.output;
 }
 
+// Issue 21: a correct two-process recording that hands a multicast object over as a POSIX
+// descriptor replays on a fresh node with no difference. The descriptor numbers the importer got
+// when recording and when replaying need not agree (the replay's process opens its own); the
+// records carry the handle's shared name, which is what the replay compares.
+TEST_F(SharedNode, RecordedTwoProcessRunExchangingAPosixDescriptorReplaysOnAFreshNode) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  Env env = recordingEnv();
+  runRanks(b, "nccl", 2, env);
+  const std::string t0 = dir_ + "/trace-" + std::to_string(b.pid(0)) + ".jsonl";
+  const std::string t1 = dir_ + "/trace-" + std::to_string(b.pid(1)) + ".jsonl";
+  // The importer's record: a descriptor number, and the shared name of the exporter's handle.
+  // The number is moved on by 40, as if the recorded process had had more descriptors open than
+  // the replaying one will: the replay must not care (the issue's {"raw_fd":7} vs {"raw_fd":5}).
+  std::ifstream in(t1);
+  ASSERT_TRUE(in.good()) << t1;
+  int imports = 0;
+  std::string moved;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j.value("call", std::string()) == "cuMemImportFromShareableHandle") {
+      ++imports;
+      EXPECT_TRUE(j.contains("shared") && j.at("shared").is_string()) << line;
+      ASSERT_TRUE(j.contains("args") && j.at("args").contains("osHandle")) << line;
+      ASSERT_TRUE(j.at("args").at("osHandle").contains("raw_fd")) << line;
+      j["args"]["osHandle"]["raw_fd"] = j.at("args").at("osHandle").at("raw_fd").get<int>() + 40;
+      line = j.dump();
+    }
+    moved += line + "\n";
+  }
+  in.close();
+  EXPECT_GE(imports, 1);
+  std::ofstream(t1, std::ios::trunc) << moved;
+  const Ran replay = mcsim({"replay", t0, t1});
+  EXPECT_EQ(0, replay.status) << replay.output;
+  EXPECT_TRUE(contains(replay.output, "replayed 2 processes on a shared node (the recorded admission order): 0 differences"))
+      << replay.output;
+}
+
 // Under a node-wide fault plan the replay fails the same process's call as the recording did:
 // the plan counts calls across processes, in admission order, which the replay follows.
 TEST_F(SharedNode, ReplayFailsTheSameProcessesCallUnderANodeWidePlan) {

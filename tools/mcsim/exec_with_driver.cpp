@@ -52,7 +52,7 @@ int execWithDriver(const char* who, const DriverSettings& s, const std::vector<s
     try {
       std::vector<fabric::FaultRule> rules = fabric::parseFaultPlan(fabric::readFaultPlanFile(s.faults), s.faults);
       driver::resolveFaultPlanNames(&rules);
-      fabric::checkFaultPlanFor(rules, fabric::loadPreset(s.topology.empty() ? fabric::defaultPresetName() : s.topology).gpuCount);
+      fabric::checkFaultPlanFor(rules, fabric::loadPreset(s.topology.empty() ? fabric::defaultPresetName() : s.topology));
     } catch (const fabric::InputError& e) {
       std::fprintf(stderr, "%s: %s\n", who, e.what());
       return kExitBadInput;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       o.faultsText = mcsim::fabric::readFaultPlanFile(faults);
       o.faults = mcsim::fabric::parseFaultPlan(o.faultsText, faults);
       mcsim::driver::resolveFaultPlanNames(&o.faults);
-      mcsim::fabric::checkFaultPlanFor(o.faults, mcsim::fabric::loadPreset(o.topology).gpuCount);
+      mcsim::fabric::checkFaultPlanFor(o.faults, mcsim::fabric::loadPreset(o.topology));
     } catch (const mcsim::fabric::InputError& e) {
       return fail(std::string("cannot load the fault plan: ") + e.what());
     }
