@@ -55,8 +55,20 @@ constexpr uint64_t kSliceWarpInstructions = 1 << 16;
 // the launch holds, with the bytes moved through each allocation counted for the timing.
 class LaunchMemory : public ptx::GlobalMemory {
  public:
+  // Bytes moved in one direction (whole sectors, as the memory system moves them:
+  // ptx::AccessRun), and the range of offsets in the allocation they came from.
+  struct Direction {
+    uint64_t bytes = 0;
+    uint64_t low = UINT64_MAX, high = 0;
+    void add(uint64_t n, uint64_t from, uint64_t to) {
+      bytes += n;
+      low = std::min(low, from);
+      high = std::max(high, to);
+    }
+    void add(const Direction& d) { add(d.bytes, d.low, d.high); }
+  };
   struct Traffic {
-    uint64_t read = 0, written = 0;
+    Direction read, written;
   };
 
   // `health`: the fabric's, as the model has it (simulation thread).
@@ -85,11 +97,13 @@ class LaunchMemory : public ptx::GlobalMemory {
     return e;
   }
 
-  void accessed(const ptx::MemoryWindow& window, ptx::AccessKind kind, uint64_t bytes) override {
+  void accessed(const ptx::MemoryWindow& window, ptx::AccessKind kind, const ptx::AccessRun& run) override {
     auto it = windows_.find(window.host);
     if (it == windows_.end()) return;
     Traffic& t = turn_[it->second];
-    (kind == ptx::AccessKind::kRead ? t.read : t.written) += bytes;
+    // Where in the allocation: the window's bytes are the allocation's from window.host on.
+    const uint64_t base = static_cast<uint64_t>(window.host - launch_.backing.at(it->second).data) - window.va;
+    (kind == ptx::AccessKind::kRead ? t.read : t.written).add(run.sectorBytes, base + run.low, base + run.high);
   }
 
   // A turn that only polled a word: on a GPU such re-reads hit in the cache while the warp waits,
@@ -98,8 +112,8 @@ class LaunchMemory : public ptx::GlobalMemory {
   void turnEnded(bool polling) override {
     for (const auto& [alloc, t] : turn_) {
       Traffic& all = traffic_[alloc];
-      if (!polling) all.read += t.read;
-      all.written += t.written;
+      if (!polling && t.read.bytes > 0) all.read.add(t.read);
+      if (t.written.bytes > 0) all.written.add(t.written);
     }
     turn_.clear();
   }
@@ -253,10 +267,12 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     outstanding.emplace_back(leaves, n);
     inFlight += n;
   };
-  // Where each allocation's reads and writes have got to: a slice's bytes go on from where the
-  // previous slice's left off (wrapping at the allocation's end), so that the kernel's traffic
-  // covers the allocation as one stream would, not its first bytes over and over (which the L2
-  // would serve).
+  // Where each allocation's reads and writes have got to. A slice that moved no more bytes than
+  // the range of the allocation it reached streams on from where the previous slice left off
+  // (moved to the range's start when it lies outside the range): a kernel streaming through an
+  // allocation, in any order of its warps and loop iterations, moves each byte once and in
+  // order, as one stream would. A slice that moved more bytes than its range (it read some twice:
+  // a table, a tile) cycles through that range, and the L2 serves the second reading.
   std::map<std::pair<model::AllocId, bool>, uint64_t> cursor;
   const auto stream = [&](const std::map<model::AllocId, LaunchMemory::Traffic>& traffic, uint64_t* end) {
     for (const auto& [alloc, t] : traffic) {
@@ -267,9 +283,17 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
       const uint64_t size = std::max<uint64_t>(b.size, 1);
       const MemorySpan span{MemoryRun{b.ref, nullptr, size}};
       for (const bool write : {false, true}) {
-        uint64_t& off = cursor[{alloc, write}];
-        for (uint64_t left = write ? t.written : t.read; left > 0;) {
-          const uint64_t n = std::min({chunk, left, size - off});
+        const LaunchMemory::Direction& d = write ? t.written : t.read;
+        if (d.bytes == 0) continue;
+        const uint64_t low = std::min(d.low, size - 1), high = std::min(std::max(d.high, low + 1), size);
+        const bool rereads = d.bytes > high - low;
+        auto [cur, fresh] = cursor.try_emplace({alloc, write}, low);
+        if (!fresh && (cur->second < low || cur->second >= high)) cur->second = low;
+        // Bytes stream through [from, to), wrapping to `from`.
+        const uint64_t from = rereads ? low : 0, to = rereads ? high : size;
+        uint64_t off = rereads ? low : cur->second;
+        for (uint64_t left = d.bytes; left > 0;) {
+          const uint64_t n = std::min({chunk, left, to - off});
           admit();
           const uint64_t now = Engine::simNowPs();
           horizon_.ps = now;
@@ -283,9 +307,11 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
           }
           enter(std::max(released, smDone), n);
           *end = std::max({*end, done, smDone});
-          off = (off + n) % size;
+          off += n;
+          if (off == to) off = from;
           left -= n;
         }
+        if (!rereads) cur->second = off;
       }
     }
   };

@@ -1086,6 +1086,7 @@ class Executor::Run {
         p = win_.host + (addr - win_.va);
         winBytes_ += size;
         winKind_ = kind;
+        countSector(addr, size);
         if (kind == AccessKind::kRead) result_.globalBytesRead += size;
         else result_.globalBytesWritten += size;
         break;
@@ -1099,10 +1100,33 @@ class Executor::Run {
     return p;
   }
 
+  // Counts the 32-byte sector an access of `size` bytes at `addr` touches (an aligned access of up
+  // to 32 bytes lies in one), once for the run however many lanes touch it: the coalescing of a
+  // warp instruction's lanes (AccessRun).
+  void countSector(uint64_t addr, unsigned size) {
+    winLow_ = std::min(winLow_, addr);
+    winHigh_ = std::max(winHigh_, addr + size);
+    const uint64_t first = addr >> 5, last = (addr + size - 1) >> 5;
+    for (uint64_t sector = first; sector <= last; ++sector) {
+      bool seen = nSectors_ != 0 && sectors_[nSectors_ - 1] == sector;  // the common case: a lane's neighbour
+      for (unsigned i = 0; !seen && i + 1 < nSectors_; ++i) seen = sectors_[i] == sector;
+      if (seen) continue;
+      if (nSectors_ == kRunSectors) nSectors_ = 0;  // a long run (not one instruction's): count on
+      sectors_[nSectors_++] = sector;
+      winSectorBytes_ += 32;
+    }
+  }
+
   // Tells the memory what the accesses since the window was resolved moved through it.
   void flushTraffic() {
-    if (winBytes_ != 0 && win_.host != nullptr) ex_.memory_.accessed(win_, winKind_, winBytes_);
+    if (winBytes_ != 0 && win_.host != nullptr) {
+      ex_.memory_.accessed(win_, winKind_, AccessRun{winBytes_, winSectorBytes_, winLow_, winHigh_});
+    }
     winBytes_ = 0;
+    winSectorBytes_ = 0;
+    nSectors_ = 0;
+    winLow_ = UINT64_MAX;
+    winHigh_ = 0;
   }
 
   void addresses(Warp& w, const Operand& o, uint64_t* out) {
@@ -2698,6 +2722,12 @@ class Executor::Run {
   Barrier bars_[kBarriers];
   MemoryWindow win_;  // the global window resolved by the current instruction
   uint64_t winBytes_ = 0;  // bytes accessed in win_ not yet told to the memory (flushTraffic)
+  // ... the sectors they touched (countSector), and the address range they spanned.
+  static constexpr unsigned kRunSectors = 32;
+  uint64_t sectors_[kRunSectors] = {};
+  unsigned nSectors_ = 0;
+  uint64_t winSectorBytes_ = 0;
+  uint64_t winLow_ = UINT64_MAX, winHigh_ = 0;
   AccessKind winKind_ = AccessKind::kRead;
   std::vector<bool> direct_;                     // per instruction: see the constructor
   std::vector<const uint64_t*> immRows_;         // [instruction * kMaxOperands + operand]

@@ -29,6 +29,18 @@ struct MemoryWindow {
   uint8_t* host = nullptr;
 };
 
+// What a run of accesses through one window moved: the bytes the lanes asked for, and the 32-byte
+// sectors they touched, each counted once however many lanes of the instruction shared it (the
+// GPU's memory system moves whole sectors: a warp reading 32 consecutive words moves 4 sectors,
+// one reading a word from each of 32 lines moves 32, the coalescing rules of NVIDIA's CUDA C++
+// Best Practices Guide, "Coalesced Access to Global Memory"); [low, high) is the address range
+// they spanned.
+struct AccessRun {
+  uint64_t bytes = 0;
+  uint64_t sectorBytes = 0;
+  uint64_t low = 0, high = 0;
+};
+
 enum class MemoryError : uint8_t {
   kNone,
   kUnmapped,      // no mapping at the address (CUDA_ERROR_ILLEGAL_ADDRESS)
@@ -65,12 +77,12 @@ class GlobalMemory {
   // may be smaller than the mapping (an implementation may cut it at any boundary); the
   // executor asks again for bytes past its end.
   virtual MemoryError resolve(uint64_t va, AccessKind kind, int device, MemoryWindow* out) = 0;
-  // After accesses through a window `resolve` gave: `bytes` were moved through it (summed over
-  // lanes, for one warp instruction or fewer), for a memory that times or counts traffic.
-  virtual void accessed(const MemoryWindow& window, AccessKind kind, uint64_t bytes) {
+  // After accesses through a window `resolve` gave (one warp instruction's lanes, or fewer):
+  // what they moved through it, for a memory that times or counts traffic (AccessRun).
+  virtual void accessed(const MemoryWindow& window, AccessKind kind, const AccessRun& run) {
     (void)window;
     (void)kind;
-    (void)bytes;
+    (void)run;
   }
   // A warp's turn has ended, every access of it told (accessed). `polling`: the turn only re-read
   // a few words, changed nothing, and the warp was parked as spinning on them

@@ -280,5 +280,73 @@ TEST(PtxMemory, AddressSpaceMemoryFollowsMappingsAndRights) {
   EXPECT_NE(r.message.find("unmapped"), std::string::npos) << r.message;
 }
 
+// Global memory that keeps what the executor tells it each access run moved (ptx::AccessRun).
+class RecordingMemory : public FlatMemory {
+ public:
+  void accessed(const MemoryWindow& window, AccessKind kind, const AccessRun& run) override {
+    (void)window;
+    runs.push_back({kind, run});
+  }
+  std::vector<std::pair<AccessKind, AccessRun>> runs;
+};
+
+// One warp loads a u32 (or a v4.u32) at in + stride * lane and stores it to out + 4 * lane: the
+// load moves the 32-byte sectors its lanes touch, each once (a warp's accesses coalesced), the
+// store four sectors.
+TEST(PtxMemory, AWarpsAccessesMoveWholeSectorsEachOnce) {
+  const std::string text = std::string(kHeader) + R"(.visible .entry k(.param .u64 pin, .param .u64 pout, .param .u64 stride, .param .u32 wide)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u64 %rd3, [stride];
+  ld.param.u32 %r5, [wide];
+  mov.u32 %r0, %tid.x;
+  cvt.u64.u32 %rd4, %r0;
+  mul.lo.u64 %rd5, %rd4, %rd3;
+  add.s64 %rd5, %rd1, %rd5;
+  setp.ne.u32 %p1, %r5, 0;
+  @%p1 bra WIDE;
+  ld.global.u32 %r1, [%rd5];
+  bra STORE;
+WIDE:
+  ld.global.v4.u32 {%r1, %r2, %r3, %r4}, [%rd5];
+STORE:
+  shl.b64 %rd6, %rd4, 2;
+  add.s64 %rd6, %rd2, %rd6;
+  st.global.u32 [%rd6], %r1;
+  ret;
+}
+)";
+  struct Case {
+    uint64_t stride;
+    uint32_t wide;
+    uint64_t loadSectorBytes;
+  };
+  // Consecutive words: 128 bytes, 4 sectors; one word from each 128-byte line: 32 sectors; all
+  // lanes on one word: 1 sector; consecutive 16-byte vectors: 512 bytes, 16 sectors; words 8 bytes
+  // apart: 256 bytes, 8 sectors.
+  for (const Case& c : {Case{4, 0, 128}, Case{128, 0, 1024}, Case{0, 0, 32}, Case{16, 1, 512}, Case{8, 0, 256}}) {
+    RecordingMemory memory;
+    Program p(text, "test.ptx", &memory);
+    ASSERT_TRUE(p.ok()) << p.error();
+    const uint64_t in = memory.allocate(32 * 128), out = memory.allocate(128);
+    const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {in, out, c.stride, c.wide});
+    ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+    uint64_t loaded = 0, loadedSectors = 0, stored = 0, storedSectors = 0;
+    for (const auto& [kind, run] : memory.runs) {
+      (kind == AccessKind::kRead ? loaded : stored) += run.bytes;
+      (kind == AccessKind::kRead ? loadedSectors : storedSectors) += run.sectorBytes;
+      EXPECT_EQ(run.high - run.low <= 32 * 128, true);
+    }
+    EXPECT_EQ(loaded, c.wide ? 512u : 128u) << "stride " << c.stride;
+    EXPECT_EQ(loadedSectors, c.loadSectorBytes) << "stride " << c.stride;
+    EXPECT_EQ(stored, 128u);
+    EXPECT_EQ(storedSectors, 128u);
+  }
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test
