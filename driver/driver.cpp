@@ -57,8 +57,9 @@ CUresult toResult(Status s) {
 }
 
 const settings::Settings& driverSettings() {
-  static const settings::Settings s = settings::fromEnvironment();
-  return s;
+  // Leaked on purpose, as state() is: calls made while static destructors run read it.
+  static const settings::Settings* s = new settings::Settings(settings::fromEnvironment());
+  return *s;
 }
 
 CUresult hangResult() {

@@ -52,7 +52,8 @@ const Entry kEntries[] = {
 // The functions mcsim does not model (unmodelled.h), as entries; those of version 0 are exported
 // but not resolvable.
 const std::vector<Entry>& unmodelledTable() {
-  static const std::vector<Entry> table = [] {
+  // Leaked on purpose: cuGetProcAddress may be called while static destructors run.
+  static const std::vector<Entry>* table = new std::vector<Entry>([] {
     std::vector<Entry> t;
     size_t n = 0;
     const mcsim::driver::UnmodelledEntry* u = mcsim::driver::unmodelledEntries(&n);
@@ -62,8 +63,8 @@ const std::vector<Entry>& unmodelledTable() {
                         endsWith(u[i].symbol, "_ptds") || endsWith(u[i].symbol, "_ptsz"), u[i].fn});
     }
     return t;
-  }();
-  return table;
+  }());
+  return *table;
 }
 
 // Looks `symbol` up. Returns the variant or nullptr, and says why in `status`.

@@ -76,7 +76,8 @@ CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const
   }
   // FABRIC handles need an IMEX channel, as for memory (NOT_PERMITTED without one).
   if ((prop->handleTypes & CU_MEM_HANDLE_TYPE_FABRIC) != 0 && !state().node->imexChannelPresent()) {
-    return MCSIM_REFUSE(CUDA_ERROR_NOT_PERMITTED, "FABRIC handles need an IMEX channel, and the node has none (an imex fault rule)");
+    return MCSIM_REFUSE(CUDA_ERROR_NOT_PERMITTED, "FABRIC handles need an IMEX channel, and the node has none (the preset's "
+                        "imex_channel is false, or an imex fault rule took it away)");
   }
   fabric::MulticastProps p;
   p.numDevices = prop->numDevices;

@@ -103,8 +103,8 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
     // FABRIC handles go through an IMEX channel; without one the driver refuses (field reports:
     // nvbandwidth 39, mscclpp 467).
     if (!state().node->imexChannelPresent()) {
-      return MCSIM_REFUSE(CUDA_ERROR_NOT_PERMITTED, "FABRIC handles need an IMEX channel, and the node has none (an imex "
-                          "fault rule)");
+      return MCSIM_REFUSE(CUDA_ERROR_NOT_PERMITTED, "FABRIC handles need an IMEX channel, and the node has none (the preset's "
+                          "imex_channel is false, or an imex fault rule took it away)");
     }
   }
   p.size = size;

@@ -604,3 +604,38 @@ TEST_F(Mechanics, RulesThatFiredAreNotListedAtExit) {
       },
       ::testing::ExitedWithCode(0), "^fired as planned\n$");
 }
+
+namespace {
+
+// A library's teardown that calls the driver from an atexit handler (or a static destructor)
+// registered before cuInit: NCCL's statically linked CUDA runtime unloads its modules so
+// (cuLibraryUnload from libnccl.so.2's destructors). Its handler runs after everything the driver
+// registered at cuInit, so the driver's lookup tables must outlive static destruction. The heap is
+// in use meanwhile (the runtime frees and allocates as it tears down): freed memory is reused here,
+// which a table destroyed too early does not survive.
+void callTheDriverUnderThePlanAtExit() {
+  std::vector<std::string> heapInUse;
+  for (int i = 0; i < 512; ++i) heapInUse.emplace_back(static_cast<size_t>(40 + i % 64), '\xff');
+  int n = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (cuDeviceGetCount(&n) != CUDA_ERROR_UNKNOWN) _exit(3);
+  }
+  std::fprintf(stderr, "the plan held at exit\n");
+  _exit(0);
+}
+
+}  // namespace
+
+TEST(MechanicsAtExit, DriverCallsFromAnAtexitHandlerRegisteredBeforeCuInitStillMeetThePlan) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ::setenv("MCSIM_FAULTS", "cuDeviceGetCount : after=1 -> return CUDA_ERROR_UNKNOWN", 1);
+        std::atexit(callTheDriverUnderThePlanAtExit);
+        if (cuInit(0) != CUDA_SUCCESS) _exit(1);
+        int n = 0;
+        if (cuDeviceGetCount(&n) != CUDA_SUCCESS || n != 8) _exit(2);  // the rule's first call goes through
+        std::exit(5);  // the handler ends the process first, with its own status
+      },
+      ::testing::ExitedWithCode(0), "the plan held at exit");
+}
