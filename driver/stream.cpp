@@ -326,6 +326,7 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
     // An NVLink fatal error (Xid 74) ends the context's work as CUDA_ERROR_NVLINK_UNCORRECTABLE
     // (docs/faults.md, "Fabric faults").
     case model::WorkFault::Kind::kNvlink: r = CUDA_ERROR_NVLINK_UNCORRECTABLE; name = "CUDA_ERROR_NVLINK_UNCORRECTABLE"; break;
+    case model::WorkFault::Kind::kIllegalInstruction: r = CUDA_ERROR_ILLEGAL_INSTRUCTION; name = "CUDA_ERROR_ILLEGAL_INSTRUCTION"; break;
     case model::WorkFault::Kind::kLaunchFailed:
     case model::WorkFault::Kind::kNone: break;
   }

@@ -201,6 +201,7 @@ model::WorkFault::Kind faultKind(ptx::Fault f) {
     case ptx::Fault::kTimeout: return model::WorkFault::Kind::kTimeout;
     case ptx::Fault::kAssert: return model::WorkFault::Kind::kAssert;
     case ptx::Fault::kNvlink: return model::WorkFault::Kind::kNvlink;
+    case ptx::Fault::kIllegalInstruction: return model::WorkFault::Kind::kIllegalInstruction;
     case ptx::Fault::kTrap:
     case ptx::Fault::kInvalidPc:  // brx.idx past its list: what a GPU reports is not known (docs/ptx.md)
     case ptx::Fault::kInvalidLaunch:

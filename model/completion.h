@@ -29,7 +29,8 @@ struct WorkFault {
   // kAssert: a device assert failed; its message starts with the runtime's assert lines.
   // kNvlink: an access crossed an NVLink path that is down (fault plan): an uncorrectable NVLink
   // error. (Appended last: shared nodes send the kind by its number.)
-  enum class Kind : uint8_t { kNone, kIllegalAddress, kMisalignedAddress, kLaunchFailed, kTimeout, kAssert, kNvlink };
+  // kIllegalInstruction: the GPU refused an instruction as it ran (CUDA_ERROR_ILLEGAL_INSTRUCTION).
+  enum class Kind : uint8_t { kNone, kIllegalAddress, kMisalignedAddress, kLaunchFailed, kTimeout, kAssert, kNvlink, kIllegalInstruction };
   Kind kind = Kind::kNone;
   std::string message;  // what, where: the kernel, block, thread, instruction, address
   // Whether the driver has printed the message (once per fault, whoever waits first).

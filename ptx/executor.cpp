@@ -255,6 +255,7 @@ const char* faultName(Fault f) {
     case Fault::kAssert: return "assert";
     case Fault::kInvalidPc: return "invalid program counter";
     case Fault::kNvlink: return "NVLink error";
+    case Fault::kIllegalInstruction: return "illegal instruction";
   }
   return "?";
 }
@@ -1524,29 +1525,24 @@ class Executor::Run {
   // Communication Instructions: redux.sync, match.sync, elect.sync")
 
   // The lanes each executing lane's instruction spans: those of its membermask that execute it.
-  // The ISA leaves an executing lane outside its own membermask undefined: mcsim stops the kernel
-  // (kTrap). Lanes of the membermask that do not execute the instruction (exited, or on another
-  // path) are left out (the ISA leaves waiting for them undefined too). False after a fault.
-  bool memberLanes(Warp& w, const Instruction& in, uint32_t exec, const Operand& maskOp, uint32_t* span) {
+  // Lanes of the membermask that do not execute the instruction (exited, or on another path) are
+  // left out (the ISA leaves waiting for them undefined). The ISA also leaves an executing lane
+  // outside its own membermask undefined; a real H200 runs such a kernel to completion (its
+  // synchronisation answers cudaSuccess: docs/real-driver/h200-ptx-isa-nccl-2026-11-29.txt), so
+  // mcsim does too, the lane spanning its membermask and itself.
+  void memberLanes(Warp& w, uint32_t exec, const Operand& maskOp, uint32_t* span) {
     uint64_t tm[32];
     const uint64_t* mask = source(w, maskOp, tm);
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
-      const uint32_t mm = static_cast<uint32_t>(mask[l]);
-      if (((mm >> l) & 1u) == 0) {
-        fail(Fault::kTrap, w, l, &in,
-             "lane " + std::to_string(l) + " executes it but is not in its membermask " + hex(mm) + " (undefined in the PTX ISA)");
-        return false;
-      }
-      span[l] = mm & exec;
+      span[l] = (static_cast<uint32_t>(mask[l]) | (1u << l)) & exec;
     }
-    return true;
   }
 
   // redux.sync.<op>.<type> d, a, membermask: every lane of the span gets the reduction of a over it.
   __attribute__((noinline)) void redux(Warp& w, const Instruction& in, uint32_t exec) {
     uint32_t span[32] = {};
-    if (!memberLanes(w, in, exec, in.ops[2], span)) return;
+    memberLanes(w, exec, in.ops[2], span);
     uint64_t ta[32], d[32] = {};
     const uint64_t* a = source(w, in.ops[1], ta);
     uint32_t lastSpan = 0;
@@ -1619,7 +1615,7 @@ class Executor::Run {
   // same a (p true), else 0 (p false).
   __attribute__((noinline)) void match(Warp& w, const Instruction& in, uint32_t exec) {
     uint32_t span[32] = {};
-    if (!memberLanes(w, in, exec, in.ops[3], span)) return;
+    memberLanes(w, exec, in.ops[3], span);
     uint64_t ta[32], tm[32], d[32] = {}, p[32] = {};
     const uint64_t* a = source(w, in.ops[2], ta);
     const uint64_t* mask = source(w, in.ops[3], tm);
@@ -1646,7 +1642,7 @@ class Executor::Run {
   // the same membermask elect the same lane every time); d its %laneid, p true in it alone.
   __attribute__((noinline)) void elect(Warp& w, const Instruction& in, uint32_t exec) {
     uint32_t span[32] = {};
-    if (!memberLanes(w, in, exec, in.ops[2], span)) return;
+    memberLanes(w, exec, in.ops[2], span);
     uint64_t d[32] = {}, p[32] = {};
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
@@ -1725,8 +1721,10 @@ class Executor::Run {
     if (space == Space::kGeneric && (addr & ~(kWindowSize - 1)) != kSharedWindow) {
       const uint64_t window = addr & ~(kWindowSize - 1);
       const char* where = window == kLocalWindow ? "local" : window == kConstWindow ? "const" : window == kParamWindow ? "param" : "global";
-      fail(Fault::kIllegalAddress, w, lane, &in,
-           "illegal address " + hex(addr) + " (mbarrier, 8 bytes: a " + where +
+      // A real H200 (driver 580.159.04) stops such a kernel with CUDA_ERROR_ILLEGAL_INSTRUCTION
+      // (docs/real-driver/h200-ptx-isa-nccl-2026-11-29.txt).
+      fail(Fault::kIllegalInstruction, w, lane, &in,
+           "illegal instruction at " + hex(addr) + " (mbarrier, 8 bytes: a " + where +
                " address; an mbarrier object lives in shared memory)");
       return nullptr;
     }

@@ -72,6 +72,8 @@ enum class Fault : uint8_t {
   kAssert,             // a device assert failed (__assertfail): LaunchResult::assertOutput says which
   kInvalidPc,          // brx.idx with an index outside its .branchtargets list (undefined in the ISA)
   kNvlink,             // an access over an NVLink path that is down (an uncorrectable NVLink error)
+  kIllegalInstruction,  // an instruction the GPU refuses as it runs (an mbarrier operation on memory
+                        // outside shared memory: CUDA_ERROR_ILLEGAL_INSTRUCTION on a real H200)
 };
 const char* faultName(Fault f);
 

@@ -187,22 +187,29 @@ TEST(PtxIsa, MatchAnyAllAndElect) {
   }
 }
 
-TEST(PtxIsa, WarpLevelWithALaneOutsideItsMembermaskStopsTheKernel) {
+// Undefined in the ISA; a real H200 runs it to completion, and so does mcsim: each lane reduces
+// over its membermask's executing lanes and itself.
+TEST(PtxIsa, WarpLevelWithALaneOutsideItsMembermaskRunsOn) {
   Program p(std::string(kHeader) + R"(
 .visible .entry k(.param .u64 pout)
 {
   .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pout];
   mov.u32 %r0, %laneid;
   redux.sync.add.u32 %r1, %r0, 0x0000ffff;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r1;
   ret;
 }
 )");
   ASSERT_TRUE(p.ok()) << p.error();
-  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {0});
-  EXPECT_EQ(r.fault, Fault::kTrap);
-  EXPECT_NE(r.message.find("thread (16,0,0): lane 16 executes it but is not in its membermask 0xffff"), std::string::npos)
-      << r.message;
-  EXPECT_NE(r.message.find("redux.sync.add.u32' at test.ptx:"), std::string::npos) << r.message;
+  const uint64_t out = p.buffer(128);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const std::vector<uint32_t> got = p.read<uint32_t>(out, 32);
+  for (uint32_t l = 0; l < 32; ++l) EXPECT_EQ(got[l], l < 16 ? 120u : 120u + l) << l;  // 0 + ... + 15 = 120
 }
 
 TEST(PtxIsa, WarpLevelFormsAreCheckedAtLoad) {
@@ -376,8 +383,8 @@ TEST(PtxIsa, MbarrierBadUseFaults) {
     const uint64_t buf = p.buffer(64);
     return p.launch("k", {}, {1, 1, 1}, {arg != 0 ? arg : buf});
   };
-  LaunchResult r = run("  mbarrier.init.b64 [%rd1], 1;");  // a global address
-  EXPECT_EQ(r.fault, Fault::kIllegalAddress);
+  LaunchResult r = run("  mbarrier.init.b64 [%rd1], 1;");  // a global address: as a real H200
+  EXPECT_EQ(r.fault, Fault::kIllegalInstruction);
   EXPECT_NE(r.message.find("(mbarrier, 8 bytes: a global address; an mbarrier object lives in shared memory)"), std::string::npos)
       << r.message;
   r = run("  mbarrier.init.shared.b64 [bar+4], 1;");
