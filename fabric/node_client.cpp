@@ -161,6 +161,23 @@ class ClientNode final : public Node {
     return Status::kOk;
   }
 
+  Status allocHost(uint64_t bytes, void** host) override {
+    // A block of the segment, which this process and the node both map: the node's kernels reach
+    // it at the address it has here.
+    channel::Reply<Op::allocHost> a;
+    const Status s = ask<Op::allocHost>({bytes, segmentBase()}, &a);
+    if (s != Status::kOk) return s;
+    *host = segmentAt(a.block);
+    return Status::kOk;
+  }
+
+  Status freeHost(void* host) override {
+    const uint64_t base = segmentBase(), p = reinterpret_cast<uint64_t>(host);
+    if (p <= base) return Status::kInvalidValue;
+    channel::Reply<Op::freeHost> a;
+    return ask<Op::freeHost>({p - base, base}, &a);
+  }
+
   Status ipcEventRecord(uint64_t key, const WorkDone& w) override {
     channel::Reply<Op::ipcEventRecord> a;
     return ask<Op::ipcEventRecord>({key, remoteId(w)}, &a);
@@ -312,6 +329,7 @@ class ClientNode final : public Node {
     return true;
   }
 
+  uint64_t segmentBase() const { return reinterpret_cast<uint64_t>(segment_->get_address()); }
   void* segmentAt(uint64_t offset) const {
     return segment_->get_address_from_handle(static_cast<bip::managed_shared_memory::handle_t>(offset));
   }

@@ -512,6 +512,50 @@ class ProcessNode final : public AttachedNode {
     return Status::kOk;
   }
 
+  // ---- Pinned host memory ----
+
+  Status allocHost(uint64_t bytes, void** host) override {
+    // This process's own memory (the embedded node; a shared node's client makes its own).
+    void* p = bytes == 0 ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Status::kOutOfMemory;
+    std::shared_ptr<const void> keep(p, [bytes](const void* q) { munmap(const_cast<void*>(q), bytes); });
+    auto lock = n_.enter();
+    hostRanges_[reinterpret_cast<uint64_t>(p)] = PtxLaunch::Host{bytes, static_cast<uint8_t*>(p), std::move(keep)};
+    *host = p;
+    return Status::kOk;
+  }
+
+  Status freeHost(void* host) override {
+    auto lock = n_.enter();
+    auto it = hostRanges_.find(reinterpret_cast<uint64_t>(host));
+    if (it == hostRanges_.end() || it->second.keep == nullptr) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "not pinned host memory this node allocated");
+    }
+    hostRanges_.erase(it);  // unmapped once no launch holds it any more
+    return Status::kOk;
+  }
+
+  Status mapHost(uint64_t va, uint64_t bytes, uint8_t* data) override {
+    auto lock = n_.enter();
+    auto next = hostRanges_.lower_bound(va);
+    if (bytes == 0 || va + bytes < va || (next != hostRanges_.end() && next->first < va + bytes) ||
+        (next != hostRanges_.begin() && va - std::prev(next)->first < std::prev(next)->second.size)) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the range overlaps pinned host memory of this process");
+    }
+    hostRanges_[va] = PtxLaunch::Host{bytes, data, nullptr};
+    return Status::kOk;
+  }
+
+  Status unmapHost(uint64_t va, const uint8_t* data) override {
+    auto lock = n_.enter();
+    auto it = hostRanges_.find(va);
+    if (it == hostRanges_.end() || it->second.data != data) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "no pinned host memory of this process there");
+    }
+    hostRanges_.erase(it);
+    return Status::kOk;
+  }
+
   Status loadObjects(const std::string& key, uint64_t offset, const std::string& piece, bool* held) override {
     auto lock = n_.enter();
     uint64_t size = 0;
@@ -838,6 +882,7 @@ class ProcessNode final : public AttachedNode {
       work->keepAlive.push_back(a.region);
     });
     if (!backed) return Status::kOutOfMemory;
+    launch->host = hostRanges_;
     work->ptx = std::move(launch);
     return Status::kOk;
   }
@@ -869,6 +914,8 @@ class ProcessNode final : public AttachedNode {
     return true;
   }
 
+  // Its pinned host memory (allocHost, mapHost), by address; under the node's lock.
+  std::map<uint64_t, PtxLaunch::Host> hostRanges_;
   // Relocatable objects this process gave the node or found there (loadObjects), by key: the
   // node keeps a set while a process holds it (or a module of its linked from it runs).
   std::map<std::string, std::shared_ptr<RelocatableObjects>> heldObjects_;
