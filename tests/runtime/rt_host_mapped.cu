@@ -75,7 +75,24 @@ static void freedIsUnmapped() {
   RT_OK(cudaDeviceReset());
 }
 
+// Pinned memory larger than a shared node's segment (on_shared_node.sh starts one of 256 MiB) is
+// the process's own: copies reach it (kernels do not, and the driver says so once).
+static void largerThanTheSegment() {
+  const size_t bytes = size_t{512} << 20;
+  unsigned char* h = nullptr;
+  RT_OK(cudaMallocHost(&h, bytes));
+  unsigned char* d = nullptr;
+  RT_OK(cudaMalloc(&d, 4096));
+  for (int i = 0; i < 4096; ++i) h[bytes - 4096 + i] = static_cast<unsigned char>(i * 7);
+  RT_OK(cudaMemcpy(d, h + bytes - 4096, 4096, cudaMemcpyHostToDevice));
+  RT_OK(cudaMemcpy(h, d, 4096, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 4096; ++i) RT_EXPECT(h[i] == static_cast<unsigned char>(i * 7), "[%d] = %u", i, h[i]);
+  RT_OK(cudaFree(d));
+  RT_OK(cudaFreeHost(h));
+}
+
 static const rtcheck::Case kCases[] = {
+    {"larger_than_the_segment", largerThanTheSegment},
     {"mapped_flag", mappedFlag},
     {"atomics_on_host_memory", atomicsOnHostMemory},
     {"freed_is_unmapped", freedIsUnmapped},
