@@ -110,12 +110,11 @@ void releaseContextResources(CUctx_st* ctx, const char* how) {
       if (h.ctx == ctx) host.push_back(h);
     }
     for (uint64_t va : linear) tables().linearOwner.erase(va);
-    for (const HostAllocation& h : host) {
-      // Registered memory is the program's own: it is only forgotten.
-      if (!h.registered) munmap(reinterpret_cast<void*>(h.base), h.size);
-      tables().host.erase(h.base);
-    }
+    for (const HostAllocation& h : host) tables().host.erase(h.base);
   }
+  // Registered memory is the program's own: it is only forgotten.
+  for (const HostAllocation& h : host)
+    if (!h.registered) (void)state().node->freeHost(reinterpret_cast<void*>(h.base));
   if (leakReportArmed()) {
     for (uint64_t va : linear) {
       fabric::PointerInfo info;
@@ -369,9 +368,10 @@ static CUresult hostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
     *pp = nullptr;  // the real driver succeeds and hands back NULL
     return CUDA_SUCCESS;
   }
-  // Page-aligned host memory, as pinned allocations are.
-  void* p = mmap(nullptr, bytesize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  // Host memory the node's kernels reach at the same address (on a shared node, in the segment
+  // that the node maps too: docs/multiprocess.md).
+  void* p = nullptr;
+  if (state().node->allocHost(bytesize, &p) != mcsim::Status::kOk) return CUDA_ERROR_OUT_OF_MEMORY;
   const auto base = reinterpret_cast<uint64_t>(p);
   {
     std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
@@ -383,7 +383,7 @@ static CUresult hostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
       return CUDA_SUCCESS;
     }
   }
-  munmap(p, bytesize);
+  (void)state().node->freeHost(p);
   return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
@@ -394,7 +394,7 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
   std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
   auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
   if (it == tables().host.end() || it->second.registered) return CUDA_ERROR_INVALID_VALUE;
-  munmap(p, it->second.size);
+  (void)state().node->freeHost(p);
   tables().host.erase(it);
   return CUDA_SUCCESS;
 }

@@ -372,6 +372,7 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size, bool ptxOnly = false) {
     uint64_t offset, size;
     uint64_t rawSize;     // zstd: the decompressed size
     bool zstd, oldScheme;
+    uint64_t entry, entryBytes;  // the entry as stored: its header and payload
   };
   ModuleImage r;
   r.format = f;
@@ -392,7 +393,7 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size, bool ptxOnly = false) {
     v.arch = image.at<uint32_t>(off + 28);
     const uint64_t flags = image.at<uint64_t>(off + 40);
     v.compressed = (flags & (kCompressedOld | kCompressedZstd)) != 0;
-    Payload pl{off + entryHeader, payload, 0, false, false};
+    Payload pl{off + entryHeader, payload, 0, false, false, off, entryHeader + payload};
     if (flags & kCompressedZstd) {
       const uint32_t frame = image.at<uint32_t>(off + 16);
       pl.rawSize = image.at<uint64_t>(off + 56);
@@ -443,6 +444,7 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size, bool ptxOnly = false) {
     // The payload is padded with NULs; the text ends at the first one.
     const size_t len = strnlen(plain[i].data(), plain[i].size());
     r.ptx.push_back(PtxEntry{r.variants[i].arch, plain[i].substr(0, len)});
+    r.ptxStored.emplace_back(payloads[i].entry, payloads[i].entryBytes);
   }
   if (ptxOnly) {
     r.ok = true;
@@ -517,10 +519,13 @@ bool fatbinHasPtx(const uint8_t* p) {
 
 }  // namespace
 
-bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* out, std::string* error) {
+bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* out, std::string* error,
+                  std::string* stored) {
   out->clear();
+  if (stored != nullptr) stored->clear();
   for (size_t i = 0; i < code.prelinkedFatbins.size(); ++i) {
-    ModuleImage object = parseFatbin(static_cast<const uint8_t*>(code.prelinkedFatbins[i]), kUnknownImageSize, true);
+    const auto* fatbin = static_cast<const uint8_t*>(code.prelinkedFatbins[i]);
+    ModuleImage object = parseFatbin(fatbin, kUnknownImageSize, true);
     if (!object.ok) {
       *error = "relocatable object " + std::to_string(i) + ": " + object.error;
       return false;
@@ -533,7 +538,72 @@ bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* ou
       *error = "relocatable object " + std::to_string(i) + " carries no PTX for compute_" + std::to_string(cc);
       return false;
     }
+    if (stored != nullptr) {
+      // The entry as the image stores it, in a fatbin of its own (readPtxFatbins reads them back).
+      const auto [at, bytes] = object.ptxStored[static_cast<size_t>(best - c.ptx.data())];
+      uint8_t head[kFatbinHeaderBytes] = {};
+      const uint32_t magic = kFatbinMagic;
+      const uint16_t version = 1, headerBytes = kFatbinHeaderBytes;
+      std::memcpy(head, &magic, 4);
+      std::memcpy(head + 4, &version, 2);
+      std::memcpy(head + 6, &headerBytes, 2);
+      std::memcpy(head + 8, &bytes, 8);
+      stored->append(reinterpret_cast<const char*>(head), sizeof head);
+      stored->append(reinterpret_cast<const char*>(fatbin + at), bytes);
+    }
     out->push_back(*best);
+  }
+  return true;
+}
+
+bool readPtxFatbins(const uint8_t* data, size_t size, size_t maxObjects, uint64_t maxTextBytes,
+                    std::vector<PtxEntry>* out, std::string* error) {
+  out->clear();
+  const Bytes all(data, size);
+  // First the headers alone: how many objects and how much text they declare, before anything
+  // is decompressed.
+  uint64_t text = 0;
+  size_t objects = 0;
+  for (uint64_t off = 0; off < size; ++objects) {
+    uint32_t magic = 0;
+    uint16_t version = 0, headerBytes = 0;
+    uint64_t fatSize = 0;
+    if (!all.get(off, magic) || !all.get(off + 4, version) || !all.get(off + 6, headerBytes) ||
+        !all.get(off + 8, fatSize) || magic != kFatbinMagic || version != 1 || headerBytes != kFatbinHeaderBytes) {
+      *error = "object " + std::to_string(objects) + " at byte " + std::to_string(off) + ": no fatbin header";
+      return false;
+    }
+    if (objects == maxObjects) {
+      *error = "more than " + std::to_string(maxObjects) + " objects";
+      return false;
+    }
+    const uint64_t entry = off + headerBytes;
+    uint32_t entryHeader = 0;
+    uint64_t payload = 0, flags = 0, raw = 0;
+    if (!all.has(entry, fatSize) || !all.get(entry + 4, entryHeader) || !all.get(entry + 8, payload) ||
+        !all.get(entry + 40, flags) || !all.get(entry + 56, raw) || uint64_t{entryHeader} + payload != fatSize) {
+      *error = "object " + std::to_string(objects) + " at byte " + std::to_string(off) +
+               ": not one whole entry (fatbin of " + std::to_string(fatSize) + " bytes)";
+      return false;
+    }
+    const uint64_t declared = (flags & kCompressedZstd) != 0 ? raw : payload;
+    if (declared > maxTextBytes - text) {
+      *error = "the objects' PTX comes to more than " + std::to_string(maxTextBytes) + " bytes";
+      return false;
+    }
+    text += declared;
+    off = entry + fatSize;
+  }
+  for (uint64_t off = 0; off < size;) {
+    const size_t i = out->size();
+    ModuleImage object = parseFatbin(data + off, size - off, true);
+    if (!object.ok || object.variants.size() != 1 || object.ptx.size() != 1) {
+      *error = "object " + std::to_string(i) + ": " +
+               (!object.ok ? object.error : "its one entry is no readable PTX");
+      return false;
+    }
+    out->push_back(std::move(object.ptx.front()));
+    off += object.bytes;
   }
   return true;
 }

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mcsim::driver {
@@ -53,6 +54,9 @@ struct ModuleImage {
   std::vector<FatbinVariant> variants;
   int namesFrom = -1;                 // index into variants, -1 when not a fatbin
   std::vector<PtxEntry> ptx;          // every PTX entry (a fatbin's in image order), decompressed
+  // For a fatbin's: where each of `ptx` is stored (its entry header and payload, as offset and
+  // bytes from the fatbin's start).
+  std::vector<std::pair<uint64_t, uint64_t>> ptxStored;
   // A version-2 wrapper (FATBINC_LINK_VERSION: a device-linked -rdc image): how many relocatable
   // fatbins its NULL-terminated list of prelinked objects names, and how many of those carry PTX
   // (read from their entry headers; nothing of them is decompressed or parsed).
@@ -74,7 +78,17 @@ struct ModuleCode {
 // The PTX of each of `code`'s prelinked relocatable objects that fits a device of compute
 // capability `cc` (bestPtx's rule), decompressed (their SASS is not): what linking them takes
 // (ptx/linker.h, docs/nccl.md). False with `error` when an object cannot be read or has none.
-bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* out, std::string* error);
+// `stored`, when given, gets those entries as the image stores them (compressed), each in a
+// fatbin of its own, one after the other: what a driver sends a shared node (readPtxFatbins).
+bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* out, std::string* error,
+                  std::string* stored = nullptr);
+
+// Reads `size` bytes of fatbins of one PTX entry each (prelinkedPtx's `stored`), from anyone:
+// every object must be a fatbin header and one whole PTX entry, at most `maxObjects` of them, whose
+// headers declare at most `maxTextBytes` of text in all (checked before anything is decompressed).
+// False with `error` naming the object otherwise.
+bool readPtxFatbins(const uint8_t* data, size_t size, size_t maxObjects, uint64_t maxTextBytes,
+                    std::vector<PtxEntry>* out, std::string* error);
 
 // The PTX entry a device of compute capability `cc` (90 for 9.0) runs: the highest virtual
 // architecture not above it, as the real driver JIT-compiles. Where there is none but the image

@@ -10,6 +10,7 @@
 #include "driver/driver.h"
 #include "driver/stream.h"
 #include "ptx/executor.h"
+#include "fabric/relocatable_objects.h"
 #include "ptx/linker.h"
 #include "ptx/parser.h"
 
@@ -76,7 +77,11 @@ CUresult ModulePtx::prepare(int device) {
   nodeModule_ = draft;
   // The .global variables: in the device's memory, initialised from the PTX (of a kernel whose
   // functions are linked at their first call, the kernel's own: the node writes the rest then).
-  ptx::attachCallLinker(entry->text, &module_);
+  {
+    std::string key, kernel;
+    uint64_t loaded = 0;
+    if (fabric::readCallLinkMarker(entry->text, &key, &kernel, &loaded)) module_.globalsLoaded = loaded;
+  }
   if (!module_.globalInit.empty()) {
     Status s = node().allocLinear(device, module_.globalInit.size(), &globalsVa_);
     const uint64_t load = std::min<uint64_t>(module_.globalInit.size(), module_.globalsLoaded);
@@ -92,20 +97,31 @@ CUresult ModulePtx::prepare(int device) {
 namespace {
 
 // A device-linked image's relocatable objects, read (their fitting PTX decompressed) and scanned
-// once per process, and each kernel's linked PTX: every context that loads the image (the CUDA
-// runtime registers it with each device's) shares them.
+// once per process (fabric::RelocatableObjects), and each kernel's linked PTX: every context that
+// loads the image (the CUDA runtime registers it with each device's) shares them.
 struct LinkedImage {
   std::mutex mu;
   bool read = false;
-  std::string why;  // why the objects' PTX cannot be used, when `objects` is empty
-  std::vector<PtxEntry> objects;
-  std::unique_ptr<ptx::PtxLinker> linker;
+  std::string why;  // why the objects' PTX cannot be used, when `objects` is null
+  std::shared_ptr<fabric::RelocatableObjects> objects;
+  bool given = false;  // the node holds them (Node::loadObjects)
   std::map<std::string, std::shared_ptr<const ptx::LinkedPtx>> kernels;
-  // The links of functions a kernel's link declared only, made at their first call (on the
-  // thread that runs the kernel, so under a lock of their own): (kernel, function) -> text.
-  std::mutex callMu;
-  std::map<std::pair<std::string, std::string>, std::string> calls;
 };
+
+// Gives the node `objects`, for linking functions at their first call: nothing crosses when the
+// node has them already (the embedded node finds this driver's; a shared node, those another
+// process sent), else their stored bytes, in pieces a request carries.
+Status giveObjects(const fabric::RelocatableObjects& objects) {
+  bool held = false;
+  Status s = node().loadObjects(objects.key(), 0, std::string(), &held);
+  const std::string& stored = objects.stored();
+  for (size_t off = 0; s == Status::kOk && !held && off < stored.size();) {
+    const size_t n = std::min(kPtxPiece, stored.size() - off);
+    s = node().loadObjects(objects.key(), off, stored.substr(off, n), &held);
+    off += n;
+  }
+  return s != Status::kOk ? s : held ? Status::kOk : Status::kInvalidValue;
+}
 
 // The image of `code`'s prelinked objects for compute capability `cc`. Known by the objects'
 // fatbin addresses and headers (magic, version, sizes): the program's own image, which stays
@@ -141,22 +157,16 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
     std::lock_guard<std::mutex> imageLock(image->mu);
     if (!image->read) {
       image->read = true;
-      std::string error;
-      if (!prelinkedPtx(code_, computeCapability(device), &image->objects, &error)) {
-        image->objects.clear();
+      std::string error, stored;
+      std::vector<PtxEntry> objects;
+      if (!prelinkedPtx(code_, computeCapability(device), &objects, &error, &stored)) {
         image->why = "the module is a device-linked (-rdc) image that carries no PTX of its own, and the PTX of the "
                      "relocatable objects it was linked from cannot be used: " + error;
       } else {
-        std::vector<ptx::LinkObject> objects;
-        for (size_t i = 0; i < image->objects.size(); ++i) {
-          objects.push_back({"relocatable object " + std::to_string(i) + " (compute_" +
-                                 std::to_string(image->objects[i].arch) + ".ptx)",
-                             &image->objects[i].text});
-        }
-        image->linker = std::make_unique<ptx::PtxLinker>(std::move(objects));
+        image->objects = fabric::RelocatableObjects::fromImage(std::move(stored), std::move(objects));
       }
     }
-    if (image->linker == nullptr) {
+    if (image->objects == nullptr) {
       why_ = image->why;
       *r = CUDA_ERROR_NO_BINARY_FOR_GPU;
       return nullptr;
@@ -165,7 +175,8 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
     if (k == image->kernels.end()) {
       auto l = std::make_shared<ptx::LinkedPtx>();
       std::string error;
-      if (!image->linker->scan(&error) || !image->linker->link({name}, l.get(), &error)) {
+      const ptx::PtxLinker* linker = image->objects->linker(&error);
+      if (linker == nullptr || !linker->link({name}, l.get(), &error)) {
         why_ = "linking the PTX of the relocatable objects it was linked from: " + error;
         *r = CUDA_ERROR_NOT_SUPPORTED;
         return nullptr;
@@ -178,27 +189,24 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
                                     ? ptx::kernelGlobalsEnd(parsed, *l)
                                     : UINT64_MAX;
         // The functions it declares only (a table's: NCCL's ncclDevFuncTable) are linked at their
-        // first call, once per process for every context (docs/ptx.md).
-        l->text += ptx::registerCallLinker(
-            [image, name](const std::string& function, std::string* text, std::string* why) {
-              std::lock_guard<std::mutex> callLock(image->callMu);
-              auto c = image->calls.find({name, function});
-              if (c == image->calls.end()) {
-                ptx::LinkedPtx call;
-                if (!image->linker->linkOnCall(name, function, &call, why)) return false;
-                c = image->calls.emplace(std::make_pair(name, function), std::move(call.text)).first;
-              }
-              *text = c->second;
-              return true;
-            },
-            loaded);
+        // first call, by the node, from the objects it is given once (docs/ptx.md).
+        if (!image->given) {
+          const Status s = giveObjects(*image->objects);
+          if (s != Status::kOk) {
+            why_ = "the node refused the relocatable objects it was linked from";
+            *r = toResult(s);
+            return nullptr;
+          }
+          image->given = true;
+        }
+        l->text += fabric::callLinkMarker(image->objects->key(), name, loaded);
       }
       k = image->kernels.emplace(name, std::move(l)).first;
     }
     linked = k->second;
   }
   ModuleCode code;
-  code.ptx.push_back(PtxEntry{image->objects.front().arch, linked->text});
+  code.ptx.push_back(PtxEntry{image->objects->arch(), linked->text});
   code.variants = code_.variants;  // the device-linked image's SASS: what makes newer PTX fit (bestPtx)
   auto m = std::make_unique<ModulePtx>(std::move(code));
   *r = m->prepare(device);

@@ -7,6 +7,7 @@
 // the segment: a source inside the request (or a staged block when large), a destination through
 // a block the node writes and this side copies out once the work is known to be done, before the
 // call that learned it returns to the program.
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -159,6 +161,47 @@ class ClientNode final : public Node {
       copyOuts_.push_back(std::make_shared<CopyOut>(CopyOut{*done, id, dstBlock, reinterpret_cast<void*>(op.dst), op.bytes}));
     }
     return Status::kOk;
+  }
+
+  Status allocHost(uint64_t bytes, void** host) override {
+    // A block of the segment, which this process and the node both map: the node's kernels reach
+    // it at the address it has here.
+    channel::Reply<Op::allocHost> a;
+    const Status s = ask<Op::allocHost>({bytes, segmentBase()}, &a);
+    if (s == Status::kOutOfMemory && bytes != 0) {
+      // The segment is too full: this process's own memory, which copies reach and kernels do not.
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return Status::kOutOfMemory;
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::fprintf(stderr, "mcsim: pinned host memory of %llu bytes does not fit in node '%s''s segment: its kernels "
+                     "cannot reach it (start the node with a larger --segment-mib)\n",
+                     static_cast<unsigned long long>(bytes), name_.c_str());
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      privateHost_[reinterpret_cast<uint64_t>(p)] = bytes;
+      *host = p;
+      return Status::kOk;
+    }
+    if (s != Status::kOk) return s;
+    *host = segmentAt(a.block);
+    return Status::kOk;
+  }
+
+  Status freeHost(void* host) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = privateHost_.find(reinterpret_cast<uint64_t>(host));
+      if (it != privateHost_.end()) {
+        munmap(host, it->second);
+        privateHost_.erase(it);
+        return Status::kOk;
+      }
+    }
+    const uint64_t base = segmentBase(), p = reinterpret_cast<uint64_t>(host);
+    if (p <= base) return Status::kInvalidValue;
+    channel::Reply<Op::freeHost> a;
+    return ask<Op::freeHost>({p - base, base}, &a);
   }
 
   Status ipcEventRecord(uint64_t key, const WorkDone& w) override {
@@ -312,6 +355,7 @@ class ClientNode final : public Node {
     return true;
   }
 
+  uint64_t segmentBase() const { return reinterpret_cast<uint64_t>(segment_->get_address()); }
   void* segmentAt(uint64_t offset) const {
     return segment_->get_address_from_handle(static_cast<bip::managed_shared_memory::handle_t>(offset));
   }
@@ -588,6 +632,7 @@ class ClientNode final : public Node {
   std::vector<std::shared_ptr<CopyOut>> copyOuts_;
   std::condition_variable copiedCv_;  // a claimed copy is out
   std::shared_ptr<Ledger> ledger_ = std::make_shared<Ledger>();
+  std::map<uint64_t, uint64_t> privateHost_;  // pinned memory the segment had no room for: size by address
 };
 
 thread_local bool ClientNode::tTraced = false;

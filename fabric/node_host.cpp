@@ -34,6 +34,7 @@
 #include "fabric/node_model.h"
 #include "fabric/object_table.h"
 #include "fabric/process_space.h"
+#include "fabric/relocatable_objects.h"
 #include "fabric/work_planner.h"
 #include "model/digest.h"
 #include "model/engine.h"
@@ -136,6 +137,8 @@ struct NodeHost::State {
   // The attached processes, by the number each got when it attached (ordered: digests walk it).
   std::map<uint64_t, ProcessNode*> processes;
   uint64_t nextProcess = 0;
+  // The bytes of relocatable objects being sent to the node, every process's (loadObjects).
+  uint64_t objectDraftBytes = 0;
 
   void forgetEverywhere(uint64_t id);
   // Counts of the whole node: every process's handles, reservations and mappings together.
@@ -177,6 +180,7 @@ class ProcessNode final : public AttachedNode {
     // ... and its handle values and shared events.
     for (uint64_t object : handles_.takeAll()) n_.objects.release(object);
     n_.ipcEvents.releaseAll(number_);
+    n_.objectDraftBytes -= objectDraft_.bytes.size();
     n_.processes.erase(number_);
     // Memory only descriptors kept may have lost its last descriptor with the process.
     n_.objects.sweep();
@@ -502,9 +506,106 @@ class ProcessNode final : public AttachedNode {
       *module = 0;
       return Status::kOk;
     }
-    // A linked kernel's table functions, linked at their first call (docs/ptx.md).
-    ptx::attachCallLinker(text, parsed.get());
+    // A linked kernel's table functions, linked at their first call from the relocatable objects
+    // this process gave the node (loadObjects; docs/ptx.md).
+    attachCallLinker(text, parsed.get(), [this](const std::string& key) {
+      auto h = heldObjects_.find(key);
+      return h == heldObjects_.end() ? nullptr : h->second;
+    });
     ptxModules_[draft] = std::move(parsed);
+    return Status::kOk;
+  }
+
+  // ---- Pinned host memory ----
+
+  Status allocHost(uint64_t bytes, void** host) override {
+    // This process's own memory (the embedded node; a shared node's client makes its own).
+    void* p = bytes == 0 ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return Status::kOutOfMemory;
+    std::shared_ptr<const void> keep(p, [bytes](const void* q) { munmap(const_cast<void*>(q), bytes); });
+    auto lock = n_.enter();
+    hostRanges_[reinterpret_cast<uint64_t>(p)] = PtxLaunch::Host{bytes, static_cast<uint8_t*>(p), std::move(keep)};
+    *host = p;
+    return Status::kOk;
+  }
+
+  Status freeHost(void* host) override {
+    auto lock = n_.enter();
+    auto it = hostRanges_.find(reinterpret_cast<uint64_t>(host));
+    if (it == hostRanges_.end() || it->second.keep == nullptr) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "not pinned host memory this node allocated");
+    }
+    hostRanges_.erase(it);  // unmapped once no launch holds it any more
+    return Status::kOk;
+  }
+
+  Status mapHost(uint64_t va, uint64_t bytes, uint8_t* data) override {
+    auto lock = n_.enter();
+    auto next = hostRanges_.lower_bound(va);
+    if (bytes == 0 || va + bytes < va || (next != hostRanges_.end() && next->first < va + bytes) ||
+        (next != hostRanges_.begin() && va - std::prev(next)->first < std::prev(next)->second.size)) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the range overlaps pinned host memory of this process");
+    }
+    hostRanges_[va] = PtxLaunch::Host{bytes, data, nullptr};
+    return Status::kOk;
+  }
+
+  Status unmapHost(uint64_t va, const uint8_t* data) override {
+    auto lock = n_.enter();
+    auto it = hostRanges_.find(va);
+    if (it == hostRanges_.end() || it->second.data != data) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "no pinned host memory of this process there");
+    }
+    hostRanges_.erase(it);
+    return Status::kOk;
+  }
+
+  Status loadObjects(const std::string& key, uint64_t offset, const std::string& piece, bool* held) override {
+    auto lock = n_.enter();
+    uint64_t size = 0;
+    if (!RelocatableObjects::parseKey(key, &size)) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the key names no relocatable objects a node takes");
+    }
+    *held = true;
+    if (heldObjects_.count(key) != 0) return Status::kOk;
+    // Sent by another process (or, on the embedded node, read by this process's driver).
+    if (std::shared_ptr<RelocatableObjects> live = RelocatableObjects::find(key)) {
+      heldObjects_[key] = std::move(live);
+      if (objectDraft_.key == key) dropObjectDraft();
+      return Status::kOk;
+    }
+    *held = false;
+    if (piece.empty()) return offset == 0 ? Status::kOk : MCSIM_REFUSE(Status::kInvalidValue, "an empty piece past 0");
+    const bool begins = offset == 0;
+    if (!begins && (objectDraft_.key != key || offset != objectDraft_.bytes.size())) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the piece is not at the end of the objects being sent");
+    }
+    if (piece.size() > size - offset) return MCSIM_REFUSE(Status::kInvalidValue, "the piece goes past the key's size");
+    const uint64_t kept = begins ? objectDraft_.bytes.size() : 0;  // a new set replaces the draft
+    if (n_.objectDraftBytes - kept + piece.size() + RelocatableObjects::liveTextBytes() > kMaxObjectsNodeBytes) {
+      return MCSIM_REFUSE(Status::kOutOfMemory, "the node holds as many relocatable objects as it takes");
+    }
+    if (offset + piece.size() < size) {
+      if (begins) dropObjectDraft();
+      objectDraft_.key = key;
+      objectDraft_.bytes += piece;
+      n_.objectDraftBytes += piece.size();
+      return Status::kOk;
+    }
+    // The last piece: the whole set, checked and read; refused, the draft stays as it was.
+    std::string error;
+    std::shared_ptr<RelocatableObjects> objects =
+        RelocatableObjects::fromSent(key, begins ? piece : objectDraft_.bytes + piece, &error);
+    if (objects == nullptr) {
+      std::fprintf(stderr, "mcsim: node: relocatable objects refused: %s\n", error.c_str());
+      return MCSIM_REFUSE(Status::kInvalidValue, error);
+    }
+    // Only a shared node is ever sent a set (the embedded node finds its driver's): its log says so.
+    std::fprintf(stderr, "mcsim: node: relocatable objects %s: %zu objects, %llu bytes of PTX\n", key.c_str(),
+                 objects->objects(), static_cast<unsigned long long>(objects->textBytes()));
+    dropObjectDraft();
+    heldObjects_[key] = std::move(objects);
+    *held = true;
     return Status::kOk;
   }
 
@@ -785,6 +886,7 @@ class ProcessNode final : public AttachedNode {
       work->keepAlive.push_back(a.region);
     });
     if (!backed) return Status::kOutOfMemory;
+    launch->host = hostRanges_;
     work->ptx = std::move(launch);
     return Status::kOk;
   }
@@ -816,6 +918,19 @@ class ProcessNode final : public AttachedNode {
     return true;
   }
 
+  // Its pinned host memory (allocHost, mapHost), by address; under the node's lock.
+  std::map<uint64_t, PtxLaunch::Host> hostRanges_;
+  // Relocatable objects this process gave the node or found there (loadObjects), by key: the
+  // node keeps a set while a process holds it (or a module of its linked from it runs).
+  std::map<std::string, std::shared_ptr<RelocatableObjects>> heldObjects_;
+  struct ObjectDraft {
+    std::string key;
+    std::string bytes;
+  } objectDraft_;  // the set this process is sending
+  void dropObjectDraft() {
+    n_.objectDraftBytes -= objectDraft_.bytes.size();
+    objectDraft_ = ObjectDraft();
+  }
   // Modules registered for the executor (loadPtx), and those whose text is still coming.
   std::map<uint64_t, std::shared_ptr<const ptx::Module>> ptxModules_;
   std::map<uint64_t, std::string> ptxDrafts_;

@@ -34,6 +34,12 @@ class AttachedNode : public Node {
   // cuMemImportFromShareableHandle of a descriptor known by the file it refers to (fstat's device
   // and inode numbers): how a process imports a descriptor that lives in another process.
   virtual Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) = 0;
+  // Pinned host memory at `va` (the process's address of it) whose bytes the node reaches at
+  // `data`: a shared node's block of the segment (allocHost's transport). kInvalidValue when it
+  // overlaps pinned memory the process has. `unmapHost` forgets the range at `va`, whose bytes
+  // must be `data`.
+  virtual Status mapHost(uint64_t va, uint64_t bytes, uint8_t* data) = 0;
+  virtual Status unmapHost(uint64_t va, const uint8_t* data) = 0;
   // What this process holds now: its handles, reservations and mappings (the other counts 0).
   virtual NodeStats held() = 0;
   // The node's simulation: processes spawned, timed waits, simulated time (model::Engine::stats).

@@ -110,6 +110,14 @@ struct PtxLaunch {
     std::map<std::pair<int, uint64_t>, Bound> bindings;  // by (device, mcOffset)
   };
   std::map<model::AllocId, Multicast> multicast;
+  // The process's pinned host memory (Node::allocHost), by its address: reached where no mapping
+  // of the space answers. `keep` holds the bytes while the launch may use them (embedded node).
+  struct Host {
+    uint64_t size = 0;
+    uint8_t* data = nullptr;
+    std::shared_ptr<const void> keep;
+  };
+  std::map<uint64_t, Host> host;
 };
 
 struct DeviceWork {

@@ -85,6 +85,17 @@ class LaunchMemory : public ptx::GlobalMemory {
     // Its process is gone (and the space with it): nothing is mapped any more.
     if (abandoned_ != nullptr && abandoned_->load()) return ptx::MemoryError::kUnmapped;
     const ptx::MemoryError e = inner_.resolve(va, kind, device, out);
+    if (e == ptx::MemoryError::kUnmapped) {
+      // Pinned host memory (Node::allocHost), which every device reaches; not timed (PCIe).
+      auto h = launch_.host.upper_bound(va);
+      if (h != launch_.host.begin() && va - std::prev(h)->first < std::prev(h)->second.size) {
+        --h;
+        out->va = h->first;
+        out->size = h->second.size;
+        out->host = h->second.data;
+        return ptx::MemoryError::kNone;
+      }
+    }
     if (e != ptx::MemoryError::kNone) return e;
     // A peer's memory is reached over NVLink: not when the path is down (model/link_health.h).
     if (!health_.healthy()) {

@@ -1,5 +1,6 @@
 #include "fabric/node_server_dispatch.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -92,6 +93,21 @@ void Dispatch::handle(AttachedProcess& p, wire::Reader& r, wire::Writer& w, Requ
       stage(p, q, answer);
       return;
     }
+    case Op::allocHost: {
+      channel::Request<Op::allocHost> q;
+      if (!readRequest(r, &q)) break;
+      allocHost(p, q, answer);
+      return;
+    }
+    case Op::freeHost: {
+      channel::Request<Op::freeHost> q;
+      if (!readRequest(r, &q)) break;
+      uint8_t* data = staging_.ownBlock(p.number, q.block, 1);
+      const Status s = data == nullptr ? Status::kInvalidValue : n.unmapHost(q.segmentBase + q.block, data);
+      if (s == Status::kOk) staging_.freeBlock(p.number, q.block);
+      answer(s);
+      return;
+    }
     case Op::submit: {
       channel::Request<Op::submit> q;
       if (!readRequest(r, &q)) break;
@@ -172,6 +188,26 @@ std::vector<uint8_t> Dispatch::exportDescriptor(AttachedProcess& p, const std::v
   std::vector<uint8_t> out;
   wire::Writer(&out).put(request.admission).put(s);
   return out;
+}
+
+// Pinned host memory in a block of the segment, zeroed, known to the process's Node at the address
+// the process maps it at.
+void Dispatch::allocHost(AttachedProcess& p, const channel::Request<Op::allocHost>& q, Answer& answer) {
+  channel::Reply<Op::allocHost> a;
+  a.block = q.bytes == 0 ? 0 : staging_.newBlock(p.number, q.bytes);
+  uint8_t* data = a.block == 0 ? nullptr : staging_.ownBlock(p.number, a.block, q.bytes);
+  if (data == nullptr) {
+    answer(Status::kOutOfMemory);
+    return;
+  }
+  std::memset(data, 0, q.bytes);
+  const Status s = p.node->mapHost(q.segmentBase + a.block, q.bytes, data);
+  if (s != Status::kOk) {
+    staging_.freeBlock(p.number, a.block);
+    answer(s);
+    return;
+  }
+  answer.ok(a);
 }
 
 void Dispatch::stage(AttachedProcess& p, const channel::Request<Op::stage>& q, Answer& answer) {

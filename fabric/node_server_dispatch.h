@@ -31,6 +31,7 @@ class Dispatch {
 
  private:
   class Answer;  // writes a Status (and, for kHang, the report) and then what follows
+  void allocHost(AttachedProcess& p, const channel::Request<channel::Op::allocHost>& q, Answer& answer);
   void stage(AttachedProcess& p, const channel::Request<channel::Op::stage>& q, Answer& answer);
   void submit(AttachedProcess& p, channel::Request<channel::Op::submit>& q, Answer& answer);
   template <channel::Op op>

@@ -2,15 +2,11 @@
 #include "ptx/linker.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <set>
-#include <mutex>
 #include <unordered_map>
-
-#include <unistd.h>
 
 #include "ptx/parser.h"
 
@@ -637,88 +633,12 @@ bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::stri
   return linker.scan(error) && linker.link(roots, out, error);
 }
 
-namespace {
-
-constexpr const char kCallLinkerMarker[] = "// mcsim: functions linked at their first call: process ";
-
-struct CallLinkers {
-  std::mutex mu;
-  std::vector<CallLinker> linkers;
-};
-CallLinkers& callLinkers() {
-  static auto* c = new CallLinkers();  // leaked: kernels may run during static destruction
-  return *c;
-}
-
-}  // namespace
-
-std::string registerCallLinker(CallLinker linker, uint64_t globalsLoaded) {
-  CallLinkers& c = callLinkers();
-  std::lock_guard<std::mutex> lock(c.mu);
-  c.linkers.push_back(std::move(linker));
-  return std::string(kCallLinkerMarker) + std::to_string(::getpid()) + " linker " + std::to_string(c.linkers.size() - 1) +
-         " globals loaded " + std::to_string(globalsLoaded) + "\n";
-}
-
 uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked) {
   const std::set<std::string> names(linked.kernelVariables.begin(), linked.kernelVariables.end());
   uint64_t end = 0;
   for (const ModuleVariable& v : module.variables)
     if (v.space == Space::kGlobal && names.count(v.name) != 0) end = std::max(end, v.offset + v.size);
   return end;
-}
-
-void attachCallLinker(const std::string& text, Module* module) {
-  const size_t at = text.rfind(kCallLinkerMarker);
-  if (at == std::string::npos) return;
-  unsigned long pid = 0, index = 0;
-  unsigned long long loaded = 0;
-  if (std::sscanf(text.c_str() + at + sizeof kCallLinkerMarker - 1, "%lu linker %lu globals loaded %llu", &pid, &index,
-                  &loaded) != 3)
-    return;
-  module->globalsLoaded = loaded;
-  CallLinker linker;
-  if (pid == static_cast<unsigned long>(::getpid())) {
-    CallLinkers& c = callLinkers();
-    std::lock_guard<std::mutex> lock(c.mu);
-    if (index < c.linkers.size()) linker = c.linkers[index];
-  }
-  if (!linker) {
-    module->linkOnCall = [](const std::string&, Module*, std::string* why) {
-      *why = "the relocatable objects are in the program's process, not the node's (a shared node links no function "
-             "at its first call; docs/nccl.md)";
-      return false;
-    };
-    return;
-  }
-  const std::string name = module->name;
-  module->linkOnCall = [linker, name](const std::string& function, Module* extra, std::string* why) {
-    std::string linked;
-    if (!linker(function, &linked, why)) return false;
-    // Every context's module of the kernel (one a GPU) links the same function with the same text:
-    // it is parsed once a process, and each context gets a copy (a parse of NCCL's NVLS all-reduce
-    // function takes a third of a second; 8 GPUs parsed it 8 times).
-    struct Parsed {
-      std::mutex mu;
-      std::map<std::string, std::shared_ptr<const Module>> byText;  // name, '\0', the link's text
-    };
-    static auto* parsed = new Parsed();  // leaked: kernels may run during static destruction
-    const std::string key = name + '\0' + linked;
-    {
-      std::lock_guard<std::mutex> lock(parsed->mu);
-      auto it = parsed->byText.find(key);
-      if (it != parsed->byText.end()) {
-        *extra = *it->second;
-        return true;
-      }
-    }
-    auto m = std::make_shared<Module>();
-    if (!parseModule(linked, name, m.get(), why, /*lenient=*/true)) return false;
-    *extra = *m;
-    std::lock_guard<std::mutex> lock(parsed->mu);
-    parsed->byText.emplace(key, std::move(m));
-    return true;
-  };
 }
 
 }  // namespace mcsim::ptx

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,17 +95,6 @@ class PtxLinker {
 bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::string>& roots, LinkedPtx* out,
              std::string* error);
 
-// Linking at a first call across the driver and the node (docs/ptx.md, "Linking a function at its
-// first call"). The program's driver, which holds the objects, registers how to link one
-// function of a kernel's link (PtxLinker::linkOnCall's text); the marker it gets back ends the
-// kernel's text sent to the node, which attaches (attachCallLinker) the parse of that text to
-// the module it parses, as Module::linkOnCall. Thread-safe. A node in another process (a shared
-// node) finds no such linker: its Module::linkOnCall answers why.
-using CallLinker = std::function<bool(const std::string& function, std::string* text, std::string* error)>;
-// `globalsLoaded`: the bytes of the module's .global variables its kernel reaches (laid out first,
-// LinkedPtx::kernelVariables), which the driver places in device memory at the module's load.
-std::string registerCallLinker(CallLinker linker, uint64_t globalsLoaded);  // a comment line, to end the text
-void attachCallLinker(const std::string& text, Module* module);  // and sets Module::globalsLoaded
 // The end of the .global variables `module` (parsed from a link's text) places for its kernel.
 uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked);
 
