@@ -60,7 +60,7 @@ class RegisterFile {
       if (p == MAP_FAILED) throw std::bad_alloc();
       mapped_ = static_cast<uint64_t*>(p);
       mappedBytes_ = want;
-      std::memcpy(mapped_, small_.data(), small_.size() * sizeof(uint64_t));
+      if (!small_.empty()) std::memcpy(mapped_, small_.data(), small_.size() * sizeof(uint64_t));
       std::vector<uint64_t>().swap(small_);
     } else if (want > mappedBytes_) {
       void* p = mremap(mapped_, mappedBytes_, want, MREMAP_MAYMOVE);
