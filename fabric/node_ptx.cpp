@@ -437,11 +437,18 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   uint64_t issued = Engine::simNowPs();      // when those have issued
   uint64_t end = issued;                     // when everything so far is done
   ptx::RunState state = ptx::RunState::kProgress;
+  // The memory epoch this kernel's parked warps have seen. Other kernels (other GPUs', the copy
+  // engines) may write between two slices while this one still runs with some warps parked: those
+  // warps look again before the next slice, or a write that released them would go unseen until a
+  // later one, which may never come (a grid barrier of 132 blocks on 8 GPUs deadlocked so).
+  uint64_t seen = memoryEpoch_;
   for (;;) {
+    if (memoryEpoch_ != seen) ptx::Executor::wake(*run);
     state = ptx::Executor::advance(*run, kSliceWarpInstructions);
     const ptx::LaunchResult& r = ptx::Executor::result(*run);
     if (ptx::Executor::wroteGlobal(*run)) memoryChanged();
     const uint64_t epoch = memoryEpoch_;
+    seen = epoch;
     // Instructions of warps that spun a whole turn and were parked are polling: on a GPU those
     // warps poll the word while the others work, and see a change within a poll, so they cost the
     // kernel no issue time (LaunchResult::pollingInstructions).
@@ -476,9 +483,8 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
         waitingKernels_.erase(id);
       }
       if (stopped()) break;  // its process died: the rest of the kernel never runs
-      ptx::Executor::wake(*run);
       issued = Engine::simNowPs();
-      continue;
+      continue;  // its warps look again at the top of the loop (the epoch moved)
     }
     engine.waitUntil(issued);
     if (stopped()) break;

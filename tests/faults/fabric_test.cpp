@@ -429,13 +429,17 @@ TEST_F(Fabric, APeerStoreOverACutPathFaultsTheKernelWithAStickyNvlinkError) {
 TEST_F(Fabric, NvlsThroughACutOffGpuFailsAndATeamOfTheOthersStillReduces) {
   INIT();
   setUpGpus();
-  const uint64_t count = 1 << 16;  // 256 KiB of f32, 2 blocks a GPU (the PTX run's too)
+  // 256 KiB of f32. The healthy team's all-reduce runs the grid a GPU has (132 blocks of 512
+  // threads), the rest 2 blocks a GPU: with the library's PTX (faults.library_ptx.*) the large grid
+  // once deadlocked on a healthy fabric, parked warps missing other GPUs' multimem.red increments
+  // that came while their kernel still ran (fabric/node_ptx.cpp, the memory epoch `seen`).
+  const uint64_t count = 1 << 16;
   Team all, others;
   makeTeam({0, 1, 2, 3, 4, 5, 6, 7}, 4 * kMiB, &all);
   makeTeam({0, 1, 2, 4, 5, 6, 7}, 4 * kMiB, &others);
   fill(all, count);
   std::vector<CUresult> results;
-  nvls(all, count, 1, &results, 2);
+  nvls(all, count, 1, &results, 132);
   EXPECT_EQ(std::vector<CUresult>(8, CUDA_SUCCESS), results);
   EXPECT_TRUE(exact(all, count));
   install("link gpu=3 : nth=1 -> down");
