@@ -1753,6 +1753,19 @@ class Executor::Run {
     return true;
   }
 
+  // The mbarrier object `lane` names at `addr` (mbarrierAt): its bytes, with its 64-bit word in
+  // `word` and unpacked in `b`, checked to be initialised unless `initialising` (mbarrier.init).
+  // nullptr after a fault.
+  uint8_t* mbarrierRead(Warp& w, unsigned lane, const Instruction& in, Space space, uint64_t addr, uint64_t* word,
+                        Mbarrier* b, bool initialising = false) {
+    uint8_t* p = mbarrierAt(w, lane, in, space, addr);
+    if (p == nullptr) return nullptr;
+    std::memcpy(word, p, 8);
+    *b = unpackMbarrier(*word);
+    if (!initialising && !mbarrierValid(w, lane, in, addr, *b)) return nullptr;
+    return p;
+  }
+
   bool mbarrierValid(Warp& w, unsigned lane, const Instruction& in, uint64_t addr, const Mbarrier& b) {
     if (b.valid) return true;
     fail(Fault::kTrap, w, lane, &in,
@@ -1812,12 +1825,10 @@ class Executor::Run {
     uint32_t lastParity = 0;
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
-      uint8_t* p = mbarrierAt(w, l, in, in.space, addr[l]);
-      if (p == nullptr) return;
       uint64_t word;
-      std::memcpy(&word, p, 8);
-      Mbarrier b = unpackMbarrier(word);
-      if (in.mbar != MbarOp::kInit && !mbarrierValid(w, l, in, addr[l], b)) return;
+      Mbarrier b;
+      uint8_t* p = mbarrierRead(w, l, in, in.space, addr[l], &word, &b, in.mbar == MbarOp::kInit);
+      if (p == nullptr) return;
       switch (in.mbar) {
         case MbarOp::kInit: {
           const uint64_t count = v[l] & 0xffffffffu;
@@ -1915,12 +1926,10 @@ class Executor::Run {
         addresses(w, in.ops[0], addr);
         for (uint32_t m = exec; m != 0; m &= m - 1) {
           const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
-          uint8_t* p = mbarrierAt(w, l, in, in.space, addr[l]);
-          if (p == nullptr) return;
           uint64_t word;
-          std::memcpy(&word, p, 8);
-          Mbarrier b = unpackMbarrier(word);
-          if (!mbarrierValid(w, l, in, addr[l], b)) return;
+          Mbarrier b;
+          uint8_t* p = mbarrierRead(w, l, in, in.space, addr[l], &word, &b);
+          if (p == nullptr) return;
           if (!in.noinc) continue;
           if (!arrive(w, l, in, addr[l], b, 1, false, false)) return;
           const uint64_t now = packMbarrier(b);
@@ -1999,12 +2008,10 @@ class Executor::Run {
         noteWrite();
       }
       if (!in.bulkMbar) continue;
-      uint8_t* bp = mbarrierAt(w, l, in, Space::kShared, mb[l]);
-      if (bp == nullptr) return;
       uint64_t word;
-      std::memcpy(&word, bp, 8);
-      Mbarrier b = unpackMbarrier(word);
-      if (!mbarrierValid(w, l, in, mb[l], b)) return;
+      Mbarrier b;
+      uint8_t* bp = mbarrierRead(w, l, in, Space::kShared, mb[l], &word, &b);
+      if (bp == nullptr) return;
       if (!addTx(w, l, in, mb[l], b, -static_cast<int64_t>(n))) return;
       settle(b);
       const uint64_t now = packMbarrier(b);
