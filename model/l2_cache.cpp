@@ -4,6 +4,32 @@
 
 namespace mcsim::model {
 
+uint32_t& L2Cache::indexOf(uint64_t alloc, uint64_t line) {
+  if (last_ == nullptr || lastAlloc_ != alloc) {
+    last_ = &index_[alloc];
+    lastAlloc_ = alloc;
+  }
+  if (line >= last_->size()) last_->resize(line + 1, kNone);
+  return (*last_)[line];
+}
+
+void L2Cache::unlink(uint32_t i) {
+  Line& l = lines_[i];
+  if (l.newer != kNone) lines_[l.newer].older = l.older;
+  else front_ = l.older;
+  if (l.older != kNone) lines_[l.older].newer = l.newer;
+  else back_ = l.newer;
+}
+
+void L2Cache::pushFront(uint32_t i) {
+  Line& l = lines_[i];
+  l.newer = kNone;
+  l.older = front_;
+  if (front_ != kNone) lines_[front_].newer = i;
+  front_ = i;
+  if (back_ == kNone) back_ = i;
+}
+
 L2Cache::Outcome L2Cache::access(uint64_t alloc, uint64_t offset, uint64_t bytes, bool write) {
   Outcome out;
   if (capacityLines_ == 0 || bytes == 0) {
@@ -17,47 +43,79 @@ L2Cache::Outcome L2Cache::access(uint64_t alloc, uint64_t offset, uint64_t bytes
   while (pos < end) {
     const uint64_t line = pos / lb;
     const uint64_t lineEnd = std::min(end, (line + 1) * lb);
-    const uint64_t k = key(alloc, line);
-    auto it = index_.find(k);
-    if (it == index_.end()) {
-      if (lru_.size() >= capacityLines_) {
-        const Line& victim = lru_.back();
+    uint32_t i = indexOf(alloc, line);
+    if (i == kNone) {
+      if (inUse_ >= capacityLines_) {
+        i = back_;
+        const Line& victim = lines_[i];
         out.writebackBytes += static_cast<uint64_t>(__builtin_popcountll(victim.dirty)) * part;
-        index_.erase(victim.key);
-        lru_.pop_back();
+        // The victim's allocation may be another one: look its slot up without moving last_.
+        index_.find(victim.alloc)->second[victim.line] = kNone;
+        unlink(i);
+        --inUse_;
+      } else if (!free_.empty()) {
+        i = free_.back();
+        free_.pop_back();
+      } else {
+        i = static_cast<uint32_t>(lines_.size());
+        lines_.push_back(Line{});
       }
-      lru_.push_front(Line{k, 0, 0});
-      it = index_.emplace(k, lru_.begin()).first;
+      lines_[i].alloc = alloc;
+      lines_[i].line = line;
+      lines_[i].held = 0;
+      lines_[i].dirty = 0;
+      // Looked up again: the victim's removal above may have been from this allocation's array,
+      // but never resized it, so the slot found first is still the one.
+      indexOf(alloc, line) = i;
+      ++inUse_;
+      pushFront(i);
+    } else if (front_ != i) {
+      unlink(i);
+      pushFront(i);
+    }
+    Line& l = lines_[i];
+    // The parts [pos, lineEnd) reaches, as one mask: a write lands in the L2; a read of a part
+    // the line holds is a hit, of one it does not, a miss (read from HBM, then held). Only the
+    // first and last parts can be reached partly; the ones between count whole.
+    const uint64_t base = line * lb;
+    const uint64_t first = (pos - base) / part;
+    const uint64_t last = (lineEnd - 1 - base) / part;
+    const uint64_t mask = (last == 63 ? ~uint64_t{0} : (uint64_t{1} << (last + 1)) - 1) & ~((uint64_t{1} << first) - 1);
+    if (write) {
+      out.hitBytes += lineEnd - pos;
     } else {
-      lru_.splice(lru_.begin(), lru_, it->second);
+      const uint64_t firstBit = uint64_t{1} << first;
+      const uint64_t lastBit = uint64_t{1} << last;
+      uint64_t hit = 0;
+      if (first == last) {
+        hit = (l.held & firstBit) != 0 ? lineEnd - pos : 0;
+      } else {
+        if ((l.held & firstBit) != 0) hit += base + (first + 1) * part - pos;
+        if ((l.held & lastBit) != 0) hit += lineEnd - (base + last * part);
+        const uint64_t middle = mask & ~firstBit & ~lastBit & l.held;
+        hit += static_cast<uint64_t>(__builtin_popcountll(middle)) * part;
+      }
+      out.hitBytes += hit;
+      out.missBytes += (lineEnd - pos) - hit;
     }
-    Line& l = *it->second;
-    // Part by part: a write lands in the L2; a read of a part the line holds is a hit, of one it
-    // does not, a miss (read from HBM, then held).
-    for (uint64_t p = pos; p < lineEnd;) {
-      const uint64_t i = (p - line * lb) / part;
-      const uint64_t n = std::min(lineEnd, line * lb + (i + 1) * part) - p;
-      const uint64_t bit = uint64_t{1} << i;
-      if (write || (l.held & bit) != 0) out.hitBytes += n;
-      else out.missBytes += n;
-      l.held |= bit;
-      if (write) l.dirty |= bit;
-      p += n;
-    }
+    l.held |= mask;
+    if (write) l.dirty |= mask;
     pos = lineEnd;
   }
   return out;
 }
 
 void L2Cache::drop(uint64_t alloc) {
-  for (auto it = lru_.begin(); it != lru_.end();) {
-    if ((it->key >> 32) == alloc) {
-      index_.erase(it->key);
-      it = lru_.erase(it);
-    } else {
-      ++it;
-    }
+  auto it = index_.find(alloc);
+  if (it == index_.end()) return;
+  for (uint32_t i : it->second) {
+    if (i == kNone) continue;
+    unlink(i);
+    free_.push_back(i);
+    --inUse_;
   }
+  index_.erase(it);
+  if (lastAlloc_ == alloc) last_ = nullptr;
 }
 
 }  // namespace mcsim::model

@@ -14,9 +14,10 @@
 // its input from the L2 before 2026-11-29.)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <list>
-#include <unordered_map>
+#include <map>
+#include <vector>
 
 namespace mcsim::model {
 
@@ -35,6 +36,11 @@ class L2Cache {
     uint64_t writebackBytes = 0;  // dirty lines evicted to make room: HBM writes
   };
   L2Cache() = default;
+  // Moved, never copied: last_ points into index_, whose nodes a move hands over.
+  L2Cache(const L2Cache&) = delete;
+  L2Cache& operator=(const L2Cache&) = delete;
+  L2Cache(L2Cache&&) = default;
+  L2Cache& operator=(L2Cache&&) = default;
   explicit L2Cache(const L2Spec& spec) : spec_(spec), capacityLines_(spec.lineBytes ? spec.bytes / spec.lineBytes : 0) {}
 
   // Touches [offset, offset+bytes) of allocation `alloc`. Writes allocate lines without reading
@@ -45,19 +51,39 @@ class L2Cache {
   const L2Spec& spec() const { return spec_; }
 
  private:
-  // Bit i: part i of the line (lineBytes / 64 bytes from i * lineBytes / 64).
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  // Bit i: part i of the line (lineBytes / 64 bytes from i * lineBytes / 64). The recency order
+  // is a list threaded through the lines by index. A rack's 72 caches of about 2,000 lines each
+  // are touched once per chunk of every member: kept as nodes in a hash table and a list, their
+  // lookups missed the host's caches and cost more per access the more GPUs a node had; in arrays
+  // (no node allocated or freed per miss) an NVL72 all-reduce's cache bookkeeping costs the same
+  // per access at 8 and at 72 GPUs (docs/benchmarks.md).
   struct Line {
-    uint64_t key;
+    uint64_t alloc;
+    uint64_t line;
     uint64_t held;
     uint64_t dirty;  // within held
+    uint32_t newer;  // towards the most recently used; kNone at the front
+    uint32_t older;
   };
-  // Lines of one allocation stay below 2^32 (256 TiB at 64 KiB lines).
-  static uint64_t key(uint64_t alloc, uint64_t line) { return (alloc << 32) | line; }
+  // The slot of allocation `alloc`'s line `line` in the index (kNone: not resident), made when
+  // missing.
+  uint32_t& indexOf(uint64_t alloc, uint64_t line);
+  void unlink(uint32_t i);
+  void pushFront(uint32_t i);
   L2Spec spec_;
   uint64_t capacityLines_ = 0;
-  std::list<Line> lru_;  // front: most recently used
-  // Lookup only; nothing iterates it, so its order never shows.
-  std::unordered_map<uint64_t, std::list<Line>::iterator> index_;
+  std::vector<Line> lines_;    // grows up to capacityLines_; a line's index never changes
+  std::vector<uint32_t> free_;  // indices of dropped lines, reused first
+  uint32_t front_ = kNone;     // most recently used
+  uint32_t back_ = kNone;      // least recently used: the next victim
+  size_t inUse_ = 0;
+  // Per allocation, its lines' places in lines_ by line number (kNone: not resident). Streams
+  // walk an allocation line after line, so lookups walk this array in order. The map is only
+  // looked up (the last allocation is remembered) and iterated by nothing whose order shows.
+  std::map<uint64_t, std::vector<uint32_t>> index_;
+  uint64_t lastAlloc_ = 0;
+  std::vector<uint32_t>* last_ = nullptr;
 };
 
 }  // namespace mcsim::model
