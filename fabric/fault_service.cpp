@@ -10,9 +10,9 @@
 
 namespace mcsim::fabric {
 
-FaultService::FaultService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
+FaultService::FaultService(FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
                            const MulticastService& waits, model::Engine& engine)
-    : preset_(preset), fabric_(fabric), waiter_(waiter), health_(health), waits_(waits), engine_(engine) {}
+    : fabric_(fabric), waiter_(waiter), health_(health), waits_(waits), engine_(engine) {}
 
 void FaultService::install(std::vector<FaultRule> rules, uint64_t seed) {
   injector_ = FaultInjector(std::move(rules), seed);

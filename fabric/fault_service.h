@@ -42,7 +42,7 @@ class FaultService {
  public:
   // `waits` describes what a blocked call waits for in reports (a hold, or a team); `engine` is
   // the node's simulation, whose clock times rules and delays.
-  FaultService(const Preset& preset, FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
+  FaultService(FabricManager& fabric, TeamWaiter& waiter, FabricHealth& health,
                const MulticastService& waits, model::Engine& engine);
 
   bool active() const { return active_.load(std::memory_order_acquire); }
@@ -65,7 +65,6 @@ class FaultService {
   Node::FaultOutcome block(const FaultRule& r, const char* symbol, int device, OrderedLock& lock);
   void applyFabricRule(const FaultRule& r);
 
-  const Preset& preset_;
   FabricManager& fabric_;
   TeamWaiter& waiter_;
   FabricHealth& health_;

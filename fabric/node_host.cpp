@@ -62,7 +62,7 @@ struct NodeHost::State {
         model(std::make_shared<NodeModel>(preset, engine)),
         objects(preset, fabric, exports, *model),
         multicast(preset, fabric, waiter, objects, health),
-        faults(preset, fabric, waiter, health, multicast, engine),
+        faults(fabric, waiter, health, multicast, engine),
         functional(settings.movesData),
         planner(preset, objects, fabric, health, functional),
         pollIntervalPs(settings.hostPollNs * 1000) {
