@@ -10,6 +10,7 @@
 #include "driver/api_errors.h"
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/leaks.h"
 #include "driver/memory.h"
 #include "driver/pool.h"
 #include "driver/stream.h"
@@ -99,6 +100,26 @@ mcsim_status mcsim_get_node_stats(mcsim_node_stats* stats) {
   stats->host_allocations = driver::hostAllocationCount();
   stats->multicast_objects = s.multicastObjects;
   stats->free_multicast_slots = s.freeMulticastSlots;
+  return apiSuccess();
+}
+
+mcsim_status mcsim_get_driver_stats(mcsim_driver_stats* stats) {
+  if (stats == nullptr) return driver::nullArgument("stats");
+  *stats = mcsim_driver_stats{};
+  if (!driver::initialized()) return driver::notInitialized();
+  const driver::HandleCounts c = driver::countHandles();
+  stats->contexts = c.contexts;
+  stats->modules = c.modules;
+  stats->functions = c.functions;
+  stats->libraries = c.libraries;
+  stats->kernels = c.kernels;
+  stats->memory_pools = c.memoryPools;
+  stats->graphs = c.graphs;
+  stats->graph_nodes = c.graphNodes;
+  stats->graph_execs = c.graphExecs;
+  stats->streams = c.streams;
+  stats->events = c.events;
+  stats->destroyed_stream_work = c.destroyedStreamWork;
   return apiSuccess();
 }
 

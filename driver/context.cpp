@@ -2,6 +2,7 @@
 #include "driver/context.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -28,9 +29,21 @@ struct Primary {
   unsigned flags = 0;
 };
 
+// How many destroyed created contexts wait before their objects are made new contexts again (a
+// CUcontext is the object's address: a call of another thread still using one just destroyed ends
+// on the object it resolved, never on freed memory, nor on a new context's fields being set).
+constexpr size_t kContextQuarantine = 16;
+
 struct Contexts {
   std::mutex mu;
-  std::set<CUctx_st*> registry;   // every context ever made; lookups only, never iterated for output
+  // Every context object: the primaries, the live created contexts and the destroyed ones, which
+  // stay known (and refused: CUDA_ERROR_CONTEXT_IS_DESTROYED) until their object is made a new
+  // context (a CUcontext value is an address, reused as the real driver's handles are). Lookups
+  // only, never iterated for output.
+  std::set<CUctx_st*> registry;
+  // Destroyed created contexts, oldest first: cuCtxCreate takes the oldest once more than
+  // kContextQuarantine wait, so that the registry holds no more than the live contexts and those.
+  std::deque<CUctx_st*> destroyed;
   std::vector<Primary*> primaries;  // one per device, made at first use
   // Created contexts' ids follow the primaries' (1..deviceCount), so that making the primary
   // table, which happens on first use, changes no id a later call hands out.
@@ -42,12 +55,31 @@ Contexts& contexts() {
   return *c;
 }
 
+// An entry of a thread's context stack: the context's object, its id when it was made current (an
+// object that has since been made a new context has another), and its device (cuCtxGetDevice
+// answers it even once the context is destroyed).
+struct StackEntry {
+  CUctx_st* ctx = nullptr;
+  unsigned long long id = 0;
+  int device = 0;
+};
+
 // The calling thread's context stack, which outlives the thread's thread_local destructors and,
 // on the main thread, exit(): libraries call the driver from those and from atexit handlers (NCCL's
 // env plugin logs through cudaGetDevice from one; a thread_local vector read there was freed
 // memory). model/thread_owned.h says how.
 struct ContextStackTag;
-std::vector<CUctx_st*>& threadStack() { return threadOwned<std::vector<CUctx_st*>, ContextStackTag>(); }
+std::vector<StackEntry>& threadStack() { return threadOwned<std::vector<StackEntry>, ContextStackTag>(); }
+
+// An entry for `ctx` (a known context): its object, and which context the object is now.
+StackEntry entryFor(CUctx_st* ctx) {
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  return StackEntry{ctx, ctx->id, ctx->device};
+}
+
+// Whether `e` still names the context it was made for (caller holding the contexts' lock): not
+// when the object has since been made a new context.
+bool sameContextLocked(const StackEntry& e) { return e.ctx->id == e.id; }
 
 // The limits a context starts with: the defaults the CUDA programming guide gives (1 KiB of stack
 // per thread, an 8 MiB device heap, sync depth 2, 2048 pending launches), the printf FIFO a real
@@ -109,9 +141,9 @@ void addContextsToDigest(model::Digest& d) {
     d.add(p != nullptr && p->active ? 1 : 0);
   }
   d.add(contexts().nextCreatedId);
-  const std::vector<CUctx_st*>& stack = threadStack();
+  const std::vector<StackEntry>& stack = threadStack();
   d.add(stack.size());
-  for (const CUctx_st* c : stack) d.add(c->id);
+  for (const StackEntry& e : stack) d.add(e.id);
 }
 
 CUcontext primaryContextObject(int device) {
@@ -129,7 +161,7 @@ bool usableContext(CUcontext ctx) {
   return contexts().registry.count(ctx) != 0 && usableLocked(ctx);
 }
 
-ScopedContext::ScopedContext(CUctx_st* ctx) { threadStack().push_back(ctx); }
+ScopedContext::ScopedContext(CUctx_st* ctx) { threadStack().push_back(entryFor(ctx)); }
 ScopedContext::~ScopedContext() { threadStack().pop_back(); }
 
 // The answer of a call that needs the calling thread's current context when it has none.
@@ -139,11 +171,13 @@ static CUresult noCurrentContext() {
 }
 
 CUresult currentContext(CUctx_st** ctx) {
-  const std::vector<CUctx_st*>& stack = threadStack();
+  const std::vector<StackEntry>& stack = threadStack();
   if (stack.empty()) return noCurrentContext();
-  CUctx_st* top = stack.back();
+  CUctx_st* top = stack.back().ctx;
   std::lock_guard<std::mutex> lock(contexts().mu);
-  if (!usableLocked(top)) return MCSIM_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED, "the current context was destroyed");
+  if (!sameContextLocked(stack.back()) || !usableLocked(top)) {
+    return MCSIM_REFUSE(CUDA_ERROR_CONTEXT_IS_DESTROYED, "the current context was destroyed");
+  }
   const CUresult sticky = top->stickyError.load();
   if (sticky != CUDA_SUCCESS) {
     return MCSIM_REFUSE(sticky, "the context holds a sticky error from an earlier kernel fault; it must be "
@@ -164,6 +198,11 @@ void addContextsLeft(LeakReport& r) {
   for (const auto& [id, device] : byId) {
     r.add(LeakReport::Kind::kContext, 0, "id " + std::to_string(id) + " on device " + std::to_string(device));
   }
+}
+
+void countContexts(HandleCounts& c) {
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  for (const CUctx_st* ctx : contexts().registry) c.contexts += ctx->primary ? 0 : 1;
 }
 
 }  // namespace mcsim::driver
@@ -279,17 +318,28 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params, unsi
   if (params != nullptr && (params->execAffinityParams != nullptr || params->cigParams != nullptr)) {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  auto* ctx = new CUctx_st();
-  ctx->device = dev;
-  ctx->flags = flags;
-  setDefaultLimits(ctx);
+  CUctx_st* ctx = nullptr;
   {
     std::lock_guard<std::mutex> lock(contexts().mu);
     Contexts& c = contexts();
+    if (c.destroyed.size() > kContextQuarantine) {
+      // The oldest destroyed context's object becomes this one (what it owned went with it).
+      ctx = c.destroyed.front();
+      c.destroyed.pop_front();
+      ctx->peers.clear();
+      ctx->stickyError = CUDA_SUCCESS;
+      ctx->printfLaunched = false;
+    } else {
+      ctx = new CUctx_st();
+      c.registry.insert(ctx);
+    }
+    ctx->device = dev;
+    ctx->flags = flags;
+    ctx->alive = true;
+    setDefaultLimits(ctx);
     ctx->id = static_cast<unsigned long long>(state().deviceCount) + 1 + c.nextCreatedId++;
-    contexts().registry.insert(ctx);
   }
-  threadStack().push_back(ctx);
+  threadStack().push_back(entryFor(ctx));
   *pctx = ctx;
   return CUDA_SUCCESS;
 }
@@ -308,31 +358,36 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     if (!ctx->alive) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     ctx->alive = false;
   }
-  std::vector<CUctx_st*>& stack = threadStack();
-  if (!stack.empty() && stack.back() == ctx) stack.pop_back();
+  std::vector<StackEntry>& stack = threadStack();
+  if (!stack.empty() && stack.back().ctx == ctx) stack.pop_back();
   releaseContextResources(ctx, "destroyed");
+  {
+    // Known (and refused) until its object is made a new context.
+    std::lock_guard<std::mutex> lock(contexts().mu);
+    contexts().destroyed.push_back(ctx);
+  }
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   MCSIM_REQUIRE_INIT();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const std::vector<CUctx_st*>& stack = threadStack();
-  *pctx = stack.empty() ? nullptr : stack.back();
+  const std::vector<StackEntry>& stack = threadStack();
+  *pctx = stack.empty() ? nullptr : stack.back().ctx;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
-  std::vector<CUctx_st*>& stack = threadStack();
+  std::vector<StackEntry>& stack = threadStack();
   if (ctx == nullptr) {
     if (!stack.empty()) stack.pop_back();
     return CUDA_SUCCESS;
   }
   // A destroyed context may be made current; calls then report it (as the real driver does).
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (stack.empty()) stack.push_back(ctx);
-  else stack.back() = ctx;
+  if (stack.empty()) stack.push_back(entryFor(ctx));
+  else stack.back() = entryFor(ctx);
   return CUDA_SUCCESS;
 }
 
@@ -340,15 +395,15 @@ CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   MCSIM_REQUIRE_INIT();
   if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!knownContext(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  threadStack().push_back(ctx);
+  threadStack().push_back(entryFor(ctx));
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   MCSIM_REQUIRE_INIT();
-  std::vector<CUctx_st*>& stack = threadStack();
+  std::vector<StackEntry>& stack = threadStack();
   if (stack.empty()) return noCurrentContext();
-  if (pctx != nullptr) *pctx = stack.back();
+  if (pctx != nullptr) *pctx = stack.back().ctx;
   stack.pop_back();
   return CUDA_SUCCESS;
 }
@@ -357,9 +412,9 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
   MCSIM_REQUIRE_INIT();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // The device of the current context is known even when the context is no longer usable.
-  const std::vector<CUctx_st*>& stack = threadStack();
+  const std::vector<StackEntry>& stack = threadStack();
   if (stack.empty()) return noCurrentContext();
-  *device = stack.back()->device;
+  *device = stack.back().device;
   return CUDA_SUCCESS;
 }
 
@@ -377,9 +432,9 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   // Not through cuCtxGetDevice: a second entry would count as a second call in fault plans.
   if (ctx == nullptr) {
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    const std::vector<CUctx_st*>& stack = threadStack();
+    const std::vector<StackEntry>& stack = threadStack();
     if (stack.empty()) return noCurrentContext();
-    *device = stack.back()->device;
+    *device = stack.back().device;
     return CUDA_SUCCESS;
   }
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -1,6 +1,9 @@
 // Contexts as the driver keeps them. Context objects are never freed: a destroyed context stays
 // in the registry marked dead, so a stale CUcontext from the application is recognised rather
-// than dereferenced after free.
+// than dereferenced after free, until its object is made a new context (cuCtxCreate takes the
+// oldest of the destroyed ones once more than a few wait: context.cpp). A thread's context stack
+// remembers which context each entry was, so a thread whose current context was destroyed by
+// another thread is told so even once the object is a new context.
 #pragma once
 
 #include <cuda.h>
@@ -67,5 +70,9 @@ class ScopedContext {
 // Frees what a context owns when it goes away (memory.cpp implements it). `how` says how it went
 // ("destroyed", "reset", "released"), for the leak report (leaks.h).
 void releaseContextResources(CUctx_st* ctx, const char* how);
+// The modules loaded in a context that goes away, libraries' modules of it included, are unloaded:
+// their handles are refused from then on, and a library makes a new module at its next use in a
+// context (module.cpp).
+void releaseContextModules(CUctx_st* ctx);
 
 }  // namespace mcsim::driver

@@ -16,6 +16,7 @@
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/leaks.h"
 #include "driver/memory.h"
 #include "driver/module_ptx.h"
 #include "driver/stream.h"
@@ -517,6 +518,12 @@ CUresult nodeNeighboursEntry(CUgraphNode node, CUgraphNode* out, CUgraphEdgeData
 CUresult changeDependenciesEntry(CUgraph g, const CUgraphNode* from, const CUgraphNode* to,
                                  const CUgraphEdgeData* edgeData, size_t n, bool add) {
   return changeDependencies(g, from, to, edgeData, n, add);
+}
+
+void countGraphs(HandleCounts& c) {
+  std::lock_guard<OrderedMutex> lock(tables().mu);
+  c.graphs = tables().graphs.size();
+  c.graphNodes = tables().nodes.size();
 }
 
 }  // namespace mcsim::driver

@@ -21,6 +21,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/graph.h"
+#include "driver/leaks.h"
 #include "driver/stream.h"
 
 struct ExecNode {
@@ -360,6 +361,11 @@ CUresult execUpdateEntry(CUgraphExec exec, CUgraph g, CUgraphExecUpdateResultInf
   exec->nodes = std::move(copy);
   *info = CUgraphExecUpdateResultInfo{CU_GRAPH_EXEC_UPDATE_SUCCESS, nullptr, nullptr};
   return CUDA_SUCCESS;
+}
+
+void countGraphExecs(HandleCounts& c) {
+  std::lock_guard<OrderedMutex> lock(graphMutex());
+  c.graphExecs = execs().size();
 }
 
 }  // namespace mcsim::driver

@@ -174,4 +174,15 @@ LeakReport gatherLeftovers() {
   return r;
 }
 
+HandleCounts countHandles() {
+  HandleCounts c;
+  countContexts(c);
+  countModules(c);
+  countPools(c);
+  countGraphs(c);
+  countGraphExecs(c);
+  countStreamsAndEvents(c);
+  return c;
+}
+
 }  // namespace mcsim::driver

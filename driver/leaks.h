@@ -66,6 +66,24 @@ void noteLeftInContext(LeakReport::Kind kind, uint64_t bytes, const std::string&
 // Whether anything will read what noteLeftInContext keeps (MCSIM_LEAK_CHECK is not `off`).
 bool leakReportArmed();
 
+// How many handles of each kind the driver's tables know now (mcsim_get_driver_stats): a handle is
+// in its table from the call that made it to the one that destroyed it, so these are equal before
+// and after cycles of making and destroying handles (docs/reliability.md, "What is freed when").
+struct HandleCounts {
+  uint64_t contexts = 0, modules = 0, functions = 0, libraries = 0, kernels = 0, memoryPools = 0;
+  uint64_t graphs = 0, graphNodes = 0, graphExecs = 0, streams = 0, events = 0;
+  uint64_t destroyedStreamWork = 0;  // kept for cuCtxSynchronize (stream.cpp)
+};
+// Each table's part, under its own lock (context.cpp, module.cpp, pool.cpp, graph.cpp,
+// graph_exec.cpp, stream.cpp).
+void countContexts(HandleCounts& c);
+void countModules(HandleCounts& c);
+void countPools(HandleCounts& c);
+void countGraphs(HandleCounts& c);
+void countGraphExecs(HandleCounts& c);
+void countStreamsAndEvents(HandleCounts& c);
+HandleCounts countHandles();
+
 // "0x7f12...": how the report shows an address.
 std::string hexAddress(uint64_t v);
 

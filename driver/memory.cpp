@@ -132,6 +132,7 @@ void releaseContextResources(CUctx_st* ctx, const char* how) {
     }
   }
   for (uint64_t va : linear) state().node->freeLinear(va);
+  releaseContextModules(ctx);  // (their variables' memory with them)
   releaseDeviceHeap(ctx);  // malloc/free's heap goes with the context; a later launch places a new one
 }
 

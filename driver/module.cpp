@@ -9,8 +9,12 @@
 // launch (the real one fails later, on the GPU): its context takes the sticky error
 // (CUDA_ERROR_ILLEGAL_ADDRESS or CUDA_ERROR_MISALIGNED_ADDRESS) that every later call in it returns.
 //
-// Handles are never freed: an unloaded module or library stays known as dead, so that a stale
-// handle is recognised (CUDA_ERROR_INVALID_HANDLE) rather than dereferenced.
+// Handles are checked against the tables before use, and an unloaded module or library is erased
+// from them with its functions and kernels, so that a stale handle is refused
+// (CUDA_ERROR_INVALID_HANDLE) rather than dereferenced. The tables own modules and libraries
+// through shared_ptr, as the stream tables own streams: a call that resolved a handle and goes on
+// using it after the tables' lock holds its own reference (ModuleRef, LibraryRef), so an unload
+// meanwhile only takes it out of the tables (docs/reliability.md).
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -27,6 +31,7 @@
 #include "driver/enum_field.h"
 #include "driver/graph.h"
 #include "driver/kernel_registry.h"
+#include "driver/leaks.h"
 #include "driver/module_image.h"
 #include "driver/module_ptx.h"
 #include "driver/stream.h"
@@ -41,11 +46,18 @@ struct CUfunc_st {
 };
 
 struct CUmod_st {
+  CUmod_st() = default;
+  CUmod_st(const CUmod_st&) = delete;
+  CUmod_st& operator=(const CUmod_st&) = delete;
+  // Gives the module's variables' device memory back, when the last reference goes (the tables'
+  // or that of a call still using the module).
+  ~CUmod_st() {
+    if (ptx) ptx->release();
+  }
   CUctx_st* ctx = nullptr;
   CUlib_st* library = nullptr;  // the library it was made for (cuLibraryGetModule), if any
-  bool alive = true;
   std::vector<std::string> names;  // sorted
-  std::map<std::string, std::unique_ptr<CUfunc_st>> functions;
+  std::map<std::string, std::unique_ptr<CUfunc_st>> functions;  // under the tables' lock
   std::unique_ptr<mcsim::driver::ModulePtx> ptx;  // its PTX, for kernels without a behavioural model
 };
 
@@ -55,22 +67,27 @@ struct CUkern_st {
 };
 
 struct CUlib_st {
-  bool alive = true;
   std::vector<std::string> names;  // sorted
   mcsim::driver::ModuleCode code;  // every module made of it gets these
+  // Under the tables' lock:
   std::map<std::string, std::unique_ptr<CUkern_st>> kernels;
-  std::map<CUctx_st*, CUmod_st*> modules;  // per context, made on first use
+  std::map<const CUctx_st*, CUmod_st*> modules;  // per context, made on first use (owned by the tables)
 };
 
 namespace mcsim::driver {
 namespace {
 
+using ModuleRef = std::shared_ptr<CUmod_st>;
+using LibraryRef = std::shared_ptr<CUlib_st>;
+
+// The live handles. A module's functions and a library's kernels are owned by it, and in the tables
+// while it is.
 struct Tables {
   std::mutex mu;
-  std::set<CUmod_st*> modules;     // every module ever made (never freed)
-  std::set<CUlib_st*> libraries;
-  std::set<CUfunc_st*> functions;
-  std::set<CUkern_st*> kernels;
+  std::map<const CUmod_st*, ModuleRef> modules;
+  std::map<const CUlib_st*, LibraryRef> libraries;
+  std::set<const CUfunc_st*> functions;
+  std::set<const CUkern_st*> kernels;
 };
 
 Tables& tables() {
@@ -122,13 +139,31 @@ CUresult readFile(const char* path, std::vector<unsigned char>* out) {
 
 CUmod_st* newModule(Tables& t, CUctx_st* ctx, std::vector<std::string> names, ModuleCode code,
                     CUlib_st* library) {
-  auto* m = new CUmod_st();
+  auto m = std::make_shared<CUmod_st>();
   m->ctx = ctx;
   m->library = library;
   m->names = std::move(names);
   m->ptx = std::make_unique<ModulePtx>(std::move(code));
-  t.modules.insert(m);
-  return m;
+  CUmod_st* raw = m.get();
+  t.modules[raw] = std::move(m);
+  return raw;
+}
+
+// Takes `m` and its functions out of the tables (caller holding their lock); the object goes with
+// the last reference, which `gone` keeps for the caller to drop after the lock (the module's
+// variables are given back to the node then).
+void eraseModule(Tables& t, CUmod_st* m, std::vector<ModuleRef>* gone) {
+  auto it = t.modules.find(m);
+  if (it == t.modules.end()) return;
+  for (const auto& [name, f] : m->functions) t.functions.erase(f.get());
+  gone->push_back(std::move(it->second));
+  t.modules.erase(it);
+}
+
+// The reference a call holds to a module it found in the tables (caller holding their lock).
+ModuleRef moduleRef(Tables& t, const CUmod_st* m) {
+  auto it = t.modules.find(m);
+  return it == t.modules.end() ? nullptr : it->second;
 }
 
 CUresult loadModule(CUmodule* out, const void* image, size_t bytes) {
@@ -140,6 +175,8 @@ CUresult loadModule(CUmodule* out, const void* image, size_t bytes) {
   MCSIM_TRY(namesOf(image, bytes, &names, &code));
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
+  // Destroyed meanwhile: its modules were unloaded already (releaseContextModules, under this lock).
+  if (!usableContext(ctx)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   *out = newModule(t, ctx, std::move(names), std::move(code), nullptr);
   return CUDA_SUCCESS;
 }
@@ -159,19 +196,20 @@ CUresult loadLibrary(CUlibrary* out, const void* image, size_t bytes, unsigned n
   std::vector<std::string> names;
   ModuleCode code;
   MCSIM_TRY(namesOf(image, bytes, &names, &code));
-  Tables& t = tables();
-  std::lock_guard<std::mutex> lock(t.mu);
-  auto* l = new CUlib_st();
+  auto l = std::make_shared<CUlib_st>();
   l->names = std::move(names);
   l->code = std::move(code);
-  t.libraries.insert(l);
-  *out = l;
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  *out = l.get();
+  t.libraries[l.get()] = std::move(l);
   return CUDA_SUCCESS;
 }
 
-bool liveModule(Tables& t, CUmodule m) { return t.modules.count(m) != 0 && m->alive; }
-bool liveLibrary(Tables& t, CUlibrary l) { return t.libraries.count(l) != 0 && l->alive; }
-bool liveKernel(Tables& t, CUkernel k) { return t.kernels.count(k) != 0 && k->library->alive; }
+bool liveModule(Tables& t, CUmodule m) { return t.modules.count(m) != 0; }
+bool liveLibrary(Tables& t, CUlibrary l) { return t.libraries.count(l) != 0; }
+bool liveKernel(Tables& t, CUkernel k) { return t.kernels.count(k) != 0; }
+bool liveFunction(Tables& t, CUfunction f) { return t.functions.count(f) != 0; }
 
 CUfunc_st* functionOf(Tables& t, CUmod_st* m, const std::string& name) {
   auto& f = m->functions[name];
@@ -184,27 +222,31 @@ CUfunc_st* functionOf(Tables& t, CUmod_st* m, const std::string& name) {
   return f.get();
 }
 
-// The library's module in `ctx`, made on first use.
+// The library's module in `ctx`, made on first use (and again after the context's modules went
+// with it: releaseContextModules).
 CUmod_st* libraryModule(Tables& t, CUlib_st* l, CUctx_st* ctx) {
   CUmod_st*& m = l->modules[ctx];
-  if (m == nullptr || !m->alive) m = newModule(t, ctx, l->names, l->code, l);
+  if (m == nullptr) m = newModule(t, ctx, l->names, l->code, l);
   return m;
 }
 
 // A launch's function: a CUfunction of a live module of the current context, or a CUkernel
-// (which cuLaunchKernel accepts in its place) resolved in the current context.
-CUresult launchFunction(CUfunction f, CUctx_st* ctx, CUfunc_st** out) {
+// (which cuLaunchKernel accepts in its place) resolved in the current context. `module` keeps the
+// function's module (and so the function) for the caller, whatever an unload does meanwhile.
+CUresult launchFunction(CUfunction f, CUctx_st* ctx, CUfunc_st** out, ModuleRef* module) {
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   auto* asKernel = reinterpret_cast<CUkern_st*>(f);
-  if (t.kernels.count(asKernel) != 0) {
-    if (!asKernel->library->alive) return CUDA_ERROR_INVALID_HANDLE;
-    *out = functionOf(t, libraryModule(t, asKernel->library, ctx), asKernel->name);
+  if (liveKernel(t, asKernel)) {
+    CUmod_st* m = libraryModule(t, asKernel->library, ctx);
+    *out = functionOf(t, m, asKernel->name);
+    *module = moduleRef(t, m);
     return CUDA_SUCCESS;
   }
-  if (t.functions.count(f) == 0 || !f->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  if (!liveFunction(t, f)) return CUDA_ERROR_INVALID_HANDLE;
   if (f->module->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
   *out = f;
+  *module = moduleRef(t, f->module);
   return CUDA_SUCCESS;
 }
 
@@ -241,7 +283,8 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
   CUfunc_st* fn = nullptr;
-  MCSIM_TRY(launchFunction(f, ctx, &fn));
+  ModuleRef module;
+  MCSIM_TRY(launchFunction(f, ctx, &fn, &module));
   // The limits of sm_90 and newer: 1024 threads a block, z up to 64, grid y and z up to 65535.
   if (grid.count() == 0 || block.count() == 0 || block.count() > 1024 || block.z > 64 || grid.y > 65535 ||
       grid.z > 65535 || grid.x > 0x7fffffffu) {
@@ -249,7 +292,7 @@ CUresult launch(CUfunction f, Dim3 grid, Dim3 block, unsigned sharedMem, CUstrea
   }
   KernelModel model;
   if (!findKernelModel(fn->name, &model)) {
-    // A program's own kernel: its PTX runs through the executor (the module is never freed).
+    // A program's own kernel: its PTX runs through the executor (`module` keeps it meanwhile).
     return launchPtxKernel(*fn->module->ptx, fn, fn->name, ctx, grid, block, sharedMem, hStream, perThreadDefault,
                            kernelParams, extra, cooperative);
   }
@@ -355,9 +398,9 @@ bool describeForTrace(const void* f, std::string* name, std::vector<size_t>* par
     std::lock_guard<std::mutex> lock(t.mu);
     auto* fn = static_cast<CUfunc_st*>(const_cast<void*>(f));
     auto* kernel = static_cast<CUkern_st*>(const_cast<void*>(f));
-    if (t.functions.count(fn) != 0) {
+    if (liveFunction(t, fn)) {
       *name = fn->name;
-    } else if (t.kernels.count(kernel) != 0) {
+    } else if (liveKernel(t, kernel)) {
       *name = kernel->name;
     } else {
       return false;
@@ -372,14 +415,15 @@ bool describeForTrace(const void* f, std::string* name, std::vector<size_t>* par
 CUctx_st* functionContext(CUfunction f) {
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.functions.count(f) == 0 || !f->module->alive) return nullptr;
+  if (!liveFunction(t, f)) return nullptr;
   return f->module->ctx;
 }
 
 CUresult kernelParamSizes(CUfunction f, CUctx_st* ctx, std::vector<size_t>* sizes) {
   sizes->clear();
   CUfunc_st* fn = nullptr;
-  MCSIM_TRY(launchFunction(f, ctx, &fn));
+  ModuleRef module;
+  MCSIM_TRY(launchFunction(f, ctx, &fn, &module));
   KernelModel model;
   if (findKernelModel(fn->name, &model)) {
     *sizes = model.paramBytes;
@@ -467,6 +511,29 @@ int blocksPerSm(int device, CUfunc_st* f, int blockSize, long staticShared, long
                               std::max<long>(maxDynamic, dynamicShared), blockSize, dynamicShared);
 }
 
+void releaseContextModules(CUctx_st* ctx) {
+  std::vector<ModuleRef> gone;  // dropped after the lock
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  std::vector<CUmod_st*> of;
+  for (const auto& [raw, m] : t.modules) {
+    if (m->ctx == ctx) of.push_back(m.get());
+  }
+  for (CUmod_st* m : of) {
+    if (m->library != nullptr) m->library->modules.erase(ctx);
+    eraseModule(t, m, &gone);
+  }
+}
+
+void countModules(HandleCounts& c) {
+  Tables& t = tables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  c.modules = t.modules.size();
+  c.functions = t.functions.size();
+  c.libraries = t.libraries.size();
+  c.kernels = t.kernels.size();
+}
+
 }  // namespace mcsim::driver
 
 using namespace mcsim::driver;
@@ -501,11 +568,11 @@ CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* fname) {
 
 CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
   MCSIM_REQUIRE_INIT();
+  std::vector<ModuleRef> gone;  // dropped after the lock
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
   if (!liveModule(t, hmod) || hmod->library != nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  hmod->alive = false;
-  hmod->ptx->release();
+  eraseModule(t, hmod, &gone);
   return CUDA_SUCCESS;
 }
 
@@ -535,14 +602,14 @@ static CUresult moduleGlobal(CUdeviceptr* dptr, size_t* bytes, CUmod_st* m, cons
 CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
   MCSIM_REQUIRE_INIT();
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUmod_st* m = nullptr;
+  ModuleRef m;
   {
     Tables& t = tables();
     std::lock_guard<std::mutex> lock(t.mu);
     if (!liveModule(t, hmod)) return CUDA_ERROR_INVALID_HANDLE;
-    m = hmod;
+    m = moduleRef(t, hmod);
   }
-  return moduleGlobal(dptr, bytes, m, name);
+  return moduleGlobal(dptr, bytes, m.get(), name);
 }
 
 CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
@@ -550,14 +617,14 @@ CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary 
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUctx_st* ctx = nullptr;
   MCSIM_TRY(currentContext(&ctx));
-  CUmod_st* m = nullptr;
+  ModuleRef m;
   {
     Tables& t = tables();
     std::lock_guard<std::mutex> lock(t.mu);
     if (!liveLibrary(t, library)) return CUDA_ERROR_INVALID_HANDLE;
-    m = libraryModule(t, library, ctx);
+    m = moduleRef(t, libraryModule(t, library, ctx));
   }
-  return moduleGlobal(dptr, bytes, m, name);
+  return moduleGlobal(dptr, bytes, m.get(), name);
 }
 
 CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
@@ -612,14 +679,17 @@ CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const char* fileName,
 
 CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
   MCSIM_REQUIRE_INIT();
+  std::vector<ModuleRef> gone;  // dropped after the lock, with the library
+  LibraryRef goneLibrary;
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (!liveLibrary(t, library)) return CUDA_ERROR_INVALID_HANDLE;
-  library->alive = false;
-  for (auto& [ctx, m] : library->modules) {
-    m->alive = false;
-    m->ptx->release();
-  }
+  auto it = t.libraries.find(library);
+  if (it == t.libraries.end()) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& [ctx, m] : library->modules) eraseModule(t, m, &gone);
+  library->modules.clear();
+  for (const auto& [name, k] : library->kernels) t.kernels.erase(k.get());
+  goneLibrary = std::move(it->second);
+  t.libraries.erase(it);
   return CUDA_SUCCESS;
 }
 
@@ -635,7 +705,7 @@ CUresult CUDAAPI cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const 
     k = std::make_unique<CUkern_st>();
     k->library = library;
     k->name = name;
-    t.kernels.insert(k.get());
+    t.kernels.insert(k.get());  // (the library is live: its kernels go with it)
   }
   *pKernel = k.get();
   return CUDA_SUCCESS;
@@ -654,13 +724,18 @@ CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
 CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary lib) {
   MCSIM_REQUIRE_INIT();
   if (kernels == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  LibraryRef keep;  // its names, whatever an unload does meanwhile
   {
     Tables& t = tables();
     std::lock_guard<std::mutex> lock(t.mu);
-    if (!liveLibrary(t, lib)) return CUDA_ERROR_INVALID_HANDLE;
+    auto it = t.libraries.find(lib);
+    if (it == t.libraries.end()) return CUDA_ERROR_INVALID_HANDLE;
     if (numKernels < lib->names.size()) return CUDA_ERROR_INVALID_VALUE;
+    keep = it->second;
   }
-  for (size_t i = 0; i < lib->names.size(); ++i) MCSIM_TRY(cuLibraryGetKernel(&kernels[i], lib, lib->names[i].c_str()));
+  for (size_t i = 0; i < keep->names.size(); ++i) {
+    MCSIM_TRY(cuLibraryGetKernel(&kernels[i], lib, keep->names[i].c_str()));
+  }
   return CUDA_SUCCESS;
 }
 
@@ -703,7 +778,7 @@ CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  if (!liveFunction(t, hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   *name = hfunc->name.c_str();
   return CUDA_SUCCESS;
 }
@@ -713,7 +788,7 @@ CUresult CUDAAPI cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
   if (hmod == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  if (!liveFunction(t, hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   *hmod = hfunc->module;
   return CUDA_SUCCESS;
 }
@@ -723,7 +798,7 @@ CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunc
   if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  if (!liveFunction(t, hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   return functionAttribute(hfunc, attrib, pi);
 }
 
@@ -731,7 +806,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attri
   MCSIM_REQUIRE_INIT();
   Tables& t = tables();
   std::lock_guard<std::mutex> lock(t.mu);
-  if (t.functions.count(hfunc) == 0 || !hfunc->module->alive) return CUDA_ERROR_INVALID_HANDLE;
+  if (!liveFunction(t, hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   return setFunctionAttribute(hfunc, attrib, value);
 }
 

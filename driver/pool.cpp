@@ -1,6 +1,7 @@
 // Stream-ordered memory pools.
 #include "driver/pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "driver/context.h"
 #include "driver/driver.h"
 #include "driver/graph.h"
+#include "driver/leaks.h"
 #include "driver/stream.h"
 #include "driver/memory.h"
 #include "model/ordered_mutex.h"
@@ -20,7 +22,10 @@ namespace {
 
 struct Pools {
   OrderedMutex mu{LockRank::kDriverPools};
-  std::set<CUmemPoolHandle_st*> registry;     // every pool ever made (membership checks only)
+  // Every pool that exists: live ones, and destroyed ones whose memory is still out (membership
+  // checks only; a pool goes when it is destroyed with nothing out, or when its last allocation is
+  // freed after: forgetPool).
+  std::set<CUmemPoolHandle_st*> registry;
   std::vector<CUmemPoolHandle_st*> defaults;  // per device
   std::vector<CUmemPoolHandle_st*> current;   // per device: what cuDeviceGetMemPool answers
   std::map<uint64_t, CUmemPoolHandle_st*> byAddress;
@@ -59,6 +64,16 @@ void ensureDefaults() {
 
 bool livePool(CUmemoryPool pool) {
   return pool != nullptr && pools().registry.count(pool) != 0 && !pool->destroyed;
+}
+
+// A destroyed pool with no memory out goes (caller holding the pools' lock): its handle is refused
+// from then on, as it was since the destroy.
+void forgetPoolIfDone(CUmemPoolHandle_st* pool) {
+  if (!pool->destroyed || !pool->allocations.empty()) return;
+  Pools& p = pools();
+  p.registry.erase(pool);
+  p.creationOrder.erase(std::find(p.creationOrder.begin(), p.creationOrder.end(), pool));
+  delete pool;
 }
 
 std::vector<int> accessors(const CUmemPoolHandle_st& pool) {
@@ -133,6 +148,7 @@ CUresult poolFree(CUdeviceptr dptr, CUstream stream) {
   pool->allocations.erase(dptr);
   pool->usedBytes -= info.requestedSize;
   pools().byAddress.erase(it);
+  forgetPoolIfDone(pool);
   return CUDA_SUCCESS;
 }
 
@@ -164,6 +180,11 @@ void addPoolsToDigest(model::Digest& d) {
     if (!p->isDefault) add(p);
   }
   for (const CUmemPoolHandle_st* p : pools().current) d.add(p->props.location.id);
+}
+
+void countPools(HandleCounts& c) {
+  std::lock_guard<mcsim::OrderedMutex> lock(pools().mu);
+  for (const CUmemPoolHandle_st* p : pools().registry) c.memoryPools += p->isDefault ? 0 : 1;
 }
 
 }  // namespace mcsim::driver
@@ -262,6 +283,7 @@ CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
   for (size_t d = 0; d < pools().current.size(); ++d) {
     if (pools().current[d] == pool) pools().current[d] = pools().defaults[d];
   }
+  forgetPoolIfDone(pool);
   return CUDA_SUCCESS;
 }
 

@@ -12,8 +12,9 @@
 #include "fabric/node.h"
 #include "model/digest.h"
 
-// Pool objects are never freed: a destroyed pool stays known (and refused), so that a stale
-// CUmemoryPool is recognised rather than dereferenced after free.
+// Every use of a pool is under the pools' lock (pool.cpp), after its handle was checked against
+// the pools that exist: a destroyed pool is refused, and freed once none of its memory is out
+// (docs/reliability.md, "What is freed when").
 struct CUmemPoolHandle_st {
   mcsim::fabric::AllocationProps props;           // location and handle types of its memory
   bool isDefault = false;

@@ -35,7 +35,13 @@ struct StreamTables {
   std::map<std::pair<int, const CUctx_st*>, StreamRef> perThread;  // by thread ordinal
   std::map<const CUevent_st*, EventRef> events;
   // Work of destroyed streams that had not finished: cuCtxSynchronize still waits for it.
-  std::map<const CUctx_st*, std::vector<fabric::WorkDone>> orphans;
+  // Finished work is let go as more comes (keepOrphan), so that a program that destroys streams
+  // with work in flight and never synchronises its context keeps no more than what is unfinished.
+  struct Orphans {
+    std::vector<fabric::WorkDone> work;
+    size_t pruneAt = 64;
+  };
+  std::map<const CUctx_st*, Orphans> orphans;
   unsigned long long nextStreamId = 0x10;
   unsigned long long nextEventId = 1;
 };
@@ -43,6 +49,20 @@ struct StreamTables {
 StreamTables& tables() {
   static StreamTables* t = new StreamTables();
   return *t;
+}
+
+// Keeps `w`, work of a destroyed stream of `ctx`, for cuCtxSynchronize (caller holding the tables'
+// lock), and lets go of the work kept before that finished without a fault once there is as much
+// again.
+void keepOrphan(StreamTables& t, const CUctx_st* ctx, const fabric::WorkDone& w) {
+  StreamTables::Orphans& o = t.orphans[ctx];
+  if (o.work.size() >= o.pruneAt) {
+    // (Work that faulted stays: cuCtxSynchronize reports its fault.)
+    const auto settled = [](const fabric::WorkDone& p) { return !pendingWork(p) && (!p || !p->fault()); };
+    o.work.erase(std::remove_if(o.work.begin(), o.work.end(), settled), o.work.end());
+    o.pruneAt = std::max<size_t>(64, 2 * o.work.size());
+  }
+  o.work.push_back(w);
 }
 
 // Threads are numbered in the order they first use a per-thread default stream.
@@ -91,10 +111,38 @@ StreamRef legacyStream(StreamTables& t, CUctx_st* ctx) {
   return slot;
 }
 
+// The calling thread's per-thread default streams go when the thread ends: nothing can name them
+// any more (CU_STREAM_PER_THREAD names the calling thread's). What they still run is kept with the
+// orphans, which cuCtxSynchronize waits for, as a destroyed stream's.
+struct PerThreadStreamsOfThread {
+  int ordinal = -1;  // set when the thread first has one
+  PerThreadStreamsOfThread() = default;
+  PerThreadStreamsOfThread(const PerThreadStreamsOfThread&) = delete;
+  PerThreadStreamsOfThread& operator=(const PerThreadStreamsOfThread&) = delete;
+  ~PerThreadStreamsOfThread() {
+    if (ordinal < 0) return;
+    std::vector<StreamRef> gone;
+    {
+      StreamTables& t = tables();
+      std::lock_guard<mcsim::OrderedMutex> lock(t.mu);
+      const std::pair<int, const CUctx_st*> first{ordinal, nullptr};
+      for (auto it = t.perThread.lower_bound(first); it != t.perThread.end() && it->first.first == ordinal;) {
+        if (pendingWork(it->second->tail)) keepOrphan(t, it->second->ctx, it->second->tail);
+        it->second->destroyed = true;
+        gone.push_back(std::move(it->second));
+        it = t.perThread.erase(it);
+      }
+    }
+    for (const StreamRef& s : gone) forgetStreamCapture(s.get());  // (the graph lock ranks below the tables')
+  }
+};
+struct PerThreadStreamsTag;
+
 StreamRef perThreadStream(StreamTables& t, CUctx_st* ctx) {
   const int ordinal = threadOrdinal();
   auto& slot = t.perThread[{ordinal, ctx}];
   if (!slot) {
+    threadOwned<PerThreadStreamsOfThread, PerThreadStreamsTag>().ordinal = ordinal;
     slot = newStream(t, CUstream_st::Kind::kPerThread, ctx, 0, 0,
                      "per-thread " + std::to_string(ordinal) + " (context " + std::to_string(ctx->id) + ")");
   }
@@ -266,7 +314,7 @@ CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone
     st->tail = w;
     // Destroyed while this call submitted: cuCtxSynchronize still owes a wait for the work, as for
     // the work cuStreamDestroy found pending.
-    if (st->destroyed && pending(w)) t.orphans[st->ctx].push_back(w);
+    if (st->destroyed && pending(w)) keepOrphan(t, st->ctx, w);
   }
   if (done != nullptr) *done = w;
   return CUDA_SUCCESS;
@@ -397,7 +445,7 @@ CUresult synchronizeContext(CUctx_st* ctx) {
     for (CUstream_st* s : streamsOf(t, ctx)) waits.push_back(s->tail);
     auto it = t.orphans.find(ctx);
     if (it != t.orphans.end()) {
-      for (const auto& w : it->second) waits.push_back(w);
+      for (const auto& w : it->second.work) waits.push_back(w);
       t.orphans.erase(it);
     }
   }
@@ -577,6 +625,13 @@ void addStreamsAndEventsLeft(LeakReport& r) {
   }
 }
 
+void countStreamsAndEvents(HandleCounts& c) {
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+  c.streams = tables().created.size() + tables().perThread.size();
+  c.events = tables().events.size();
+  for (const auto& [ctx, o] : tables().orphans) c.destroyedStreamWork += o.work.size();
+}
+
 }  // namespace mcsim::driver
 
 using namespace mcsim::driver;
@@ -634,7 +689,7 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {
   if (it == t.created.end()) return CUDA_ERROR_INVALID_HANDLE;
   // Work already submitted still runs; the handle goes at once (a call still using the stream
   // keeps the object: enqueue then leaves its work with the orphans too).
-  if (pending(it->second->tail)) t.orphans[it->second->ctx].push_back(it->second->tail);
+  if (pending(it->second->tail)) keepOrphan(t, it->second->ctx, it->second->tail);
   it->second->destroyed = true;
   StreamRef gone = it->second;
   t.created.erase(it);

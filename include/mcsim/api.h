@@ -45,6 +45,28 @@ inline NodeStats nodeStats() {
                    s.free_multicast_slots};
 }
 
+// The driver's tables of handles (API version 2): what each holds now; equal before and after
+// cycles of making and destroying handles. All zero before cuInit.
+struct DriverStats {
+  uint64_t contexts = 0, modules = 0, functions = 0, libraries = 0, kernels = 0, memoryPools = 0;
+  uint64_t graphs = 0, graphNodes = 0, graphExecs = 0, streams = 0, events = 0;
+  uint64_t destroyedStreamWork = 0;  // work of destroyed streams kept for cuCtxSynchronize
+  bool operator==(const DriverStats& o) const {
+    return contexts == o.contexts && modules == o.modules && functions == o.functions && libraries == o.libraries &&
+           kernels == o.kernels && memoryPools == o.memoryPools && graphs == o.graphs && graphNodes == o.graphNodes &&
+           graphExecs == o.graphExecs && streams == o.streams && events == o.events &&
+           destroyedStreamWork == o.destroyedStreamWork;
+  }
+};
+
+inline DriverStats driverStats() {
+  mcsim_driver_stats s{};
+  mcsim_get_driver_stats(&s);
+  return DriverStats{s.contexts, s.modules,     s.functions,   s.libraries, s.kernels,
+                     s.memory_pools, s.graphs, s.graph_nodes, s.graph_execs, s.streams,
+                     s.events,   s.destroyed_stream_work};
+}
+
 // The preset the node was built from ("hgx-h100"); "" before cuInit.
 inline std::string presetName() { return mcsim_preset_name(); }
 

@@ -26,7 +26,7 @@
 #include "mcsim/kernels.h" /* enum mcsim_dtype, enum mcsim_redop: the step operands below */
 
 /* The version of this header's API; mcsim_api_version() returns the library's. */
-#define MCSIM_API_VERSION 1
+#define MCSIM_API_VERSION 2
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +42,7 @@ typedef enum mcsim_status {
 
 /* ---- Versions and errors ---- */
 
-/* MCSIM_API_VERSION of the library (1). */
+/* MCSIM_API_VERSION of the library (2). */
 uint32_t mcsim_api_version(void);
 /* mcsim's release ("0.1.0"). */
 const char* mcsim_version(void);
@@ -76,6 +76,26 @@ typedef struct mcsim_node_stats {
   int32_t free_multicast_slots; /* multicast group slots left on each switch */
 } mcsim_node_stats;
 mcsim_status mcsim_get_node_stats(mcsim_node_stats* stats);
+
+/* Version 2. The driver's tables of handles: how many of each kind this process's driver knows
+ * now. A handle is known from the call that made it to the one that destroyed it (a destroyed
+ * pool whose memory is still out stays until that memory is freed), so the counts are equal
+ * before and after cycles of making and destroying handles (docs/reliability.md). */
+typedef struct mcsim_driver_stats {
+  uint64_t contexts;    /* contexts made with cuCtxCreate (the primary contexts are not counted) */
+  uint64_t modules;     /* loaded modules, libraries' modules of each context included */
+  uint64_t functions;   /* CUfunction handles of those modules */
+  uint64_t libraries;
+  uint64_t kernels;     /* CUkernel handles of those libraries */
+  uint64_t memory_pools; /* created pools (the default pools are not counted) */
+  uint64_t graphs;      /* graphs, child graphs included */
+  uint64_t graph_nodes;
+  uint64_t graph_execs;
+  uint64_t streams;     /* created streams and per-thread default streams */
+  uint64_t events;
+  uint64_t destroyed_stream_work; /* work of destroyed streams kept for cuCtxSynchronize */
+} mcsim_driver_stats;
+mcsim_status mcsim_get_driver_stats(mcsim_driver_stats* stats);
 
 /* ---- Simulated time ---- */
 
@@ -267,6 +287,7 @@ typedef struct mcsim_api {
   mcsim_status (*register_kernel_model)(const char*, const size_t*, size_t, mcsim_kernel_expand_fn, void*,
                                         void (*)(void*));
   int (*has_kernel_model)(const char*);
+  mcsim_status (*get_driver_stats)(mcsim_driver_stats*); /* version 2 */
 } mcsim_api;
 
 /* 1 with every member of `api` set when the process's libcuda.so.1 is mcsim's and offers API
@@ -301,6 +322,7 @@ static inline int mcsim_load_api(mcsim_api* api) {
   MCSIM_LOAD_(kernel_steps_reject)
   MCSIM_LOAD_(register_kernel_model)
   MCSIM_LOAD_(has_kernel_model)
+  MCSIM_LOAD_(get_driver_stats)
 #undef MCSIM_LOAD_
   if (!complete) {
     memset(api, 0, sizeof *api);

@@ -55,6 +55,10 @@ TEST(CApiBeforeInit, VersionsAnswerAndNodeQueriesAreRefused) {
   std::memset(&s, 0xff, sizeof s);
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_get_node_stats(&s));
   EXPECT_EQ(0u, s.allocations);
+  mcsim_driver_stats ds;
+  std::memset(&ds, 0xff, sizeof ds);
+  EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_get_driver_stats(&ds));
+  EXPECT_EQ(0u, ds.streams);
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_install_fault_plan("cuMemAlloc : always -> return CUDA_ERROR_UNKNOWN", 0));
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_clear_fault_plan());
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_advance_simulated_time(1000, nullptr));
@@ -71,6 +75,7 @@ TEST_F(CApi, NullOutputsAreRefused) {
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_state_digest(nullptr));
   EXPECT_STREQ("digest is NULL", mcsim_last_error());
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_node_stats(nullptr));
+  EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_driver_stats(nullptr));
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_simulated_time_ps(nullptr));
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_simulation_stats(nullptr));
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_install_fault_plan(nullptr, 0));
@@ -84,6 +89,27 @@ TEST_F(CApi, NodeQueriesAfterInit) {
   EXPECT_EQ(1, mcsim_initialized());
   EXPECT_STREQ("hgx-h100", mcsim_preset_name());
   EXPECT_EQ(digest(), digest());  // reading changes nothing
+}
+
+TEST_F(CApi, DriverStatsCountEachKindOfHandle) {
+  mcsim_driver_stats before{}, with{}, after{};
+  ASSERT_EQ(MCSIM_SUCCESS, mcsim_get_driver_stats(&before));
+  CUstream s = nullptr;
+  CUevent e = nullptr;
+  CUgraph g = nullptr;
+  ASSERT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  ASSERT_OK(cuEventCreate(&e, 0));
+  ASSERT_OK(cuGraphCreate(&g, 0));
+  ASSERT_EQ(MCSIM_SUCCESS, mcsim_get_driver_stats(&with));
+  EXPECT_EQ(before.streams + 1, with.streams);
+  EXPECT_EQ(before.events + 1, with.events);
+  EXPECT_EQ(before.graphs + 1, with.graphs);
+  EXPECT_EQ(before.modules, with.modules);
+  ASSERT_OK(cuGraphDestroy(g));
+  ASSERT_OK(cuEventDestroy(e));
+  ASSERT_OK(cuStreamDestroy(s));
+  ASSERT_EQ(MCSIM_SUCCESS, mcsim_get_driver_stats(&after));
+  EXPECT_EQ(0, std::memcmp(&before, &after, sizeof before));
 }
 
 TEST_F(CApi, AFaultPlanFailsACallThatChangesNothingUntilCleared) {

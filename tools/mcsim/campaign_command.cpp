@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +52,10 @@ struct WorkloadKind {
 };
 const std::vector<WorkloadKind> kWorkloads = {{"nccl", 8, 250}, {"pytorch", 8, 200}, {"vmm", 4, 110}};
 
+// A run that does not end within --timeout is made again under a limit this many times as long
+// before it counts as a hang (Campaign::runPatiently).
+constexpr double kPatience = 4;
+
 struct CampaignOptions {
   uint64_t seeds = 0;
   uint64_t firstSeed = 0;
@@ -62,6 +67,7 @@ struct CampaignOptions {
   double timeout = 20;
   double pointOn = 0.3;
   std::string workloadDir;
+  std::string reportDir;  // where failing runs' reports go ("": a new mcsim-campaign-XXXXXX in the temp directory)
   bool dryRun = false;
   bool verbose = false;
   std::vector<std::string> program;  // `-- PROGRAM ARGS`: a user's program instead of the samples
@@ -93,6 +99,7 @@ struct RunResult {
   std::map<std::string, uint64_t> fired;
   double seconds = 0;
   int exitStatus = 0;  // a user's program's
+  std::string output;  // what the run printed (stdout and stderr, interleaved): its report when it fails
 };
 
 std::string shellQuote(const std::string& s) {
@@ -264,10 +271,12 @@ class Campaign {
     }
     if (res.workload->program) {
       checkProgramRun(&res);
+      noteOutcome(res);
       return res;
     }
-    const ChildResult c = runChild({res.workload->path}, environment(seed, res.plan), o_.timeout);
+    const ChildResult c = runPatiently({res.workload->path}, environment(seed, res.plan));
     res.seconds = c.seconds;
+    res.output = c.output;
     bool ok = false;
     std::istringstream in(c.output);
     for (std::string line; std::getline(in, line);) {
@@ -287,7 +296,8 @@ class Campaign {
     if (!c.started) {
       res.violations.push_back("cannot start: " + c.output);
     } else if (c.timedOut) {
-      res.violations.push_back(fmt::format("hang: no exit within {} s (killed)", o_.timeout));
+      res.violations.push_back(fmt::format("hang: no exit within {} s, nor within {} s when made again (killed)",
+                                           o_.timeout, o_.timeout * kPatience));
     } else if (c.signal != 0) {
       res.violations.push_back(fmt::format("crash: killed by signal {} ({})", c.signal, strsignal(c.signal)));
     } else if (!ok && res.violations.empty()) {
@@ -295,13 +305,39 @@ class Campaign {
     } else if (ok && c.exitStatus != 0) {
       res.violations.push_back(fmt::format("exit status {} after mcsim-invariants: ok", c.exitStatus));
     }
+    noteOutcome(res);
+    return res;
+  }
+
+  // A run, under --timeout. Runs take tens of milliseconds alone, but beside a full machine they
+  // take what the machine leaves them, and a verdict must not depend on that: a run made again is
+  // the same run (it depends on its seed alone), so one that did not end within the limit is made
+  // again under a limit kPatience times as long before it counts as a hang, and one that could not
+  // be started (fork or exec refused for want of memory or processes) or was killed from outside
+  // (SIGKILL: the kernel's out-of-memory killer; mcsim never sends it) is made again once.
+  ChildResult runPatiently(const std::vector<std::string>& argv, const std::vector<std::string>& env) const {
+    ChildResult c = runChild(argv, env, o_.timeout);
+    if (c.timedOut) {
+      c = runChild(argv, env, o_.timeout * kPatience);
+    } else if (!c.started || c.signal == SIGKILL) {
+      c = runChild(argv, env, o_.timeout);
+    }
+    return c;
+  }
+
+  // As each run ends: every run's outcome with -v, and a failing run's at once on stderr, so that a
+  // campaign stopped before its summary (a test's time limit) still says what failed.
+  void noteOutcome(const RunResult& res) const {
+    std::lock_guard<std::mutex> lock(printMu_);
     if (o_.verbose) {
-      std::lock_guard<std::mutex> lock(printMu_);
-      fmt::print("seed {} ({}): {:.2f} s, {}\n", seed, res.workload->name, res.seconds,
-                 res.violations.empty() ? "ok" : res.violations.front());
+      fmt::print("seed {} ({}): {:.2f} s, trace {}, {}\n", res.seed, res.workload->name, res.seconds,
+                 res.digest.empty() ? "(none)" : res.digest, res.violations.empty() ? "ok" : res.violations.front());
       std::fflush(stdout);
     }
-    return res;
+    if (!res.violations.empty()) {
+      fmt::print(stderr, "mcsim campaign: seed {} ({}) failed: {}\n", res.seed, res.workload->name, res.violations.front());
+      std::fflush(stderr);
+    }
   }
 
   // Runs `runs` on `jobs` threads; results in the order of `runs`.
@@ -331,8 +367,9 @@ class Campaign {
     env.push_back("MCSIM_LEAK_CHECK=full");
     std::vector<std::string> argv = {res->workload->path};
     argv.insert(argv.end(), res->workload->args.begin(), res->workload->args.end());
-    const ChildResult c = runChild(argv, env, o_.timeout);
+    const ChildResult c = runPatiently(argv, env);
     res->seconds = c.seconds;
+    res->output = c.output;
     std::multiset<std::string> unfired;  // the texts of the rules the driver reports never fired
     std::string leak;
     std::istringstream in(c.output);
@@ -360,7 +397,8 @@ class Campaign {
       return;
     }
     if (c.timedOut) {
-      res->violations.push_back(fmt::format("hang: no exit within {} s (killed)", o_.timeout));
+      res->violations.push_back(fmt::format("hang: no exit within {} s, nor within {} s when made again (killed)",
+                                            o_.timeout, o_.timeout * kPatience));
     } else if (c.signal != 0) {
       res->violations.push_back(fmt::format("crash: killed by signal {} ({})", c.signal, strsignal(c.signal)));
     } else if (c.exitStatus != 0 && firedRules == 0) {
@@ -384,6 +422,42 @@ class Campaign {
     if (!r.invariant.empty()) res->violations.push_back("invariant: " + r.invariant);
   }
 
+  // Keeps a failing run's report (what it printed, after its plan and reproduction command) in the
+  // campaign's report directory, made when the first run fails; prints where, and the report's
+  // last lines, so that a failure is diagnosable from the campaign's output alone. `suffix` tells
+  // a run made again apart.
+  void keepReport(const RunResult& r, const std::string& suffix) {
+    constexpr size_t kShownLines = 40;
+    if (reportDir_.empty()) {
+      std::string dir = o_.reportDir;
+      if (dir.empty()) {
+        std::string tmpl = (fs::temp_directory_path() / "mcsim-campaign-XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
+      } else {
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+      }
+      reportDir_ = dir.empty() ? "-" : dir;
+    }
+    std::vector<std::string> lines;
+    std::istringstream in(r.output);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    if (reportDir_ != "-") {
+      const std::string path = fmt::format("{}/seed-{}-{}{}.txt", reportDir_, r.seed, r.workload->name, suffix);
+      if (FILE* f = std::fopen(path.c_str(), "w")) {
+        fmt::print(f, "seed {} ({}), {:.2f} s\n", r.seed, r.workload->name, r.seconds);
+        for (const std::string& v : r.violations) fmt::print(f, "violation {}\n", v);
+        fmt::print(f, "{}\n--- what the run printed ---\n{}", reproCommand(r), r.output);
+        std::fclose(f);
+        fmt::print("  report: {} ({} lines{})\n", path, lines.size(),
+                   lines.size() > kShownLines ? fmt::format(", the last {} below", kShownLines) : std::string());
+      }
+    }
+    for (size_t i = lines.size() > kShownLines ? lines.size() - kShownLines : 0; i < lines.size(); ++i) {
+      fmt::print("  | {}\n", lines[i]);
+    }
+  }
+
   std::set<std::string> allPoints() const {
     std::set<std::string> points(fabricFaultPoints().begin(), fabricFaultPoints().end());
     for (const Workload& w : workloads_) points.insert(w.entryPoints.begin(), w.entryPoints.end());
@@ -401,6 +475,7 @@ class Campaign {
   std::vector<Workload> workloads_;
   mutable std::mutex printMu_;
   ScratchDir scratch_;  // a user's program's traces
+  std::string reportDir_;  // failing runs' reports (keepReport), kept after the campaign; "-": none could be made
   mutable std::atomic<uint64_t> runNumber_{0};
 };
 
@@ -452,6 +527,7 @@ int campaign(const CampaignOptions& o) {
     fmt::print("seed {} ({}): violation {}\n", r.seed, r.workload->name, r.violations.front());
     for (size_t i = 1; i < r.violations.size() && i < 5; ++i) fmt::print("    and {}\n", r.violations[i]);
     fmt::print("  {}\n", c.reproCommand(r));
+    c.keepReport(r, "");
   }
 
   // Reproducibility: a sample of the runs, run again, must make the same calls with the same
@@ -486,6 +562,8 @@ int campaign(const CampaignOptions& o) {
     ++violations;
     fmt::print("seed {} ({}): violation not reproducible: {}\n", a.seed, a.workload->name, what);
     fmt::print("  {}\n", c.reproCommand(a));
+    c.keepReport(a, ".first");
+    c.keepReport(b, ".again");
   }
   fmt::print("reproducibility: {} of {} runs made again gave the same trace\n", second.size() - differ, second.size());
   if (!o.program.empty()) {
@@ -569,6 +647,8 @@ Command addCampaignCommand(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--workload-dir", o->workloadDir,
                   "Where the mcsim_workload_* programs are (default: MCSIM_WORKLOAD_DIR, else beside mcsim)");
+  cmd->add_option("--report-dir", o->reportDir,
+                  "Where to keep each failing run's report (default: a new mcsim-campaign-XXXXXX in the temporary directory)");
   cmd->add_flag("--dry-run", o->dryRun, "Print each seed's workload and plan; run nothing");
   cmd->add_flag("--verbose,-v", o->verbose, "Print every run's outcome");
   cmd->add_option("program", o->program,
