@@ -1,6 +1,8 @@
 // Scheduling: resident blocks that wait for each other through memory (a grid-wide barrier, a
 // spin lock), spin parking, a kernel that can never finish, and running a launch piecewise
 // (Executor::start / advance), as the node does.
+#include <cstdio>
+
 #include "tests/ptx/harness.h"
 
 namespace mcsim::ptx::test {
@@ -248,6 +250,11 @@ SPIN:
   cfg.params = packParams(*p.module().find("flag16"), args);
   Executor::RunPtr run = p.executor().start("flag16", cfg);
   ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kWaiting);
+  // The report names the element the setp compares: the flag, 8 bytes into the line.
+  char where[64];
+  std::snprintf(where, sizeof where, "word at 0x%llx: it holds 0x0, the warp compares it with 0x7",
+                static_cast<unsigned long long>(line + 8));
+  EXPECT_NE(Executor::describeWait(*run).find(where), std::string::npos) << Executor::describeWait(*run);
   // The flag (the second 8 bytes) arrives; the data (the first 8) stays as it was.
   const uint64_t flag = 7;
   std::memcpy(p.memory().host(line) + 8, &flag, 8);
