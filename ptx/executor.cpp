@@ -852,6 +852,13 @@ class Executor::Run {
   // A read by `lane` of the word at `addr` (global or shared; p: its bytes) near the end of a turn.
   void watch(const Warp& w, unsigned lane, uint64_t addr, const uint8_t* p, unsigned size) {
     if ((!watching_ && !waitLoop_.on) || (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared)) return;
+    if (locSpace_ == Space::kGlobal && win_.turnOnly) {
+      // Bytes the memory may take back after this turn: no word of them is watched, so the warp
+      // is not parked on them (it reads them again each turn).
+      spin_.overflow = true;
+      waitLoop_.overflow = true;
+      return;
+    }
     if (waitLoop_.on && !waitLoop_.overflow) waitLoop_.overflow = !noteWord(waitLoop_.words, p, size);
     if (!watching_ || spin_.overflow) return;
     if (!noteWord(spin_.words, p, size)) {
