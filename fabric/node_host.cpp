@@ -539,11 +539,17 @@ class ProcessNode final : public AttachedNode {
     return Status::kOk;
   }
 
+  // Under the node's lock: whether [va, va + bytes) is a range no pinned or registered host memory
+  // of the process overlaps (and not empty, nor past the end of the address space).
+  bool freeHostRange(uint64_t va, uint64_t bytes) const {
+    auto next = hostRanges_.lower_bound(va);
+    return bytes != 0 && va + bytes >= va && (next == hostRanges_.end() || next->first >= va + bytes) &&
+           (next == hostRanges_.begin() || va - std::prev(next)->first >= std::prev(next)->second.size);
+  }
+
   Status mapHost(uint64_t va, uint64_t bytes, uint8_t* data) override {
     auto lock = n_.enter();
-    auto next = hostRanges_.lower_bound(va);
-    if (bytes == 0 || va + bytes < va || (next != hostRanges_.end() && next->first < va + bytes) ||
-        (next != hostRanges_.begin() && va - std::prev(next)->first < std::prev(next)->second.size)) {
+    if (!freeHostRange(va, bytes)) {
       return MCSIM_REFUSE(Status::kInvalidValue, "the range overlaps pinned host memory of this process");
     }
     hostRanges_[va] = PtxLaunch::Host{bytes, data, nullptr};
@@ -552,9 +558,7 @@ class ProcessNode final : public AttachedNode {
 
   Status registerHost(uint64_t va, uint64_t bytes) override {
     auto lock = n_.enter();
-    auto next = hostRanges_.lower_bound(va);
-    if (bytes == 0 || va + bytes < va || (next != hostRanges_.end() && next->first < va + bytes) ||
-        (next != hostRanges_.begin() && va - std::prev(next)->first < std::prev(next)->second.size)) {
+    if (!freeHostRange(va, bytes)) {
       return MCSIM_REFUSE(Status::kInvalidValue, "the range overlaps pinned or registered host memory of this process");
     }
     PtxLaunch::Host h;
