@@ -112,9 +112,11 @@ void releaseContextResources(CUctx_st* ctx, const char* how) {
     for (uint64_t va : linear) tables().linearOwner.erase(va);
     for (const HostAllocation& h : host) tables().host.erase(h.base);
   }
-  // Registered memory is the program's own: it is only forgotten.
-  for (const HostAllocation& h : host)
-    if (!h.registered) (void)state().node->freeHost(reinterpret_cast<void*>(h.base));
+  // Registered memory is the program's own: the node only forgets it.
+  for (const HostAllocation& h : host) {
+    if (h.registered) (void)state().node->unregisterHost(h.base);
+    else (void)state().node->freeHost(reinterpret_cast<void*>(h.base));
+  }
   if (leakReportArmed()) {
     for (uint64_t va : linear) {
       fabric::PointerInfo info;
@@ -401,7 +403,8 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
 }
 
 // Host memory the program allocated itself, page-locked for the device: from then on copies treat
-// it as pinned and pointer queries report it as host memory, as for cuMemHostAlloc's.
+// it as pinned and pointer queries report it as host memory, as for cuMemHostAlloc's, and the
+// embedded node's kernels reach it at its address (a shared node's cannot: docs/multiprocess.md).
 CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
   MCSIM_REQUIRE_INIT();
   const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
@@ -418,6 +421,10 @@ CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Fla
   if (it != tables().host.begin() && std::prev(it)->second.base + std::prev(it)->second.size > base) {
     return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   }
+  // The node knows the range too, for the kernels' accesses (under the tables' lock, so that an
+  // unregistration of the same range comes after it).
+  const mcsim::Status s = state().node->registerHost(base, bytesize);
+  if (s != mcsim::Status::kOk) return toResult(s);
   HostAllocation h{base, bytesize, Flags, ctx, ~uint64_t{0} - tables().nextHostId++};
   h.registered = true;
   tables().host[base] = h;
@@ -427,11 +434,15 @@ CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Fla
 CUresult CUDAAPI cuMemHostUnregister(void* p) {
   MCSIM_REQUIRE_INIT();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
-  auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
-  if (it == tables().host.end() || !it->second.registered) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-  tables().host.erase(it);
-  return CUDA_SUCCESS;
+  {
+    std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+    auto it = tables().host.find(reinterpret_cast<uint64_t>(p));
+    if (it == tables().host.end() || !it->second.registered) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    tables().host.erase(it);
+  }
+  // Once the node has forgotten it, no kernel reaches the pages (a warp turn in them ends first):
+  // the program may free them. Not under the tables' lock: the node waits for that turn.
+  return toResult(state().node->unregisterHost(reinterpret_cast<uint64_t>(p)));
 }
 
 CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p, unsigned int Flags) {

@@ -539,14 +539,54 @@ class ProcessNode final : public AttachedNode {
     return Status::kOk;
   }
 
+  // Under the node's lock: whether [va, va + bytes) is a range no pinned or registered host memory
+  // of the process overlaps (and not empty, nor past the end of the address space).
+  bool freeHostRange(uint64_t va, uint64_t bytes) const {
+    auto next = hostRanges_.lower_bound(va);
+    return bytes != 0 && va + bytes >= va && (next == hostRanges_.end() || next->first >= va + bytes) &&
+           (next == hostRanges_.begin() || va - std::prev(next)->first >= std::prev(next)->second.size);
+  }
+
   Status mapHost(uint64_t va, uint64_t bytes, uint8_t* data) override {
     auto lock = n_.enter();
-    auto next = hostRanges_.lower_bound(va);
-    if (bytes == 0 || va + bytes < va || (next != hostRanges_.end() && next->first < va + bytes) ||
-        (next != hostRanges_.begin() && va - std::prev(next)->first < std::prev(next)->second.size)) {
+    if (!freeHostRange(va, bytes)) {
       return MCSIM_REFUSE(Status::kInvalidValue, "the range overlaps pinned host memory of this process");
     }
     hostRanges_[va] = PtxLaunch::Host{bytes, data, nullptr};
+    return Status::kOk;
+  }
+
+  Status registerHost(uint64_t va, uint64_t bytes) override {
+    auto lock = n_.enter();
+    if (!freeHostRange(va, bytes)) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the range overlaps pinned or registered host memory of this process");
+    }
+    PtxLaunch::Host h;
+    h.size = bytes;
+    // The embedded node runs kernels in this process, which owns the pages; a shared node's
+    // process does not have them.
+    h.data = window_.base() != 0 ? reinterpret_cast<uint8_t*>(va) : nullptr;
+    h.registered = std::make_shared<PtxLaunch::Registered>();
+    hostRanges_[va] = std::move(h);
+    return Status::kOk;
+  }
+
+  Status unregisterHost(uint64_t va) override {
+    std::shared_ptr<PtxLaunch::Registered> r;
+    {
+      auto lock = n_.enter();
+      auto it = hostRanges_.find(va);
+      if (it == hostRanges_.end() || it->second.registered == nullptr) {
+        return MCSIM_REFUSE(Status::kInvalidValue, "no registered host memory of this process there");
+      }
+      r = it->second.registered;
+      hostRanges_.erase(it);
+    }
+    // Launches taken in before still hold the range: from now on they find it revoked, and a warp
+    // turn that is in it now ends before this returns (not under the node's lock, which a turn
+    // may need).
+    r->revoked.store(true);
+    std::unique_lock<std::shared_mutex> turnsInIt(r->access);
     return Status::kOk;
   }
 

@@ -24,8 +24,9 @@ namespace mcsim::fabric::ipc {
 // DeviceOp's wait of a stream memory operation (waitCompare, waitValue). 6: loadPtx, PTX kernel
 // launches, and waits that answer a kernel's fault (docs/ptx.md). 7: a PTX launch's resident
 // blocks (DeviceOp::residentBlocks). 8-10: docs/multiprocess.md. 11: loadObjects, the
-// relocatable objects a shared node links a kernel's functions from at their first call.
-constexpr uint32_t kProtocolVersion = 11;
+// relocatable objects a shared node links a kernel's functions from at their first call. 13:
+// registerHost and unregisterHost (host memory the program registered).
+constexpr uint32_t kProtocolVersion = 13;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver
 // attaches only to a node that has every capability it needs (kNeeded).

@@ -110,12 +110,23 @@ struct PtxLaunch {
     std::map<std::pair<int, uint64_t>, Bound> bindings;  // by (device, mcOffset)
   };
   std::map<model::AllocId, Multicast> multicast;
-  // The process's pinned host memory (Node::allocHost), by its address: reached where no mapping
-  // of the space answers. `keep` holds the bytes while the launch may use them (embedded node).
+  // Host memory the program registered (Node::registerHost): its own pages, which the launch
+  // cannot hold. A warp turn that reaches them holds `access` (shared) until the turn ends, and
+  // finds `revoked` unset; unregistering sets it, then takes `access` once, so that no kernel
+  // reaches the pages after Node::unregisterHost returns (the program may free them then).
+  struct Registered {
+    std::atomic<bool> revoked{false};
+    std::shared_mutex access;
+  };
+  // The process's pinned host memory (Node::allocHost) and registered host memory, by its address:
+  // reached where no mapping of the space answers. `keep` holds allocHost's bytes while the launch
+  // may use them (embedded node). Registered memory has `registered`, and no `data` on a shared
+  // node, whose kernels run in the node's process and cannot reach the program's own pages.
   struct Host {
     uint64_t size = 0;
     uint8_t* data = nullptr;
     std::shared_ptr<const void> keep;
+    std::shared_ptr<Registered> registered;
   };
   std::map<uint64_t, Host> host;
 };

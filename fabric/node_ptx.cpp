@@ -72,6 +72,10 @@ class LaunchMemory : public ptx::GlobalMemory {
   };
 
   // `health`: the fabric's, as the model has it (simulation thread).
+  ~LaunchMemory() override { releaseRegistered(); }
+  LaunchMemory(const LaunchMemory&) = delete;
+  LaunchMemory& operator=(const LaunchMemory&) = delete;
+
   LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned, const model::LinkHealth& health)
       : launch_(launch), abandoned_(abandoned), health_(health),
         inner_(
@@ -86,13 +90,26 @@ class LaunchMemory : public ptx::GlobalMemory {
     if (abandoned_ != nullptr && abandoned_->load()) return ptx::MemoryError::kUnmapped;
     const ptx::MemoryError e = inner_.resolve(va, kind, device, out);
     if (e == ptx::MemoryError::kUnmapped) {
-      // Pinned host memory (Node::allocHost), which every device reaches; not timed (PCIe).
+      // Pinned host memory (Node::allocHost) or registered host memory (Node::registerHost), which
+      // every device reaches; not timed (PCIe).
       auto h = launch_.host.upper_bound(va);
       if (h != launch_.host.begin() && va - std::prev(h)->first < std::prev(h)->second.size) {
         --h;
+        const PtxLaunch::Host& host = h->second;
+        if (host.registered != nullptr) {
+          // The program's own pages, on a shared node out of the node's reach.
+          if (host.data == nullptr) return ptx::MemoryError::kHostUnreachable;
+          // Held for the rest of the warp's turn, so that an unregistering thread waits for it.
+          if (std::find(held_.begin(), held_.end(), host.registered.get()) == held_.end()) {
+            host.registered->access.lock_shared();
+            held_.push_back(host.registered.get());
+          }
+          if (host.registered->revoked.load()) return ptx::MemoryError::kUnmapped;  // unregistered meanwhile
+        }
         out->va = h->first;
-        out->size = h->second.size;
-        out->host = h->second.data;
+        out->size = host.size;
+        out->host = host.data;
+        out->turnOnly = host.registered != nullptr;
         return ptx::MemoryError::kNone;
       }
     }
@@ -121,6 +138,7 @@ class LaunchMemory : public ptx::GlobalMemory {
   // so they are not streamed through memory (what a polling turn wrote, an atomic that changed
   // nothing, still is).
   void turnEnded(bool polling) override {
+    releaseRegistered();
     for (const auto& [alloc, t] : turn_) {
       Traffic& all = traffic_[alloc];
       if (!polling && t.read.bytes > 0) all.read.add(t.read);
@@ -159,6 +177,12 @@ class LaunchMemory : public ptx::GlobalMemory {
   std::map<std::pair<model::AllocId, ptx::MultimemKind>, MultimemTraffic> takeMultimemTraffic() { return std::exchange(multimem_, {}); }
 
  private:
+  // The registered host ranges the running warp turn reached: they stay reachable until it ends.
+  void releaseRegistered() {
+    for (PtxLaunch::Registered* r : held_) r->access.unlock_shared();
+    held_.clear();
+  }
+
   uint8_t* backing(model::AllocId id, uint64_t* size) {
     // An allocation the launch holds no bytes of (a multicast object) reads as unmapped.
     auto it = launch_.backing.find(id);
@@ -201,6 +225,7 @@ class LaunchMemory : public ptx::GlobalMemory {
   std::map<model::AllocId, Traffic> traffic_;
   std::map<model::AllocId, Traffic> turn_;  // the running warp turn's, until turnEnded
   std::map<std::pair<model::AllocId, ptx::MultimemKind>, MultimemTraffic> multimem_;
+  std::vector<PtxLaunch::Registered*> held_;  // held (shared) until the turn ends
 };
 
 model::WorkFault::Kind faultKind(ptx::Fault f) {

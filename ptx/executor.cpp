@@ -548,13 +548,31 @@ class Executor::Run {
   };
   // The words a warp read at the end of its turn, with the values it last read there. A word is
   // known by its host bytes, which stay put while the launch runs (shared memory is the slot's,
-  // global memory the allocation's backing, which the memory keeps for the launch).
-  static constexpr unsigned kWatchWords = 32;  // a spin re-reads a few words; more is work
+  // global memory the allocation's backing, which the memory keeps for the launch), and is a
+  // lane's access of up to 16 bytes, all of them watched (a vector load's flag may lie in any of
+  // them: LL128's is the second half of a lane's 16 bytes); a wider access is two words. A spin
+  // re-reads a few words, or a line a lane (NCCL's LL128 receive: 4 lines of 16 bytes a lane, 128
+  // words a warp); a warp that reads more is working. Beyond kSpinWords a turn's tail must have
+  // read its words twice on average to count as a spin (a loop that reads new data reads each once).
+  static constexpr unsigned kWatchWords = 128;
+  static constexpr unsigned kSpinWords = 32;
+  static constexpr unsigned kWatchBytes = 16;
+  struct Word {
+    const uint8_t* host;
+    uint8_t value[kWatchBytes];
+    uint8_t size;
+  };
   struct Watched {
-    unsigned words = 0;
-    const uint8_t* host[kWatchWords];
-    uint64_t value[kWatchWords];
-    uint8_t size[kWatchWords];
+    std::vector<Word> words;  // grows to what a warp's spin reads, and keeps its capacity
+    size_t next = 0;          // where the next read of a re-reading loop is likely noted
+    uint64_t reads = 0;       // reads noted
+    void clear() {
+      words.clear();
+      next = 0;
+      reads = 0;
+    }
+    // Whether the reads look like a loop re-reading its words.
+    bool rereads() const { return words.size() <= kSpinWords || reads >= 2 * words.size(); }
   };
   // A resident block: an SM's share of the grid. Its state is swapped into the run's members
   // (warps_, shared_ ...) while its warps take their turns.
@@ -579,6 +597,7 @@ class Executor::Run {
     bool overflow = false;  // read more distinct words than a spin does
     Watched words;
     Park last;  // its latest read of global or shared memory
+    const uint8_t* lastHost = nullptr;  // ... and its bytes
   };
 
   // Blocks become resident as they are needed, up to the GPU's residency: the next block of the
@@ -716,7 +735,7 @@ class Executor::Run {
     const Instruction* code = fn_.code.data();
     spin_.changed = false;
     spin_.overflow = false;
-    spin_.words.words = 0;
+    spin_.words.clear();
     waitLoop_.on = false;
     uint64_t n = 0;
     for (; n < kQuantum && w.active != 0; ++n) {
@@ -753,7 +772,8 @@ class Executor::Run {
     watching_ = false;
     // A whole turn that changed nothing and, at its end, only re-read a few words: the warp
     // spins on them, and will until memory changes (wake).
-    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && spin_.words.words > 0) {
+    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && !spin_.words.words.empty() &&
+        spin_.words.rereads()) {
       park(w);
       result_.pollingInstructions += n;
       polled_ = true;
@@ -767,17 +787,32 @@ class Executor::Run {
     // the load (an atomic compare-and-swap says it itself).
     const Instruction& ld = fn_.code[p.pc];
     const bool loads = ld.op == Op::kLd || (ld.op == Op::kMultimem && ld.multimem == MultimemOp::kLdReduce);
-    if (!p.hasExpected && loads && ld.ops[0].kind == Operand::Kind::kReg) {
+    // A vector load (LL128's `ld.v2.u64`): the element the setp reads is the one the report shows.
+    const bool vector = loads && ld.ops[0].kind == Operand::Kind::kVec;
+    if (!p.hasExpected && loads && (ld.ops[0].kind == Operand::Kind::kReg || vector)) {
       for (uint32_t pc = p.pc + 1; pc < fn_.code.size() && pc <= p.pc + 8; ++pc) {
         const Instruction& in = fn_.code[pc];
         if (in.op != Op::kSetp || in.nops < 4) continue;
         for (unsigned k = 2; k < 4 && !p.hasExpected; ++k) {
-          if (in.ops[k].kind != Operand::Kind::kReg || in.ops[k].reg != ld.ops[0].reg) continue;
+          if (in.ops[k].kind != Operand::Kind::kReg) continue;
+          unsigned element = 0;
+          if (vector) {
+            while (element < ld.vec && (ld.ops[0].vec[element].sink || ld.ops[0].vec[element].reg != in.ops[k].reg)) ++element;
+            if (element == ld.vec) continue;
+          } else if (in.ops[k].reg != ld.ops[0].reg) {
+            continue;
+          }
           const Operand& other = in.ops[k == 2 ? 3 : 2];
           if (other.kind == Operand::Kind::kImm) p.expected = other.imm;
           else if (other.kind == Operand::Kind::kReg) p.expected = row(w, other.reg)[p.lane];
           else continue;
           p.hasExpected = true;
+          if (vector && spin_.lastHost != nullptr) {
+            const unsigned esize = typeBytes(ld.type);
+            p.value = 0;
+            std::memcpy(&p.value, spin_.lastHost + element * esize, std::min(esize, 8u));
+            p.addr += element * esize;
+          }
         }
         break;
       }
@@ -788,26 +823,28 @@ class Executor::Run {
 
   // Notes the word at host bytes `p` (and the value there) in `ws`; false when it is full.
   static bool noteWord(Watched& ws, const uint8_t* p, unsigned size) {
-    unsigned i = 0;
-    while (i < ws.words && ws.host[i] != p) ++i;
-    if (i == ws.words) {
-      if (i == kWatchWords) return false;
-      ++ws.words;
-      ws.host[i] = p;
+    if (size > kWatchBytes) return noteWord(ws, p, kWatchBytes) && noteWord(ws, p + kWatchBytes, size - kWatchBytes);
+    // A loop re-reads its words in the order it read them: look where the last one was first.
+    const size_t n = ws.words.size();
+    size_t i = ws.next < n && ws.words[ws.next].host == p ? ws.next : 0;
+    while (i < n && ws.words[i].host != p) ++i;
+    if (i == n) {
+      if (n == kWatchWords) return false;
+      ws.words.emplace_back();
+      ws.words[i].host = p;
     }
-    const unsigned bytes = std::min(size, 8u);
-    ws.value[i] = 0;
-    std::memcpy(&ws.value[i], p, bytes);
-    ws.size[i] = static_cast<uint8_t>(bytes);
+    Word& w = ws.words[i];
+    ++ws.reads;
+    std::memcpy(w.value, p, size);
+    w.size = static_cast<uint8_t>(size);
+    ws.next = i + 1;
     return true;
   }
 
   // Whether a word `w` watches holds another value than the warp read there.
   static bool watchedChanged(const Watched& w) {
-    for (unsigned i = 0; i < w.words; ++i) {
-      uint64_t v = 0;
-      std::memcpy(&v, w.host[i], w.size[i]);
-      if (v != w.value[i]) return true;
+    for (const Word& x : w.words) {
+      if (std::memcmp(x.host, x.value, x.size) != 0) return true;
     }
     return false;
   }
@@ -815,6 +852,13 @@ class Executor::Run {
   // A read by `lane` of the word at `addr` (global or shared; p: its bytes) near the end of a turn.
   void watch(const Warp& w, unsigned lane, uint64_t addr, const uint8_t* p, unsigned size) {
     if ((!watching_ && !waitLoop_.on) || (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared)) return;
+    if (locSpace_ == Space::kGlobal && win_.turnOnly) {
+      // Bytes the memory may take back after this turn: no word of them is watched, so the warp
+      // is not parked on them (it reads them again each turn).
+      spin_.overflow = true;
+      waitLoop_.overflow = true;
+      return;
+    }
     if (waitLoop_.on && !waitLoop_.overflow) waitLoop_.overflow = !noteWord(waitLoop_.words, p, size);
     if (!watching_ || spin_.overflow) return;
     if (!noteWord(spin_.words, p, size)) {
@@ -829,6 +873,7 @@ class Executor::Run {
     l.addr = addr;
     l.value = 0;
     std::memcpy(&l.value, p, std::min(size, 8u));
+    spin_.lastHost = p;
   }
 
   // A write by the warp now running to the space locate() resolved last.
@@ -1885,7 +1930,7 @@ class Executor::Run {
     // of this wait in a row, with nothing written in between and few words read, is a waiting
     // loop: the warp parks on the words it read (the object's among them) until one changes.
     WaitLoop& lp = waitLoop_;
-    if (lp.on && lp.pc == w.pc && lp.exec == exec && lp.writes == writes_ && !lp.overflow && lp.words.words != 0) {
+    if (lp.on && lp.pc == w.pc && lp.exec == exec && lp.writes == writes_ && !lp.overflow && !lp.words.words.empty()) {
       Park& pk = mbarrierPark_;
       pk = Park{};
       pk.on = true;
@@ -1905,7 +1950,7 @@ class Executor::Run {
     lp.exec = exec;
     lp.writes = writes_;
     lp.overflow = false;
-    lp.words.words = 0;
+    lp.words.clear();
   }
 
   // ---- cp.async (PTX ISA, "Data Movement and Conversion Instructions: cp.async" and

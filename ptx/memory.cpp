@@ -11,6 +11,9 @@ const char* memoryErrorText(MemoryError e) {
     case MemoryError::kNotMulticast: return "not a multicast address, which multimem instructions need";
     case MemoryError::kUnbound: return "a multicast address some member device has no memory bound at";
     case MemoryError::kLinkDown: return "the NVLink path to its memory is down";
+    case MemoryError::kHostUnreachable:
+      return "host memory the program registered (cuMemHostRegister), which a shared node's kernels cannot reach: "
+             "they run in the node's process, and the pages are the program's own";
   }
   return "?";
 }

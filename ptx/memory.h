@@ -27,6 +27,10 @@ struct MemoryWindow {
   uint64_t va = 0;
   uint64_t size = 0;
   uint8_t* host = nullptr;
+  // Bytes the memory may take back once the warp's turn ends (host memory the program registered
+  // and may unregister): the executor keeps no pointer to them past the turn, so a warp that
+  // spins on them is not parked (it watches no words there) and re-reads them each turn.
+  bool turnOnly = false;
 };
 
 // What a run of accesses through one window moved: the bytes the lanes asked for, and the 32-byte
@@ -49,6 +53,7 @@ enum class MemoryError : uint8_t {
   kNotMulticast,  // a multimem access to memory that is not a multicast mapping
   kUnbound,       // a multimem access where some member device has no memory bound (yet)
   kLinkDown,      // the memory is behind an NVLink path that is down (CUDA_ERROR_NVLINK_UNCORRECTABLE)
+  kHostUnreachable,  // host memory the program registered, which this node's kernels cannot reach (ILLEGAL_ADDRESS)
 };
 const char* memoryErrorText(MemoryError e);
 

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mcsim/api.h"
@@ -737,6 +738,143 @@ int small() {
 }
 
 // The node's counts, for the test to check that nothing leaked.
+// NCCL's LL128 protocol between two processes, reduced to one line exchange (docs/nccl.md,
+// "Several processes"): rank 0's kernel on GPU 0 waits, as NCCL's LL128 receive does, for 32
+// lanes' four 16-byte pieces of a buffer of its GPU, each lane loading them with
+// `ld.volatile.global.v2.u64` and every 8th lane checking the flag in its second 8 bytes (128
+// words a warp); rank 1's kernel on GPU 1 writes the lines, data and flags, through the buffer
+// imported from rank 0. Rank 0 is in cuStreamSynchronize when rank 1 launches (a second thread
+// waits; a chance, not an assumption: launched earlier, the run passes as well). Rank 0 notes the
+// sum of the data its kernel received. Before 2026-11-29 rank 0's waiting warp was never parked
+// (the spin parking rule watched 32 words of 8 bytes), so its kernel spun on and the node's run
+// that awaited it never ended: rank 1's launch, posted for the next run, was never taken in.
+const char* kLinesPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry recv_lines(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<24>;
+  .reg .pred %p<8>;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u64 %rd3, [pflag];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 7;
+  setp.eq.u32 %p1, %r2, 7;
+  mul.wide.u32 %rd4, %r1, 16;
+  add.s64 %rd5, %rd1, %rd4;
+SPIN:
+  ld.volatile.global.v2.u64 {%rd6, %rd7}, [%rd5];
+  ld.volatile.global.v2.u64 {%rd8, %rd9}, [%rd5+512];
+  ld.volatile.global.v2.u64 {%rd10, %rd11}, [%rd5+1024];
+  ld.volatile.global.v2.u64 {%rd12, %rd13}, [%rd5+1536];
+  setp.ne.u64 %p2, %rd7, %rd3;
+  setp.ne.or.u64 %p2, %rd9, %rd3, %p2;
+  setp.ne.or.u64 %p2, %rd11, %rd3, %p2;
+  setp.ne.or.u64 %p2, %rd13, %rd3, %p2;
+  and.pred %p3, %p2, %p1;
+  vote.sync.any.pred %p4, %p3, 0xffffffff;
+  @%p4 bra SPIN;
+  add.s64 %rd14, %rd6, %rd8;
+  add.s64 %rd14, %rd14, %rd10;
+  add.s64 %rd14, %rd14, %rd12;
+  @%p1 bra STORE;
+  add.s64 %rd14, %rd14, %rd7;
+  add.s64 %rd14, %rd14, %rd9;
+  add.s64 %rd14, %rd14, %rd11;
+  add.s64 %rd14, %rd14, %rd13;
+STORE:
+  atom.global.add.u64 %rd15, [%rd2], %rd14;
+  ret;
+}
+.visible .entry send_lines(.param .u64 pbuf, .param .u64 pflag)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<16>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd3, [pflag];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 7;
+  setp.eq.u32 %p1, %r2, 7;
+  mul.wide.u32 %rd4, %r1, 16;
+  add.s64 %rd5, %rd1, %rd4;
+  cvt.u64.u32 %rd6, %r1;
+  add.s64 %rd7, %rd6, 1;
+  selp.b64 %rd8, %rd3, %rd7, %p1;
+  st.volatile.global.v2.u64 [%rd5], {%rd6, %rd8};
+  st.volatile.global.v2.u64 [%rd5+512], {%rd6, %rd8};
+  st.volatile.global.v2.u64 [%rd5+1024], {%rd6, %rd8};
+  st.volatile.global.v2.u64 [%rd5+1536], {%rd6, %rd8};
+  ret;
+}
+)";
+
+int ll128Lines() {
+  const size_t size = 2 * kMiB;
+  enter(gRank);
+  CUmodule module = nullptr;
+  CU(cuModuleLoadData(&module, kLinesPtx));
+  CUstream stream = nullptr;
+  CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUmemGenericAllocationHandle h = 0;
+  Mapped m;
+  uint64_t flag = 1;
+  if (gRank == 0) {
+    const CUmemAllocationProp prop = cutest::devicePinned(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CU(cuMemCreate(&h, size, &prop, 0));
+    m = mapHere(h, size, {0});
+    CU(cuMemsetD32(m.va, 0, size / 4));
+    int fd = -1;
+    CU(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    share(fd);
+    close(fd);
+    CUfunction recv = nullptr;
+    CU(cuModuleGetFunction(&recv, module, "recv_lines"));
+    CUdeviceptr buf = m.va, out = m.va + kMiB;
+    void* args[] = {&buf, &out, &flag};
+    CU(cuLaunchKernel(recv, 1, 1, 1, 32, 1, 1, 0, stream, args, nullptr));
+    CUresult r = CUDA_ERROR_UNKNOWN;
+    CUcontext ctx = nullptr;
+    CU(cuCtxGetCurrent(&ctx));
+    std::thread waiter([&] {
+      cuCtxSetCurrent(ctx);
+      r = cuStreamSynchronize(stream);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    barrier();  // rank 1 launches its kernel now
+    waiter.join();
+    CU(r);
+    uint64_t sum = 0;
+    CU(cuMemcpyDtoH(&sum, out, 8));
+    note("sum", std::to_string(sum));
+    barrier();  // rank 1 is done with the buffer
+    unmapHere(m);
+    CU(cuMemRelease(h));
+  } else {
+    const int fd = fetch();
+    CU(cuMemImportFromShareableHandle(&h, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    close(fd);
+    m = mapHere(h, size, {1});
+    CUfunction send = nullptr;
+    CU(cuModuleGetFunction(&send, module, "send_lines"));
+    CUdeviceptr buf = m.va;
+    void* args[] = {&buf, &flag};
+    barrier();
+    CU(cuLaunchKernel(send, 1, 1, 1, 32, 1, 1, 0, stream, args, nullptr));
+    CU(cuStreamSynchronize(stream));
+    barrier();
+    unmapHere(m);
+    CU(cuMemRelease(h));
+  }
+  CU(cuStreamDestroy(stream));
+  CU(cuModuleUnload(module));
+  return 0;
+}
+
 int counts() {
   CU(cuInit(0));
   const mcsim::api::NodeStats s = mcsim::api::nodeStats();
@@ -771,6 +909,7 @@ int main(int argc, char** argv) {
   if (gScenario == "stuck") return stuckKernel();
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();
+  if (gScenario == "ll128") return ll128Lines();
   if (gScenario == "orphaned") return orphaned();
   if (gScenario == "copier") return copier();
   if (gScenario == "small") return small();

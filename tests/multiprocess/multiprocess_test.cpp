@@ -411,6 +411,18 @@ TEST_F(SharedNode, ProcessKilledWhileItsKernelWaitsForEverIsDetachedAtOnce) {
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
+// NCCL's LL128 exchange between two processes (mp_rank's "ll128"): the receiving kernel waits on
+// 128 words of 16 bytes a warp, the flag in each line's last 8 bytes, while the other process's
+// kernel, launched after the receiver's process began to wait, writes the lines. Every lane's data
+// arrives (the sum). Before 2026-11-29 the receiver spun without being parked, the node's run that
+// awaited it never ended, and the writer's launch was never taken in: the test timed out.
+TEST_F(SharedNode, LL128LinesFromAnotherProcessReleaseAWaitingKernel) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "ll128", 2, rankEnv());
+  EXPECT_EQ("3776", b.noted(0, "sum"));
+}
+
 // A process killed (SIGKILL) while it copies, at several points of its copies: each time the node
 // reclaims what it had in flight and serves a fresh process's copy. (Killed so, a copier used to
 // freeze the node in 3 of 8 kills: the engine's pins all at the runs started, posted work never

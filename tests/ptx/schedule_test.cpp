@@ -1,6 +1,8 @@
 // Scheduling: resident blocks that wait for each other through memory (a grid-wide barrier, a
 // spin lock), spin parking, a kernel that can never finish, and running a launch piecewise
 // (Executor::start / advance), as the node does.
+#include <cstdio>
+
 #include "tests/ptx/harness.h"
 
 namespace mcsim::ptx::test {
@@ -217,6 +219,48 @@ TEST(PtxSchedule, WakeResumesAParkedRun) {
   Executor::wake(*run);
   ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kFinished) << Executor::result(*run).message;
   EXPECT_EQ(p.read<uint32_t>(out, 1)[0], 2u);
+}
+
+// A warp parked on a 16-byte load watches all 16 bytes: LL128's flag is the second 8 bytes of
+// its lane's `ld.volatile.global.v2.u64`, and a write of the flag alone (the data in the first 8
+// bytes unchanged) must release the warp. (The watch kept only the first 8 bytes of an access
+// before 2026-11-29, so such a warp stayed parked for ever.)
+TEST(PtxSchedule, WakeSeesAChangeInTheSecondHalfOfA16ByteLoad) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry flag16(.param .u64 pline, .param .u64 pout)
+{
+  .reg .b64 %rd<8>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [pline];
+  ld.param.u64 %rd2, [pout];
+SPIN:
+  ld.volatile.global.v2.u64 {%rd3, %rd4}, [%rd1];
+  setp.ne.u64 %p1, %rd4, 7;
+  @%p1 bra SPIN;
+  st.global.u64 [%rd2], %rd3;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t line = p.buffer(std::vector<uint64_t>{42, 0}), out = p.buffer(8);
+  LaunchConfig cfg;
+  cfg.grid = {1, 1, 1};
+  cfg.block = {1, 1, 1};
+  const void* args[] = {&line, &out};
+  cfg.params = packParams(*p.module().find("flag16"), args);
+  Executor::RunPtr run = p.executor().start("flag16", cfg);
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kWaiting);
+  // The report names the element the setp compares: the flag, 8 bytes into the line.
+  char where[64];
+  std::snprintf(where, sizeof where, "word at 0x%llx: it holds 0x0, the warp compares it with 0x7",
+                static_cast<unsigned long long>(line + 8));
+  EXPECT_NE(Executor::describeWait(*run).find(where), std::string::npos) << Executor::describeWait(*run);
+  // The flag (the second 8 bytes) arrives; the data (the first 8) stays as it was.
+  const uint64_t flag = 7;
+  std::memcpy(p.memory().host(line) + 8, &flag, 8);
+  Executor::wake(*run);
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kFinished) << Executor::describeWait(*run);
+  EXPECT_EQ(p.read<uint64_t>(out, 1)[0], 42u);
 }
 
 TEST(PtxSchedule, RefusedLaunchFaultsOnFirstAdvance) {

@@ -8,6 +8,9 @@
 //   rt_host_mapped [CASE...]
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "tests/runtime/rt_check.h"
 
@@ -91,11 +94,66 @@ static void largerThanTheSegment() {
   RT_OK(cudaFreeHost(h));
 }
 
+// Whether the program runs attached to a shared node (on_shared_node.sh sets MCSIM_NODE).
+static bool onSharedNode() {
+  const char* node = std::getenv("MCSIM_NODE");
+  return rtcheck::onMcsim() && node != nullptr && *node != '\0';
+}
+
+// Host memory the program allocated itself and registered (cudaHostRegister): the kernel reads
+// and writes it through its device pointer (the same address, unified addressing), atomics too,
+// on the embedded node, whose kernels run in this process. A shared node's kernels run in the
+// node's process, which cannot reach the program's pages: the access is an illegal address, and
+// the report says why. Unregistered, the memory is no longer the device's: a kernel that reaches
+// it faults.
+static void registeredMemory() {
+  std::vector<unsigned> pages(2048, 0);  // 8 KiB of the program's own (heap) memory
+  unsigned* h = pages.data();
+  RT_OK(cudaHostRegister(h, pages.size() * sizeof(unsigned), cudaHostRegisterDefault));
+  unsigned* d = nullptr;
+  RT_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0));
+  RT_EXPECT(d == h, "device pointer %p, host pointer %p", static_cast<void*>(d), static_cast<void*>(h));
+  unsigned* seen = nullptr;
+  RT_OK(cudaMalloc(&seen, sizeof(unsigned)));
+  h[5] = 41;
+  rt_bump<<<1, 1>>>(d + 5, seen);
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (onSharedNode()) {
+    RT_EXPECT(e == cudaErrorIllegalAddress, "on a shared node: %s", cudaGetErrorName(e));
+    RT_EXPECT(h[5] == 41, "the kernel wrote %u", h[5]);
+    RT_OK(cudaDeviceReset());
+    return;  // the registration went with the context
+  }
+  RT_OK(e);
+  unsigned got = 0;
+  RT_OK(cudaMemcpy(&got, seen, sizeof got, cudaMemcpyDeviceToHost));
+  RT_EXPECT(got == 41, "the kernel read %u", got);
+  RT_EXPECT(h[5] == 42, "the host reads %u", h[5]);
+  rt_add_ids<<<4, 256>>>(h + 100, 1000);
+  RT_OK(cudaDeviceSynchronize());
+  for (int i = 0; i < 8; ++i) {
+    unsigned want = 0;
+    for (int t = i; t < 1000; t += 8) want += static_cast<unsigned>(t);
+    RT_EXPECT(h[100 + i] == want, "[%d] = %u, expected %u", i, h[100 + i], want);
+  }
+  RT_OK(cudaHostUnregister(h));
+  if (rtcheck::onMcsim()) {  // a real GPU may fault or not
+    rt_bump<<<1, 1>>>(d + 5, seen);
+    const cudaError_t after = cudaDeviceSynchronize();
+    RT_EXPECT(after == cudaErrorIllegalAddress, "after cudaHostUnregister: %s", cudaGetErrorName(after));
+    RT_EXPECT(h[5] == 42, "the kernel wrote %u after cudaHostUnregister", h[5]);
+    RT_OK(cudaDeviceReset());
+    return;
+  }
+  RT_OK(cudaFree(seen));
+}
+
 static const rtcheck::Case kCases[] = {
     {"larger_than_the_segment", largerThanTheSegment},
     {"mapped_flag", mappedFlag},
     {"atomics_on_host_memory", atomicsOnHostMemory},
     {"freed_is_unmapped", freedIsUnmapped},
+    {"registered_memory", registeredMemory},
 };
 
 int main(int argc, char** argv) { return rtcheck::runCases(kCases, sizeof kCases / sizeof kCases[0], argc, argv); }
