@@ -14,6 +14,7 @@
 #include "driver/context.h"
 #include "driver/device_table.h"
 #include "fabric/preset.h"
+#include "fabric/tray_node.h"
 
 namespace mcsim::driver {
 
@@ -109,13 +110,45 @@ CUresult attachToSharedNode(const std::string& name) {
     }
   }
   std::string error;
-  s.node = fabric::attachSharedNode(name, processRank(), fabric::NodeSettings::from(driverSettings()), &error);
+  const int tray = driverSettings().isSet("MCSIM_TRAY") ? static_cast<int>(driverSettings().tray) : -1;
+  s.node = fabric::attachSharedNode(name, processRank(), tray, fabric::NodeSettings::from(driverSettings()), &error);
   if (!s.node) {
     std::fprintf(stderr, "mcsim: %s\n", error.c_str());
     return CUDA_ERROR_NO_DEVICE;
   }
-  s.attributes = resolveDeviceAttributes(s.node->preset());
-  s.deviceCount = s.node->preset().gpuCount;
+  return CUDA_SUCCESS;
+}
+
+// The devices this process sees: every GPU of the node, or with MCSIM_TRAY the GPUs of that tray
+// of the rack, numbered from 0 as on the tray's own host. CUDA_ERROR_NO_DEVICE, saying why, for a
+// tray the preset does not have (or a preset without trays): the process sees no device of the
+// rack's.
+CUresult seeDevices() {
+  DriverState& s = state();
+  const fabric::Preset& preset = s.node->preset();
+  std::vector<std::vector<int>> all = resolveDeviceAttributes(preset);
+  if (!driverSettings().isSet("MCSIM_TRAY")) {
+    s.attributes = std::move(all);
+    s.deviceCount = preset.gpuCount;
+    return CUDA_SUCCESS;
+  }
+  std::string error;
+  fabric::TraySpan span;
+  if (!fabric::traySpan(preset, static_cast<int>(driverSettings().tray), &span, &error)) {
+    std::fprintf(stderr, "mcsim: %s\n", error.c_str());
+    s.node.reset();
+    return CUDA_ERROR_NO_DEVICE;
+  }
+  s.attributes.clear();
+  for (int d = 0; d < span.gpus; ++d) {
+    std::vector<int> a = all[static_cast<size_t>(span.firstGpu + d)];
+    a[CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID] -= span.firstNumaNode;
+    a[CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID] = d;
+    s.attributes.push_back(std::move(a));
+  }
+  s.deviceCount = span.gpus;
+  s.tray = span;
+  s.node = fabric::makeTrayNode(std::move(s.node), span);
   return CUDA_SUCCESS;
 }
 
@@ -133,17 +166,28 @@ CUresult bringUpNode() {
   const settings::Settings& settings = driverSettings();
   // This process's driver calls (and an embedded node's devices) go on the timeline.
   model::Timeline::start(settings.timeline, settings.timelineSummary);
-  if (!settings.node.empty()) return attachToSharedNode(settings.node);
+  if (!settings.node.empty()) {
+    if (const CUresult r = attachToSharedNode(settings.node)) return r;
+    return seeDevices();
+  }
   const std::string which = !settings.topology.empty() ? settings.topology : fabric::defaultPresetName();
   try {
     fabric::Preset preset = fabric::loadPreset(which);
-    s.attributes = resolveDeviceAttributes(preset);
-    s.deviceCount = preset.gpuCount;
+    (void)resolveDeviceAttributes(preset);  // an unknown attribute name fails here, before the node is built
+    if (settings.isSet("MCSIM_TRAY")) {
+      std::string error;
+      fabric::TraySpan span;
+      if (!fabric::traySpan(preset, static_cast<int>(settings.tray), &span, &error)) {
+        std::fprintf(stderr, "mcsim: %s\n", error.c_str());
+        return CUDA_ERROR_NO_DEVICE;
+      }
+    }
     s.node = fabric::makeEmbeddedNode(std::move(preset), fabric::NodeSettings::from(settings));
     if (!s.node) {
       std::fprintf(stderr, "mcsim: cannot reserve the simulated device address space\n");
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (const CUresult r = seeDevices()) return r;
   } catch (const fabric::InputError& e) {
     std::fprintf(stderr, "mcsim: cannot load topology preset%s: %s\n",
                  settings.topology.empty() ? "" : " (MCSIM_TOPOLOGY)", e.what());

@@ -19,6 +19,7 @@
 
 #include "driver/cuda_names.h"
 #include "fabric/node.h"
+#include "fabric/tray_node.h"
 #include "model/status.h"
 #include "settings/settings.h"
 
@@ -50,6 +51,9 @@ struct DriverState {
   CUresult initResult = CUDA_SUCCESS;
   std::unique_ptr<fabric::Node> node;
   int deviceCount = 0;
+  // The compute tray this process runs on (MCSIM_TRAY; tray -1: the whole node). Device ordinals
+  // are the tray's; `node` is the tray's view of the rack (fabric/tray_node.h).
+  fabric::TraySpan tray;
   // Attribute values per device, indexed [device][attribute], resolved once at cuInit.
   std::vector<std::vector<int>> attributes;
 };
@@ -66,6 +70,8 @@ CUuuid deviceUuid(int device);
 inline bool initialized() { return state().initialized.load(std::memory_order_acquire); }
 inline fabric::Node& node() { return *state().node; }
 inline bool validDevice(CUdevice d) { return d >= 0 && d < state().deviceCount; }
+// The host NUMA nodes this process sees: the node's, or those of its tray (numbered from 0).
+inline int hostNumaNodes() { return state().tray.tray >= 0 ? state().tray.numaNodes : node().preset().hostNumaNodes; }
 // The answers of every call before cuInit and after the node is gone, with the reason the call log
 // gives (MCSIM_DEBUG).
 inline CUresult refuseUninitialized() {

@@ -48,7 +48,7 @@ int mcsim_nvml_node(mcsim_nvml_node_info* info) {
   std::memset(info, 0, sizeof(*info));
   std::strncpy(info->preset, p.name.c_str(), sizeof(info->preset) - 1);
   info->gpu_count = state().deviceCount;
-  info->host_numa_nodes = p.hostNumaNodes;
+  info->host_numa_nodes = hostNumaNodes();
   info->links_per_gpu = p.nvlink.linksPerGpu;
   info->switch_count = p.nvswitch.count;
   info->imex_channel = node().imexChannelPresent() ? 1 : 0;

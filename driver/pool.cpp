@@ -203,7 +203,7 @@ CUresult readPoolProps(const CUmemPoolProps* props, fabric::AllocationProps* out
       out->location = {fabric::LocationKind::kDevice, props->location.id};
       break;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      if (props->location.id < 0 || props->location.id >= state().node->preset().hostNumaNodes) {
+      if (props->location.id < 0 || props->location.id >= hostNumaNodes()) {
         return CUDA_ERROR_INVALID_VALUE;
       }
       out->location = {fabric::LocationKind::kHostNuma, props->location.id};

@@ -20,7 +20,6 @@ CUresult readProps(const CUmemAllocationProp* prop, fabric::AllocationProps* out
   if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED) {
     return MCSIM_REFUSE(CUDA_ERROR_INVALID_VALUE, "prop->type must be CU_MEM_ALLOCATION_TYPE_PINNED");
   }
-  const auto& preset = state().node->preset();
   switch (prop->location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
       if (!validDevice(prop->location.id)) {
@@ -30,7 +29,7 @@ CUresult readProps(const CUmemAllocationProp* prop, fabric::AllocationProps* out
       out->location = {fabric::LocationKind::kDevice, prop->location.id};
       break;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-      if (prop->location.id < 0 || prop->location.id >= preset.hostNumaNodes) return CUDA_ERROR_INVALID_VALUE;
+      if (prop->location.id < 0 || prop->location.id >= hostNumaNodes()) return CUDA_ERROR_INVALID_VALUE;
       out->location = {fabric::LocationKind::kHostNuma, prop->location.id};
       break;
     case CU_MEM_LOCATION_TYPE_HOST:

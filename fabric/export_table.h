@@ -25,12 +25,13 @@ namespace mcsim::fabric {
 
 class ExportTable {
  public:
-  // A new descriptor for object `id` (the caller owns it), recorded; kOutOfMemory when the
+  // A new descriptor for object `id` (the caller owns it), exported on host `host` (the
+  // exporting process's compute tray, -1: the whole node), recorded; kOutOfMemory when the
   // system refuses one.
-  Status exportPosix(uint64_t id, int* fd);
-  // The object an exported descriptor's file names; false for a file that is none of this node's
-  // exports.
-  bool objectOfFile(uint64_t dev, uint64_t ino, uint64_t* id) const;
+  Status exportPosix(uint64_t id, int host, int* fd);
+  // The object an exported descriptor's file names, and the host it was exported on; false for a
+  // file that is none of this node's exports.
+  bool objectOfFile(uint64_t dev, uint64_t ino, uint64_t* id, int* host) const;
   // Whether a descriptor exported for `id` is still open somewhere.
   bool stillOpen(uint64_t id) const;
   // Forgets the export records of `id` (the object is gone).
@@ -40,9 +41,13 @@ class ExportTable {
 
   // FABRIC handles. The identity is a hash of the node's name (0: the embedded node).
   void setIdentity(uint64_t identity) { identity_ = identity; }
-  void encodeFabric(uint64_t id, uint8_t out[64]) const;
-  // The object `in` names, if this node made it; false otherwise.
-  bool decodeFabric(const uint8_t in[64], uint64_t* id) const;
+  // The bytes also name the host they are good on: kAnyHost for FABRIC handles (the IMEX domain
+  // spans the rack), the exporting process's tray (-1: the whole node) for IPC handles, which the
+  // real driver resolves on its own host only.
+  static constexpr int kAnyHost = -2;
+  void encodeFabric(uint64_t id, uint8_t out[64], int host = kAnyHost) const;
+  // The object `in` names, and its host, if this node made it; false otherwise.
+  bool decodeFabric(const uint8_t in[64], uint64_t* id, int* host = nullptr) const;
 
  private:
   struct FileKey {
@@ -52,10 +57,11 @@ class ExportTable {
   };
   struct Record {
     uint64_t object = 0;
+    int host = -1;   // the exporting process's tray (-1: the whole node)
     UniqueFd probe;  // the node's own description of the exported file, to look at the lock through
   };
   static bool descriptorOpen(const Record& r);
-  uint64_t fabricCheck(uint64_t id) const;
+  uint64_t fabricCheck(uint64_t id, uint32_t hostField) const;
 
   std::map<FileKey, Record> exports_;  // ordered: the digest walks it
   uint64_t identity_ = 0;

@@ -211,10 +211,12 @@ class Node {
 // A node hosted inside this process: the default.
 std::unique_ptr<Node> makeEmbeddedNode(Preset preset, const NodeSettings& settings);
 // A node hosted by `mcsim node` in a process of its own (node_server.cpp), which this process
-// attaches to (MCSIM_NODE=name); `rank` (MCSIM_RANK, -1: unset) names it in reports; of
-// `settings`, where the node lives and whether a hang report aborts this process. Detaches when
-// destroyed. nullptr with the problem in `error`.
-std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, const NodeSettings& settings,
+// attaches to (MCSIM_NODE=name); `rank` (MCSIM_RANK, -1: unset) names it in reports; `tray`
+// (MCSIM_TRAY, -1: unset) is the compute tray it runs on, which the node checks and which decides
+// what handles reach it (docs/multiprocess.md, "Trays"); of `settings`, where the node lives and
+// whether a hang report aborts this process. Detaches when destroyed. nullptr with the problem in
+// `error`.
+std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, int tray, const NodeSettings& settings,
                                        std::string* error);
 
 }  // namespace mcsim::fabric

@@ -62,11 +62,11 @@ struct Ledger {
 
 class ClientNode final : public Node {
  public:
-  static std::unique_ptr<ClientNode> attach(const std::string& name, int rank, const NodeSettings& settings,
+  static std::unique_ptr<ClientNode> attach(const std::string& name, int rank, int tray, const NodeSettings& settings,
                                             std::string* error) {
     std::unique_ptr<ClientNode> n(new ClientNode());
     n->local_ = settings;
-    if (!n->connect(name, rank, error)) return nullptr;
+    if (!n->connect(name, rank, tray, error)) return nullptr;
     return n;
   }
 
@@ -288,7 +288,7 @@ class ClientNode final : public Node {
     bool copied = false;   // under mu_
   };
 
-  bool connect(const std::string& name, int rank, std::string* error) {
+  bool connect(const std::string& name, int rank, int tray, std::string* error) {
     name_ = name;
     const ipc::NodePaths paths = ipc::nodePaths(name, local_.nodeDir);
     sock_.reset(ipc::connectToNode(paths, error));
@@ -306,6 +306,7 @@ class ClientNode final : public Node {
     ipc::Hello hello;
     hello.kind = ipc::HelloKind::kAttach;
     hello.rank = rank;
+    hello.tray = tray;
     hello.vaBase = vaBase_;
     ipc::Msg type{};
     std::vector<uint8_t> reply;
@@ -640,10 +641,10 @@ thread_local size_t ClientNode::tNextTag = 0;
 
 }  // namespace
 
-std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, const NodeSettings& settings,
+std::unique_ptr<Node> attachSharedNode(const std::string& name, int rank, int tray, const NodeSettings& settings,
                                        std::string* error) {
   channel::setSpinRounds(settings.channelSpin);
-  return ClientNode::attach(name, rank, settings, error);
+  return ClientNode::attach(name, rank, tray, settings, error);
 }
 
 }  // namespace mcsim::fabric

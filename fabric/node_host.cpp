@@ -148,11 +148,15 @@ struct NodeHost::State {
 
 namespace {
 
+// A process's host, for refusals: "tray 3", or "the whole node" (no tray setting).
+std::string trayName(int tray) { return tray < 0 ? std::string("the whole node") : "tray " + std::to_string(tray); }
+
 class ProcessNode final : public AttachedNode {
  public:
   // `window`: this process's, when the node is embedded (a shared node's client holds its own).
-  ProcessNode(std::shared_ptr<NodeHost::State> state, uint64_t vaBase, DeviceWindow window = {})
-      : window_(std::move(window)),
+  ProcessNode(std::shared_ptr<NodeHost::State> state, uint64_t vaBase, DeviceWindow window = {}, int tray = -1)
+      : tray_(tray),
+        window_(std::move(window)),
         state_(std::move(state)),
         n_(*state_),
         vaBase_(vaBase),
@@ -258,7 +262,7 @@ class ProcessNode final : public AttachedNode {
       return MCSIM_REFUSE(Status::kInvalidValue, "the object was not created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR "
                           "in its handle types");
     }
-    return n_.exports.exportPosix(h->object, fd);
+    return n_.exports.exportPosix(h->object, tray_, fd);
   }
 
   Status importPosixFd(int fd, uint64_t* handle) override {
@@ -270,7 +274,14 @@ class ProcessNode final : public AttachedNode {
   Status importPosixFile(uint64_t dev, uint64_t ino, uint64_t* handle) override {
     auto lock = n_.enter();
     uint64_t id = 0;
-    if (!n_.exports.objectOfFile(dev, ino, &id)) return Status::kNotShareable;
+    int host = -1;
+    if (!n_.exports.objectOfFile(dev, ino, &id, &host)) return Status::kNotShareable;
+    // A descriptor never leaves its host: on a rack, a process of another tray holds one only
+    // because the simulation runs every tray on one machine. Its driver knows no such export.
+    if (host != tray_) {
+      return MCSIM_REFUSE(Status::kNotShareable, "the descriptor was exported on ", trayName(host),
+                          " and this process runs on ", trayName(tray_), ": descriptors do not cross hosts");
+    }
     n_.objects.retainImported(id);
     *handle = handles_.add(id, true);
     return Status::kOk;
@@ -368,15 +379,20 @@ class ProcessNode final : public AttachedNode {
     AllocId id = 0;
     const Status s = space_.linearAllocationAt(va, &id);
     if (s != Status::kOk) return s;
-    n_.exports.encodeFabric(id, out);
+    n_.exports.encodeFabric(id, out, tray_);
     return Status::kOk;
   }
 
   Status ipcOpenMemory(const uint8_t in[64], uint64_t* va) override {
     auto lock = n_.enter();
     uint64_t id = 0;
+    int host = ExportTable::kAnyHost;
     // Bytes this node never made (forged, or another node's) name nothing.
-    if (!n_.exports.decodeFabric(in, &id) || isMulticastId(id)) return Status::kInvalidValue;
+    if (!n_.exports.decodeFabric(in, &id, &host) || isMulticastId(id)) return Status::kInvalidValue;
+    if (host != tray_) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the IPC handle was made on ", trayName(host), " and this process runs on ",
+                          trayName(tray_), ": IPC handles name memory of their own host only");
+    }
     const Allocation* a = n_.objects.find(id);
     if (a == nullptr || a->refs == 0 || a->kind != AllocKind::kLinear) return Status::kInvalidValue;
     if (space_.madeLinear(id)) return Status::kOwnProcess;
@@ -397,15 +413,20 @@ class ProcessNode final : public AttachedNode {
   Status ipcEventExport(uint64_t key, uint8_t out[64]) override {
     auto lock = n_.enter();
     if (!n_.ipcEvents.exists(key)) return Status::kInvalidValue;
-    n_.exports.encodeFabric(key, out);
+    n_.exports.encodeFabric(key, out, tray_);
     return Status::kOk;
   }
 
   Status ipcEventOpen(const uint8_t in[64], uint64_t* key) override {
     auto lock = n_.enter();
     uint64_t id = 0;
-    if (!n_.exports.decodeFabric(in, &id) || (id & kIpcEventKeyBit) == 0 || isMulticastId(id)) {
+    int host = ExportTable::kAnyHost;
+    if (!n_.exports.decodeFabric(in, &id, &host) || (id & kIpcEventKeyBit) == 0 || isMulticastId(id)) {
       return Status::kInvalidValue;
+    }
+    if (host != tray_) {
+      return MCSIM_REFUSE(Status::kInvalidValue, "the IPC event handle was made on ", trayName(host),
+                          " and this process runs on ", trayName(tray_), ": IPC handles name events of their own host only");
     }
     const Status s = n_.ipcEvents.open(id, number_);
     if (s == Status::kOk) *key = id;
@@ -976,6 +997,7 @@ class ProcessNode final : public AttachedNode {
   std::map<uint64_t, std::string> ptxDrafts_;
   uint64_t nextPtx_ = 0;
 
+  int tray_ = -1;  // the compute tray the process runs on, its host (-1: the whole node)
   DeviceWindow window_;  // given back after the node (destroyed last)
   std::shared_ptr<NodeHost::State> state_;
   NodeHost::State& n_;  // *state_
@@ -1041,8 +1063,8 @@ NodeHost::~NodeHost() = default;
 
 const Preset& NodeHost::preset() const { return state_->preset; }
 
-std::unique_ptr<AttachedNode> NodeHost::attach(uint64_t vaBase) {
-  return std::make_unique<ProcessNode>(state_, vaBase);
+std::unique_ptr<AttachedNode> NodeHost::attach(uint64_t vaBase, int tray) {
+  return std::make_unique<ProcessNode>(state_, vaBase, DeviceWindow{}, tray);
 }
 
 std::unique_ptr<AttachedNode> NodeHost::attach(DeviceWindow window) {

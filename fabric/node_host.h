@@ -67,9 +67,11 @@ class NodeHost {
   // Names the node (a shared node's name): FABRIC handles carry it, so that another node refuses
   // them. An embedded node has none.
   void setIdentity(const std::string& name);
-  // A Node for one more process, whose device window (device_window.h) starts at `vaBase`. The
-  // host lives at least as long as the Nodes it handed out.
-  std::unique_ptr<AttachedNode> attach(uint64_t vaBase);
+  // A Node for one more process, whose device window (device_window.h) starts at `vaBase`, on
+  // compute tray `tray` of the rack (-1: the whole node is its host). Descriptors and IPC handles
+  // cross only between processes of one host (docs/multiprocess.md, "Trays"). The host lives at
+  // least as long as the Nodes it handed out.
+  std::unique_ptr<AttachedNode> attach(uint64_t vaBase, int tray = -1);
   // The same for this process, with the window it reserved: the Node keeps it while it lives.
   std::unique_ptr<AttachedNode> attach(DeviceWindow window);
 

@@ -22,7 +22,7 @@ template <>
 struct Fields<ipc::Hello> {
   template <typename S, typename V>
   static void visit(S& s, V&& v) {
-    v(s.version, s.capabilities, s.kind, s.rank, s.vaBase);
+    v(s.version, s.capabilities, s.kind, s.rank, s.vaBase, s.tray);
   }
 };
 template <>

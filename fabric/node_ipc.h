@@ -24,7 +24,8 @@ namespace mcsim::fabric::ipc {
 // DeviceOp's wait of a stream memory operation (waitCompare, waitValue). 6: loadPtx, PTX kernel
 // launches, and waits that answer a kernel's fault (docs/ptx.md). 7: a PTX launch's resident
 // blocks (DeviceOp::residentBlocks). 8-10: docs/multiprocess.md. 11: loadObjects, the
-// relocatable objects a shared node links a kernel's functions from at their first call. 13:
+// relocatable objects a shared node links a kernel's functions from at their first call. 12: the
+// attaching process's compute tray (Hello::tray), and the host an IPC handle was made on. 13:
 // registerHost and unregisterHost (host memory the program registered).
 constexpr uint32_t kProtocolVersion = 13;
 
@@ -79,6 +80,7 @@ struct Hello {
   HelloKind kind = HelloKind::kAttach;
   int32_t rank = -1;     // kAttach: the process's MCSIM_RANK (-1: unset)
   uint64_t vaBase = 0;   // kAttach: where the process reserved the device window
+  int32_t tray = -1;     // kAttach: the compute tray it runs on (MCSIM_TRAY; -1: the whole node)
 };
 std::vector<uint8_t> encode(const Hello& h);
 // false when the message is no hello of this version; `version` is then what the sender speaks

@@ -31,6 +31,7 @@ struct AttachedProcess {
   uint64_t number = 0;  // 1, 2, ... in attach order (status lists them so)
   int pid = 0;
   int rank = -1;        // its MCSIM_RANK (-1: unset)
+  int tray = -1;        // its MCSIM_TRAY (-1: unset, the whole node)
   // Processes that had attached and left again when it attached: a run after an earlier one on
   // the same node (its trace's end record tells a replay so).
   int leftBefore = 0;
@@ -46,9 +47,11 @@ struct AttachedProcess {
   std::map<uint64_t, WorkDone> work;  // the node's ids of its device work -> completion
   uint64_t nextWork = 0;
 
-  // "4242" or "4242 (rank 3)", for the log and the status.
+  // "4242", "4242 (rank 3)" or "4242 (rank 3, tray 1)", for the log and the status.
   std::string who() const {
-    return std::to_string(pid) + (rank >= 0 ? " (rank " + std::to_string(rank) + ")" : "");
+    std::string s = rank >= 0 ? "rank " + std::to_string(rank) : "";
+    if (tray >= 0) s += (s.empty() ? "tray " : ", tray ") + std::to_string(tray);
+    return std::to_string(pid) + (s.empty() ? "" : " (" + s + ")");
   }
 };
 

@@ -11,6 +11,7 @@
 #include "fabric/node_server_staging.h"
 #include "fabric/node_server_status.h"
 #include "fabric/node_server_transport.h"
+#include "fabric/tray_node.h"
 #include "model/engine.h"
 
 namespace mcsim::fabric::server {
@@ -21,18 +22,23 @@ int pidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)
 
 }  // namespace
 
-std::shared_ptr<AttachedProcess> Processes::attach(UniqueFd* sock, int pid, int rank, uint64_t vaBase,
+std::shared_ptr<AttachedProcess> Processes::attach(UniqueFd* sock, int pid, int rank, int tray, uint64_t vaBase,
                                                    std::string* problem) {
+  if (tray >= 0) {
+    TraySpan span;
+    if (!traySpan(host_.preset(), tray, &span, problem)) return nullptr;
+  }
   auto p = std::make_shared<AttachedProcess>();
   p->pid = pid;
   p->rank = rank;
+  p->tray = tray;
   p->pidfd.reset(pidfdOpen(pid));
   if (!p->pidfd) {
     *problem = std::string("pidfd_open: ") + std::strerror(errno);
     return nullptr;
   }
   p->sock = std::move(*sock);
-  p->node = host_.attach(vaBase);
+  p->node = host_.attach(vaBase, tray);
   std::lock_guard<std::mutex> lock(mu_);
   p->number = ++lastNumber_;
   ++attachedEver_;

@@ -35,7 +35,10 @@ class Processes {
 
   // Process `pid`, connected on `sock`, attaches with its device window at `vaBase`: its pidfd and
   // its Node. nullptr with the problem when it cannot (the socket is then given back in `sock`).
-  std::shared_ptr<AttachedProcess> attach(UniqueFd* sock, int pid, int rank, uint64_t vaBase, std::string* problem);
+  // `tray`: the compute tray it runs on (-1: the whole node); nullptr and the problem for a tray
+  // the node's preset does not have.
+  std::shared_ptr<AttachedProcess> attach(UniqueFd* sock, int pid, int rank, int tray, uint64_t vaBase,
+                                          std::string* problem);
   // The process is gone, or never got going: everything it held is given back (once).
   void detach(const std::shared_ptr<AttachedProcess>& p);
   // The attached processes, in attach order.

@@ -168,9 +168,11 @@ void Transport::connection(UniqueFd sock) {
   }
   if (hello.kind != ipc::HelloKind::kAttach || hello.vaBase == 0) return;
   std::string problem;
-  const std::shared_ptr<AttachedProcess> p = processes_.attach(&sock, cred.pid, hello.rank, hello.vaBase, &problem);
+  const std::shared_ptr<AttachedProcess> p =
+      processes_.attach(&sock, cred.pid, hello.rank, hello.tray, hello.vaBase, &problem);
   if (!p) {
-    refuse(sock.get(), problem);
+    log_.line("refused process " + std::to_string(cred.pid) + ": " + problem);
+    refuse(sock.get(), "node '" + options_.name + "': " + problem);
     return;
   }
   ipc::Welcome welcome;

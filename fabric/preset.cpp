@@ -423,8 +423,48 @@ Preset loadPreset(const std::string& nameOrPath) {
     p.fabricManagerInitialState = state;
     f.finish();
   }
+  if (r.get("trays", false) != nullptr) {
+    ObjectReader t(s, "/trays");
+    p.trayCount = static_cast<int>(t.integer("count", true, 1, kMaxGpus));
+    p.gpusPerTray = static_cast<int>(t.integer("gpus_per_tray", true, 1, kMaxGpus));
+    if (p.trayCount * p.gpusPerTray != p.gpuCount) {
+      s.fail("/trays", std::to_string(p.trayCount) + " trays of " + std::to_string(p.gpusPerTray) + " GPUs make " +
+                           std::to_string(p.trayCount * p.gpusPerTray) + " GPUs, but gpu_count is " +
+                           std::to_string(p.gpuCount));
+    }
+    t.finish();
+  }
   r.finish();
   return p;
+}
+
+int TraySpan::ordinalOf(int rackGpu) const {
+  if (rackGpu < 0 || tray < 0) return rackGpu;
+  if (holds(rackGpu)) return rackGpu - firstGpu;
+  return gpus > 0 ? rackGpu % gpus : rackGpu;
+}
+
+bool traySpan(const Preset& preset, int tray, TraySpan* out, std::string* error) {
+  if (preset.trayCount == 0) {
+    *error = "MCSIM_TRAY=" + std::to_string(tray) + ", but the preset '" + preset.name +
+             "' has no trays: its GPUs are one host (docs/presets.md, \"trays\")";
+    return false;
+  }
+  if (tray < 0 || tray >= preset.trayCount) {
+    *error = "MCSIM_TRAY=" + std::to_string(tray) + " is no tray of '" + preset.name + "', which has trays 0 to " +
+             std::to_string(preset.trayCount - 1);
+    return false;
+  }
+  TraySpan s;
+  s.tray = tray;
+  s.gpus = preset.gpusPerTray;
+  s.firstGpu = tray * preset.gpusPerTray;
+  const auto first = preset.gpuNumaNode.begin() + s.firstGpu;
+  const auto [lo, hi] = std::minmax_element(first, first + s.gpus);
+  s.firstNumaNode = *lo;
+  s.numaNodes = *hi - *lo + 1;
+  *out = s;
+  return true;
 }
 
 }  // namespace mcsim::fabric

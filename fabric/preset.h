@@ -80,9 +80,32 @@ struct Preset {
   // one of fabricManagerStateNames(). Without the key: "ready" with a switch fabric, "not-started"
   // without one (there is no manager to run). MCSIM_FABRIC_MANAGER and fault plans override it.
   std::string fabricManagerInitialState;
+  // Compute trays ("trays": {"count", "gpus_per_tray"}): a rack whose GPUs sit in hosts of their
+  // own, `gpusPerTray` consecutive GPUs each (tray t has GPUs t * gpusPerTray ...). 0: the whole
+  // node is one host. A process may play one tray (MCSIM_TRAY; docs/multiprocess.md, "Trays").
+  int trayCount = 0;
+  int gpusPerTray = 0;
 
   bool multicastSupported() const { return nvswitch.count > 0 && multicast.maxTeamSize > 1; }
 };
+
+// Where tray `tray` of `preset` lies in the rack. A preset without trays is one host.
+struct TraySpan {
+  int tray = -1;           // -1: the whole node (no tray setting)
+  int firstGpu = 0;        // the rack's number of the tray's ordinal 0
+  int gpus = 0;            // GPUs on the tray
+  int firstNumaNode = 0;   // the rack's number of the tray's host NUMA node 0
+  int numaNodes = 0;       // host NUMA nodes the tray's GPUs sit on
+
+  bool holds(int rackGpu) const { return rackGpu >= firstGpu && rackGpu < firstGpu + gpus; }
+  // The tray's ordinal of a rack GPU; a GPU of another tray gets its ordinal on its own tray.
+  int ordinalOf(int rackGpu) const;
+  int rackGpuOf(int ordinal) const { return ordinal < 0 ? ordinal : firstGpu + ordinal; }
+};
+
+// The span of tray `tray`; the problem in `error` (and false) for a preset without trays or a tray
+// it does not have.
+bool traySpan(const Preset& preset, int tray, TraySpan* out, std::string* error);
 
 // The fabric manager states a preset (or MCSIM_FABRIC_MANAGER) may start in, in lifecycle order.
 const std::vector<std::string>& fabricManagerStateNames();

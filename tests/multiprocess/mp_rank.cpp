@@ -378,6 +378,125 @@ int forged() {
   return 0;
 }
 
+// Processes on the trays of a gb200-nvl72 rack (MCSIM_TRAY: rank 0 and rank 2 on tray 0, rank 1
+// on tray 1), each seeing its tray's 4 GPUs. Rank 0 makes memory on its GPU 2 that may be shared
+// both ways, cuMemAlloc memory and an interprocess event, and hands out a descriptor, FABRIC bytes
+// and IPC handles. Rank 2, on the same tray, imports and opens all of them. Rank 1, on another
+// tray (another host), is refused the descriptor and the IPC handles, each refusal changing
+// nothing, and imports the FABRIC handle through the IMEX channel: it maps the memory for its own
+// GPU 1 and reads and writes it, as rank 0 then checks.
+int trays() {
+  const size_t size = 2 * kMiB, words = 64 * 1024;
+  enter(gRank == 1 ? 1 : 0);
+  int count = 0;
+  CU(cuDeviceGetCount(&count));
+  if (count != 4) fail("a tray's process sees " + std::to_string(count) + " devices, not 4");
+  auto importFd = [](int fd, CUmemGenericAllocationHandle* h) {
+    return cuMemImportFromShareableHandle(h, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  };
+  if (gRank == 0) {
+    CUcontext ctx = nullptr;
+    CU(cuDevicePrimaryCtxRetain(&ctx, 2));
+    CU(cuCtxSetCurrent(ctx));
+    CUmemGenericAllocationHandle h = 0;
+    const CUmemAllocationProp prop =
+        cutest::devicePinned(2, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC);
+    CU(cuMemCreate(&h, size, &prop, 0));
+    const Mapped m = mapHere(h, size, {2});
+    CU(cuMemcpyHtoD(m.va, pattern(1, words).data(), words * 4));
+    CUdeviceptr linear = 0;
+    CU(cuMemAlloc(&linear, size));
+    CU(cuMemcpyHtoD(linear, pattern(3, words).data(), words * 4));
+    CUevent ev = nullptr;
+    CU(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS));
+    CU(cuEventRecord(ev, nullptr));
+    CUmemFabricHandle fh;
+    CU(cuMemExportToShareableHandle(&fh, h, CU_MEM_HANDLE_TYPE_FABRIC, 0));
+    CUipcMemHandle ipcMem;
+    CU(cuIpcGetMemHandle(&ipcMem, linear));
+    CUipcEventHandle ipcEvent;
+    CU(cuIpcGetEventHandle(&ipcEvent, ev));
+    int fd = -1;
+    CU(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    share(fd);
+    close(fd);
+    put(hex(fh.data, sizeof fh.data) + " " + hex(reinterpret_cast<const uint8_t*>(ipcMem.reserved), sizeof ipcMem.reserved) +
+        " " + hex(reinterpret_cast<const uint8_t*>(ipcEvent.reserved), sizeof ipcEvent.reserved));
+    barrier();  // rank 2 imported and opened everything, and let go of it
+    barrier();  // rank 1 was refused, imported the FABRIC handle and wrote
+    expectWords(m, kMiB, pattern(2, words / 2), "rank 0 reading what tray 1 wrote through the FABRIC handle");
+    note("trays", "ok");
+    barrier();  // the others let go of what they imported
+    unmapHere(m);
+    CU(cuMemRelease(h));
+    CU(cuMemFree(linear));
+    CU(cuEventDestroy(ev));
+    return 0;
+  }
+  const int fd = fetch();
+  const std::string text = get();
+  CUmemFabricHandle fh;
+  CUipcMemHandle ipcMem;
+  CUipcEventHandle ipcEvent;
+  unhex(text.substr(0, 128), fh.data, sizeof fh.data);
+  unhex(text.substr(129, 128), reinterpret_cast<uint8_t*>(ipcMem.reserved), sizeof ipcMem.reserved);
+  unhex(text.substr(258, 128), reinterpret_cast<uint8_t*>(ipcEvent.reserved), sizeof ipcEvent.reserved);
+  CUmemGenericAllocationHandle h = 0;
+  if (gRank == 2) {
+    // The same tray: one host, so the descriptor and the IPC handles work as on any one machine.
+    CUmemGenericAllocationHandle viaFd = 0;
+    CU(importFd(fd, &viaFd));
+    CU(cuMemRelease(viaFd));
+    CUdeviceptr opened = 0;
+    CU(cuIpcOpenMemHandle(&opened, ipcMem, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    std::vector<uint32_t> got(words);
+    CU(cuMemcpyDtoH(got.data(), opened, words * 4));
+    if (got != pattern(3, words)) fail("rank 2 reading tray 0's cuMemAlloc memory through its IPC handle");
+    CU(cuIpcCloseMemHandle(opened));
+    CUevent ev = nullptr;
+    CU(cuIpcOpenEventHandle(&ev, ipcEvent));
+    CU(cuEventSynchronize(ev));
+    CU(cuEventDestroy(ev));
+    close(fd);
+    note("trays", "ok");
+    barrier();
+    barrier();
+    barrier();
+    return 0;
+  }
+  // Another tray: another host. Its refusals come once rank 2 is done, so that nothing else
+  // changes the node meanwhile.
+  barrier();
+  const uint64_t before = mcsim::api::stateDigest();
+  auto unchanged = [&](const char* what) {
+    if (mcsim::api::stateDigest() != before) fail(std::string(what) + " was refused but changed the node's state");
+  };
+  EXPECT_RESULT(CUDA_ERROR_UNKNOWN, importFd(fd, &h));
+  unchanged("another tray's descriptor");
+  CUdeviceptr opened = 0;
+  EXPECT_RESULT(CUDA_ERROR_INVALID_VALUE, cuIpcOpenMemHandle(&opened, ipcMem, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  unchanged("another tray's IPC memory handle");
+  CUevent ev = nullptr;
+  EXPECT_RESULT(CUDA_ERROR_MAP_FAILED, cuIpcOpenEventHandle(&ev, ipcEvent));
+  unchanged("another tray's IPC event handle");
+  close(fd);
+  CU(cuMemImportFromShareableHandle(&h, &fh, CU_MEM_HANDLE_TYPE_FABRIC));
+  CUmemAllocationProp props{};
+  CU(cuMemGetAllocationPropertiesFromHandle(&props, h));
+  note("location", std::to_string(props.location.id));
+  const Mapped m = mapHere(h, size, {1});
+  expectWords(m, 0, pattern(1, words), "tray 1 reading tray 0's memory through the FABRIC handle");
+  CU(cuMemcpyHtoD(m.va + kMiB, pattern(2, words / 2).data(), words / 2 * 4));
+  CU(cuCtxSynchronize());
+  note("trays", "ok");
+  barrier();
+  unmapHere(m);
+  CU(cuMemRelease(h));
+  barrier();
+  return 0;
+}
+
 // The team setup of NCCL's NVLS transport, one process per GPU: rank 0 creates the multicast
 // object and shares a POSIX descriptor; every rank imports it, adds its device, makes, maps and
 // binds its memory, maps the multicast range; then a one-shot multimem all-reduce across the
@@ -900,6 +1019,7 @@ int main(int argc, char** argv) {
   if (gScenario == "pidfd") return dataAcross("pidfd");
   if (gScenario == "fabric") return dataAcross("fabric");
   if (gScenario == "forged") return forged();
+  if (gScenario == "trays") return trays();
   if (gScenario == "nccl") return ncclTeam();
   if (gScenario == "block") return blockingBind();
   if (gScenario == "killed") return killedRank();

@@ -292,6 +292,49 @@ TEST_F(SharedNode, ForgedClosedAndForeignHandlesAreRefusedAndChangeNothing) {
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
+// The trays of a rack are hosts of their own (docs/multiprocess.md, "Trays"): between two trays
+// only FABRIC handles cross (the IMEX channel); a descriptor and IPC handles are refused, and
+// work within one tray.
+TEST_F(SharedNode, TraysShareFabricHandlesButNotDescriptorsOrIpcHandles) {
+  startNode({"--topology", "gb200-nvl72"});
+  Broker b(MCSIM_MP_RANK, dir_);
+  const int trayOf[3] = {0, 1, 0};
+  for (int r = 0; r < 3; ++r) {
+    Env env = rankEnv();
+    env.emplace_back("MCSIM_TRAY", std::to_string(trayOf[r]));
+    b.spawn("trays", r, 3, env);
+  }
+  b.start();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(0, b.wait(r)) << "rank " << r << ":\n" << b.output(r);
+  b.finish();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ("ok", b.noted(r, "trays")) << "rank " << r;
+  // The memory of tray 0's GPU 2, as the importer on tray 1 is told: its exporter's ordinal.
+  EXPECT_EQ("2", b.noted(1, "location"));
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
+// A tray the rack does not have, or a tray on a node without trays, is refused at attach.
+TEST_F(SharedNode, TrayTheNodeLacksIsRefusedAtAttach) {
+  startNode({"--topology", "gb200-nvl72"});
+  const std::string flat = name_ + "-flat";
+  startNode({}, {}, flat);
+  Broker b(MCSIM_MP_RANK, dir_);
+  Env onRack = rankEnv();
+  onRack.emplace_back("MCSIM_TRAY", "18");
+  Env onFlat = rankEnv(flat);
+  onFlat.emplace_back("MCSIM_TRAY", "0");
+  b.spawn("attach", 0, 2, onRack);
+  b.spawn("attach", 1, 2, onFlat);
+  b.start();
+  EXPECT_EQ(3, b.wait(0)) << b.output(0);
+  EXPECT_EQ(3, b.wait(1)) << b.output(1);
+  b.finish();
+  EXPECT_TRUE(contains(b.output(0), "MCSIM_TRAY=18 is no tray of 'gb200-nvl72', which has trays 0 to 17")) << b.output(0);
+  EXPECT_TRUE(contains(b.output(0), "CUDA_ERROR_NO_DEVICE")) << b.output(0);
+  EXPECT_TRUE(contains(b.output(1), "has no trays")) << b.output(1);
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
 TEST_F(SharedNode, BindBlocksUntilTheLastProcessAddsItsDevice) {
   startNode({}, {{"MCSIM_HANG_GRACE_S", "30"}});
   Broker b(MCSIM_MP_RANK, dir_);

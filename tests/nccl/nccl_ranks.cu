@@ -6,6 +6,10 @@
 // rank on one communicator, checks every element it receives, and prints one line per
 // collective; the launcher prints "nccl_ranks: N processes, M floats: correct" when every rank
 // exits 0 (docs/nccl.md). On mcsim the processes attach to the shared node MCSIM_NODE names.
+// `nccl_ranks N COUNT G` puts the ranks on the compute trays of a rack, G GPUs a tray (the node's
+// preset must have trays, gb200-nvl72): rank R runs on tray R / G (MCSIM_TRAY, and NCCL_HOSTID
+// naming the tray, so that NCCL takes each tray for a host of its own) and uses its device R % G;
+// NCCL then builds one multi-node NVLink (MNNVL) communicator over the trays (docs/nccl.md).
 // Rank r's element k is r + 1 + (k % 7), so sums are exact in f32.
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -97,8 +101,8 @@ int run(ncclComm_t comm, cudaStream_t stream, int rank, int n, size_t count, con
   return bad == 0 ? 0 : 1;
 }
 
-int rankMain(int rank, int n, size_t count, const std::string& idPath) {
-  if (cudaSetDevice(rank) != cudaSuccess) {
+int rankMain(int rank, int n, size_t count, const std::string& idPath, int device) {
+  if (cudaSetDevice(device) != cudaSuccess) {
     std::printf("nccl_ranks: rank %d: FAILED: cudaSetDevice\n", rank);
     return 1;
   }
@@ -125,13 +129,15 @@ int rankMain(int rank, int n, size_t count, const std::string& idPath) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 6 && std::strcmp(argv[1], "--rank") == 0) {
-    return rankMain(std::atoi(argv[2]), std::atoi(argv[3]), std::strtoul(argv[4], nullptr, 10), argv[5]);
+  if (argc == 7 && std::strcmp(argv[1], "--rank") == 0) {
+    return rankMain(std::atoi(argv[2]), std::atoi(argv[3]), std::strtoul(argv[4], nullptr, 10), argv[5],
+                    std::atoi(argv[6]));
   }
   const int n = argc > 1 ? std::atoi(argv[1]) : 2;
   const size_t count = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1024;
-  if (n < 1 || n > 64 || count == 0) {
-    std::printf("usage: nccl_ranks N COUNT\n");
+  const int perTray = argc > 3 ? std::atoi(argv[3]) : 0;
+  if (n < 1 || n > 72 || count == 0 || perTray < 0) {
+    std::printf("usage: nccl_ranks N COUNT [GPUS_PER_TRAY]\n");
     return 2;
   }
   char dir[] = "/tmp/nccl_ranks-XXXXXX";
@@ -146,8 +152,15 @@ int main(int argc, char** argv) {
     if (pid == 0) {
       const std::string rank = std::to_string(r), ranks = std::to_string(n), floats = std::to_string(count);
       setenv("MCSIM_RANK", rank.c_str(), 1);
+      std::string device = rank;
+      if (perTray > 0) {
+        const std::string tray = std::to_string(r / perTray);
+        setenv("MCSIM_TRAY", tray.c_str(), 1);
+        setenv("NCCL_HOSTID", ("nccl-ranks-tray-" + tray).c_str(), 1);
+        device = std::to_string(r % perTray);
+      }
       execl("/proc/self/exe", argv[0], "--rank", rank.c_str(), ranks.c_str(), floats.c_str(), idPath.c_str(),
-            static_cast<char*>(nullptr));
+            device.c_str(), static_cast<char*>(nullptr));
       std::perror("execl");
       _exit(127);
     }

@@ -20,6 +20,7 @@ struct DriverSettings {
   bool timingOnly = false;             // MCSIM_TIMING_ONLY=1: time everything, move no data
   std::string timeline;                // MCSIM_TIMELINE
   bool timelineSummary = false;        // MCSIM_TIMELINE_SUMMARY=1
+  std::optional<int> tray;             // MCSIM_TRAY (and NCCL_HOSTID, unless set)
 };
 
 // Refuses a preset or fault plan the driver would refuse (reported as `who`: "mcsim run"), so

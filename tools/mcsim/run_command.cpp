@@ -18,7 +18,9 @@ struct RunOptions {
   DriverSettings driver;
   uint64_t seed = 0;
   int driverVersion = 0;
+  int tray = 0;
   std::vector<std::string> command;
+  CLI::Option* trayOption = nullptr;
   CLI::Option* seedOption = nullptr;
   CLI::Option* versionOption = nullptr;
 };
@@ -36,6 +38,7 @@ std::string checkDriverVersion(const std::string& text) {
 int run(RunOptions& o) {
   if (o.seedOption->count() > 0) o.driver.seed = o.seed;
   if (o.versionOption->count() > 0) o.driver.driverVersion = o.driverVersion;
+  if (o.trayOption->count() > 0) o.driver.tray = o.tray;
   return execWithDriver("mcsim run", o.driver, o.command);
 }
 
@@ -54,6 +57,10 @@ Command addRunCommand(CLI::App& parent) {
                   "at exit (MCSIM_TIMELINE; docs/timeline.md)");
   cmd->add_flag("--timeline-summary", o->driver.timelineSummary,
                 "At exit, print simulated time per kernel, per copy kind, per link and switch (MCSIM_TIMELINE_SUMMARY=1)");
+  o->trayOption = cmd->add_option("--tray", o->tray,
+                                  "Run the program on this compute tray of the rack: it sees the tray's GPUs as devices "
+                                  "0-3 (MCSIM_TRAY; sets NCCL_HOSTID to the tray's unless set; docs/multiprocess.md)")
+                      ->check(CLI::Range(0, 1023));
   o->seedOption = cmd->add_option("--seed", o->seed, "Seed of every random choice (MCSIM_SEED)");
   o->versionOption = cmd->add_option("--driver-version", o->driverVersion,
                                      "Driver version to emulate, e.g. 12080 (MCSIM_DRIVER_VERSION)")

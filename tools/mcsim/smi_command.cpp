@@ -127,8 +127,9 @@ std::string cpuRanges(const std::vector<unsigned long>& mask) {
   return out.empty() ? "N/A" : out;
 }
 
-int smi(const std::string& topology, bool topoMatrix) {
+int smi(const std::string& topology, const std::string& tray, bool topoMatrix) {
   if (!topology.empty()) setenv("MCSIM_TOPOLOGY", topology.c_str(), 1);
+  if (!tray.empty()) setenv("MCSIM_TRAY", tray.c_str(), 1);
   Nvml n;
   std::string problem;
   if (!loadNvml(&n, &problem)) {
@@ -257,14 +258,17 @@ int smi(const std::string& topology, bool topoMatrix) {
 
 Command addSmiCommand(CLI::App& parent) {
   auto topology = std::make_shared<std::string>();
+  auto tray = std::make_shared<std::string>();
   auto matrix = std::make_shared<bool>(false);
   CLI::App* cmd = parent.add_subcommand(
       "smi", "What nvidia-smi prints for the simulated node, through mcsim's libnvidia-ml.so.1 (docs/nvml.md)");
   cmd->add_option("--topology", *topology, "Built-in preset name or preset file (MCSIM_TOPOLOGY); MCSIM_NODE attaches to a shared node instead");
+  cmd->add_option("--tray", *tray, "The compute tray whose host to show: its 4 GPUs, as nvidia-smi on that tray prints them (MCSIM_TRAY)")
+      ->check(CLI::Range(0, 1023));
   CLI::App* topo = cmd->add_subcommand("topo", "The topology matrix, as `nvidia-smi topo -m` prints it");
   topo->add_flag("-m,--matrix", *matrix, "Print the GPU topology matrix (the only view offered)");
   // The flag's variable lives as long as the command (CLI11 writes it as it parses).
-  return {cmd, [topology, topo, matrix] { return smi(*topology, topo->parsed()); }};
+  return {cmd, [topology, tray, topo, matrix] { return smi(*topology, *tray, topo->parsed()); }};
 }
 
 }  // namespace mcsim::tools
