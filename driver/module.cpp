@@ -27,6 +27,7 @@
 #include "driver/enum_field.h"
 #include "driver/graph.h"
 #include "driver/kernel_registry.h"
+#include "driver/link.h"
 #include "driver/module_image.h"
 #include "driver/module_ptx.h"
 #include "driver/stream.h"
@@ -86,6 +87,24 @@ bool has(const std::vector<std::string>& names, const char* name) {
 CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* names, ModuleCode* code) {
   if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ModuleImage read = readModuleImage(image, bytes == 0 ? kUnknownImageSize : bytes);
+  if (!read.ok && read.noCode && read.format == ImageFormat::kFatbinWrapper && read.prelinked != 0) {
+    // A -rdc program built with PTX only: nvlink wrote an image with no code, listing the
+    // relocatable objects, whose PTX the driver JIT-links whole here, as cuLinkComplete would
+    // (the CUDA runtime hands the image to cuLibraryLoadData and links nothing itself).
+    CUctx_st* ctx = nullptr;
+    const int device = currentContext(&ctx) == CUDA_SUCCESS && ctx != nullptr ? ctx->device : 0;
+    ModuleImage linked;
+    std::string why;
+    const CUresult r = linkPrelinkedImage(read, computeCapability(device), &linked, &why);
+    if (r != CUDA_SUCCESS) {
+      std::fprintf(stderr,
+                   "mcsim: the device-linked (-rdc) image carries no code of its own, and linking the PTX of the %zu "
+                   "relocatable objects it lists failed: %s\n",
+                   read.prelinked, why.c_str());
+      return r;
+    }
+    read = std::move(linked);
+  }
   if (!read.ok) {
     std::fprintf(stderr, "mcsim: the module image cannot be loaded: %s\n", read.error.c_str());
     return CUDA_ERROR_INVALID_IMAGE;

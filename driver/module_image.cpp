@@ -493,7 +493,11 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size, bool ptxOnly = false) {
       }
     }
   }
-  if (!anyCode) return refused(f, "fatbin: no PTX or ELF entry among its " + std::to_string(r.variants.size()) + " entries");
+  if (!anyCode) {
+    ModuleImage none = refused(f, "fatbin: no PTX or ELF entry among its " + std::to_string(r.variants.size()) + " entries");
+    none.noCode = true;
+    return none;
+  }
   if (!anyReadable) return refused(f, "fatbin: no entry can be read; first problem: " + firstError);
   return refused(f, "fatbin: no readable entry; first problem: " + firstError);
 }
@@ -604,6 +608,122 @@ bool readPtxFatbins(const uint8_t* data, size_t size, size_t maxObjects, uint64_
     }
     out->push_back(std::move(object.ptx.front()));
     off += object.bytes;
+  }
+  return true;
+}
+
+namespace {
+
+// The fatbins of one host ELF object, `b`, at `base` of the whole input.
+bool objectFatbins(Bytes b, uint64_t base, const std::string& member, std::vector<EmbeddedFatbin>* out,
+                   std::string* error) {
+  const std::string who = member.empty() ? "the object" : "archive member '" + member + "'";
+  if (!b.has(0, kElfHeaderBytes) || b.at<uint8_t>(4) != 2 || b.at<uint8_t>(5) != 1) {
+    *error = who + " is not a 64-bit little-endian ELF object";
+    return false;
+  }
+  const uint64_t shoff = b.at<uint64_t>(40);
+  const uint16_t shentsize = b.at<uint16_t>(58);
+  uint64_t shnum = b.at<uint16_t>(60);
+  uint32_t shstrndx = b.at<uint16_t>(62);
+  if (shoff == 0 || shentsize != kElfSectionBytes || !b.has(shoff, kElfSectionBytes)) {
+    *error = who + ": no readable ELF section header table";
+    return false;
+  }
+  if (shnum == 0) shnum = b.at<uint64_t>(shoff + 32);
+  if (shstrndx == 0xffff) shstrndx = b.at<uint32_t>(shoff + 40);
+  if (shnum > (b.size() - shoff) / kElfSectionBytes || shstrndx >= shnum) {
+    *error = who + ": its " + std::to_string(shnum) + " ELF section headers do not fit in it";
+    return false;
+  }
+  auto section = [&](uint64_t i, uint64_t* off, uint64_t* size) {
+    const uint64_t o = shoff + i * kElfSectionBytes;
+    *off = b.at<uint64_t>(o + 24);
+    *size = b.at<uint64_t>(o + 32);
+    return b.at<uint32_t>(o + 4) != kShtNobits && b.has(*off, *size);
+  };
+  uint64_t strOff = 0, strSize = 0;
+  if (!section(shstrndx, &strOff, &strSize)) {
+    *error = who + ": its section name table lies outside it";
+    return false;
+  }
+  const Bytes names = b.sub(strOff, strSize);
+  for (uint64_t i = 0; i < shnum; ++i) {
+    const std::optional<std::string> name = stringAt(names, b.at<uint32_t>(shoff + i * kElfSectionBytes));
+    if (!name || (*name != "__nv_relfatbin" && *name != ".nv_fatbin")) continue;
+    uint64_t off = 0, size = 0;
+    if (!section(i, &off, &size)) {
+      *error = who + ": section " + *name + " lies outside it";
+      return false;
+    }
+    for (uint64_t at = 0; at < size;) {
+      if (!b.has(off + at, 4) || b.at<uint32_t>(off + at) == 0) {
+        at += 8;  // padding between fatbins
+        continue;
+      }
+      if (!b.has(off + at, kFatbinHeaderBytes) || size - at < kFatbinHeaderBytes || b.at<uint32_t>(off + at) != kFatbinMagic) {
+        *error = who + ": section " + *name + " holds something other than a fatbin at offset " + hex(at);
+        return false;
+      }
+      const uint64_t total = b.at<uint16_t>(off + at + 6) + b.at<uint64_t>(off + at + 8);
+      if (total > size - at) {
+        *error = who + ": the fatbin at offset " + hex(at) + " of section " + *name + " runs past its end";
+        return false;
+      }
+      out->push_back(EmbeddedFatbin{member, base + off + at, total});
+      at += (total + 7) & ~uint64_t{7};
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool hostFatbins(const uint8_t* data, size_t size, std::vector<EmbeddedFatbin>* out, std::string* error) {
+  out->clear();
+  const Bytes all(data, size);
+  if (startsWith(data, size, 0x464C457Fu)) return objectFatbins(all, 0, "", out, error);
+  static const char kArchive[] = "!<arch>\n";
+  if (size < 8 || std::memcmp(data, kArchive, 8) != 0) {
+    *error = "neither a host ELF object nor an ar archive of them";
+    return false;
+  }
+  std::string longNames;
+  for (uint64_t at = 8; at < size;) {
+    if (!all.has(at, 60) || data[at + 58] != '`' || data[at + 59] != '\n') {
+      *error = "archive: a member header at offset " + hex(at) + " is cut short or malformed";
+      return false;
+    }
+    const std::string field(reinterpret_cast<const char*>(data + at + 48), 10);
+    uint64_t bytes = 0;
+    size_t digits = 0;
+    for (char c : field) {
+      if (c == ' ') break;
+      if (c < '0' || c > '9' || ++digits > 10) {
+        *error = "archive: the member at offset " + hex(at) + " has no decimal size";
+        return false;
+      }
+      bytes = bytes * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (!all.has(at + 60, bytes)) {
+      *error = "archive: the member at offset " + hex(at) + " runs past the archive's end";
+      return false;
+    }
+    std::string name(reinterpret_cast<const char*>(data + at), 16);
+    name.erase(name.find_last_not_of(' ') + 1);
+    const Bytes member = all.sub(at + 60, bytes);
+    if (name == "//") {
+      longNames.assign(reinterpret_cast<const char*>(member.data()), bytes);
+    } else if (name != "/" && name != "/SYM64/") {
+      if (name.size() > 1 && name[0] == '/' && name.find_first_not_of("0123456789", 1) == std::string::npos) {
+        const size_t o = std::stoul(name.substr(1));
+        if (o < longNames.size()) name = longNames.substr(o, longNames.find_first_of("/\n", o) - o);
+      } else if (!name.empty() && name.back() == '/') {
+        name.pop_back();
+      }
+      if (startsWith(member.data(), bytes, 0x464C457Fu) && !objectFatbins(member, at + 60, name, out, error)) return false;
+    }
+    at += 60 + bytes + (bytes & 1);
   }
   return true;
 }

@@ -2,7 +2,10 @@
 // calls a device function, reads a variable and calls through a table of function pointers, all
 // defined in the other unit (rt_rdc_ops.cu). nvcc device-links the objects into an image of SASS
 // only; the wrapper lists the relocatable objects with their PTX, which mcsim links at the
-// kernel's first launch (docs/ptx.md, "Linking relocatable PTX"), as it does NCCL's.
+// kernel's first launch (docs/ptx.md, "Linking relocatable PTX"), as it does NCCL's. Built with
+// PTX only (code=compute_90), the device-linked image carries no code at all and the driver links
+// the objects' PTX whole when the runtime loads it (docs/ptx.md, "Linking with cuLink*"); that
+// build (RT_RDC_SYMBOLS) also reaches the other unit's variable from the host.
 // Prints "rt_rdc: correct" or what went wrong.
 #include <cuda_runtime.h>
 
@@ -39,6 +42,26 @@ int main() {
     const int want = 10 * (t % 2 == 0 ? t + 5 : 3 * t) + 5;
     if (h[t] != want && bad++ < 5) std::printf("rt_rdc: out[%d] = %d, expected %d\n", t, h[t], want);
   }
+#ifdef RT_RDC_SYMBOLS
+  // The other unit's variable from the host: one copy, which the kernel and both functions read.
+  int offset = 0;
+  if (cudaMemcpyFromSymbol(&offset, rdc_offset, sizeof offset) != cudaSuccess || offset != 5) {
+    std::printf("rt_rdc: rdc_offset reads %d through cudaMemcpyFromSymbol, expected 5\n", offset);
+    ++bad;
+  }
+  const int changed = 100;
+  if (cudaMemcpyToSymbol(rdc_offset, &changed, sizeof changed) != cudaSuccess) {
+    std::printf("rt_rdc: cudaMemcpyToSymbol(rdc_offset) failed\n");
+    ++bad;
+  }
+  rdc_kernel<<<1, n>>>(d);
+  if (cudaDeviceSynchronize() != cudaSuccess) ++bad;
+  cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int t = 0; t < n; ++t) {
+    const int want = 10 * (t % 2 == 0 ? t + changed : 3 * t) + changed;
+    if (h[t] != want && bad++ < 5) std::printf("rt_rdc: after the change, out[%d] = %d, expected %d\n", t, h[t], want);
+  }
+#endif
   cudaFree(d);
   if (bad == 0) std::printf("rt_rdc: correct\n");
   return bad == 0 ? 0 : 1;
