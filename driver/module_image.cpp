@@ -16,9 +16,10 @@
 //    pointer to the fatbin.
 //  - cubins are ELF64 little-endian for EM_CUDA (190). Every kernel entry is a global STT_FUNC
 //    symbol (local for a kernel in an anonymous namespace: read from nvcc -cubin's output with
-//    readelf) whose st_other has bit 0x10 set, defined in its own section .text.<name>; __device__
-//    functions of relocatable (-rdc) cubins are global STT_FUNC in .text.<name> too but lack the
-//    0x10 bit, and internal helpers are weak, so all three tests are needed.
+//    readelf; weak for a template's kernel in the cubin nvlink writes for an -rdc program) whose
+//    st_other has bit 0x10 set, defined in its own section .text.<name>; __device__ functions of
+//    relocatable (-rdc) cubins are global STT_FUNC in .text.<name> too but lack the 0x10 bit, and
+//    internal helpers are weak, so all three tests are needed.
 #include "driver/module_image.h"
 
 #include <algorithm>
@@ -46,7 +47,7 @@ constexpr size_t kElfHeaderBytes = 64;
 constexpr size_t kElfSectionBytes = 64;
 constexpr size_t kElfSymbolBytes = 24;
 constexpr uint32_t kShtSymtab = 2, kShtStrtab = 3, kShtNobits = 8;
-constexpr uint8_t kSttFunc = 2, kStbLocal = 0, kStbGlobal = 1, kStoCudaEntry = 0x10;
+constexpr uint8_t kSttFunc = 2, kStbLocal = 0, kStbGlobal = 1, kStbWeak = 2, kStoCudaEntry = 0x10;
 
 // [data, data + size): every read checks its bounds and copies (the image need not be aligned).
 class Bytes {
@@ -325,9 +326,13 @@ ModuleImage parseCubin(const uint8_t* p, size_t size) {
     for (uint64_t o = 0; o + kElfSymbolBytes <= syms.size(); o += kElfSymbolBytes) {
       const uint8_t info = syms.at<uint8_t>(o + 4), other = syms.at<uint8_t>(o + 5);
       const uint16_t shndx = syms.at<uint16_t>(o + 6);
-      // A kernel in an anonymous namespace (internal linkage) is a local symbol, still an entry.
+      // A kernel in an anonymous namespace (internal linkage) is a local symbol, still an entry;
+      // a template's kernel is a weak one in a device-linked (-rdc) cubin (nvlink's output).
       const uint8_t bind = static_cast<uint8_t>(info >> 4);
-      if ((info & 0xf) != kSttFunc || (bind != kStbGlobal && bind != kStbLocal) || !(other & kStoCudaEntry)) continue;
+      if ((info & 0xf) != kSttFunc || (bind != kStbGlobal && bind != kStbLocal && bind != kStbWeak) ||
+          !(other & kStoCudaEntry)) {
+        continue;
+      }
       if (shndx == 0 || shndx >= 0xff00) continue;  // undefined, or a reserved index: not code here
       if (shndx >= shnum) {
         return refused(f, "ELF: symbol " + std::to_string(o / kElfSymbolBytes) + " names section " +

@@ -1,6 +1,6 @@
 // A program built with separate compilation (nvcc -rdc=true, two compilation units): its kernel
 // calls a device function, reads a variable and calls through a table of function pointers, all
-// defined in the other unit (rt_rdc_ops.cu). nvcc device-links the objects into an image of SASS
+// defined in the other unit (rt_rdc_ops.cu); a template's kernel calls the function too. nvcc device-links the objects into an image of SASS
 // only; the wrapper lists the relocatable objects with their PTX, which mcsim links at the
 // kernel's first launch (docs/ptx.md, "Linking relocatable PTX"), as it does NCCL's. Built with
 // PTX only (code=compute_90), the device-linked image carries no code at all and the driver links
@@ -20,6 +20,12 @@ extern __device__ int rdc_scale(int x);
 __global__ void rdc_kernel(int* out) {
   const int t = threadIdx.x;
   out[t] = rdc_scale(rdc_table[t % 2](t)) + rdc_offset;
+}
+
+// A template's kernel: a weak symbol in the device-linked cubin, a .weak .entry in the PTX.
+template <typename T>
+__global__ void rdc_template_kernel(T* out) {
+  out[threadIdx.x] = static_cast<T>(rdc_scale(static_cast<int>(threadIdx.x)));
 }
 
 int main() {
@@ -62,6 +68,15 @@ int main() {
     if (h[t] != want && bad++ < 5) std::printf("rt_rdc: after the change, out[%d] = %d, expected %d\n", t, h[t], want);
   }
 #endif
+  rdc_template_kernel<int><<<1, n>>>(d);
+  if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    std::printf("rt_rdc: the template's kernel failed\n");
+    ++bad;
+  }
+  cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int t = 0; t < n; ++t) {
+    if (h[t] != 10 * t && bad++ < 5) std::printf("rt_rdc: the template's out[%d] = %d, expected %d\n", t, h[t], 10 * t);
+  }
   cudaFree(d);
   if (bad == 0) std::printf("rt_rdc: correct\n");
   return bad == 0 ? 0 : 1;
