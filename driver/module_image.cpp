@@ -508,8 +508,11 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size, bool ptxOnly = false) {
 }
 
 // Whether the fatbin at `p` (of unknown size: its header gives the extent) has a PTX entry, from
-// its entry headers alone.
-bool fatbinHasPtx(const uint8_t* p) {
+// its entry headers alone; `ptxBytes` (optional) gets the text bytes of its PTX entries, as the
+// headers declare them (decompressed).
+bool fatbinHasPtx(const uint8_t* p, uint64_t* ptxBytes = nullptr) {
+  if (ptxBytes != nullptr) *ptxBytes = 0;
+  bool has = false;
   if (!startsWith(p, kUnknownImageSize, kFatbinMagic)) return false;
   Bytes head(p, kFatbinHeaderBytes);
   const uint16_t headerBytes = head.at<uint16_t>(6);
@@ -517,13 +520,18 @@ bool fatbinHasPtx(const uint8_t* p) {
   if (head.at<uint16_t>(4) != 1 || headerBytes < kFatbinHeaderBytes || fatSize > kMaxImageBytes) return false;
   const Bytes image(p, headerBytes + fatSize);
   for (uint64_t off = headerBytes; image.has(off, kFatbinEntryMinBytes);) {
-    if (image.at<uint16_t>(off) == kKindPtx) return true;
     const uint32_t entryHeader = image.at<uint32_t>(off + 4);
     const uint64_t payload = image.at<uint64_t>(off + 8);
+    if (image.at<uint16_t>(off) == kKindPtx) {
+      if (ptxBytes == nullptr) return true;
+      has = true;
+      const uint64_t text = (image.at<uint64_t>(off + 40) & kCompressedZstd) != 0 ? image.at<uint64_t>(off + 56) : payload;
+      *ptxBytes += std::min<uint64_t>(text, kMaxDecompressedBytes);
+    }
     if (entryHeader < kFatbinEntryMinBytes || !image.has(off, entryHeader) || !image.has(off + entryHeader, payload)) break;
     off += entryHeader + payload;
   }
-  return false;
+  return has;
 }
 
 }  // namespace
@@ -795,7 +803,11 @@ ModuleImage readModuleImage(const void* image, size_t size) {
         if (fatbin == nullptr) break;
         ++r.prelinked;
         r.prelinkedFatbins.push_back(fatbin);
-        if (fatbinHasPtx(static_cast<const uint8_t*>(fatbin))) ++r.prelinkedWithPtx;
+        uint64_t ptxBytes = 0;
+        if (fatbinHasPtx(static_cast<const uint8_t*>(fatbin), &ptxBytes)) {
+          ++r.prelinkedWithPtx;
+          r.prelinkedPtxBytes += ptxBytes;
+        }
       }
     }
     return r;

@@ -66,6 +66,7 @@ struct ModuleImage {
   // (read from their entry headers; nothing of them is decompressed or parsed).
   size_t prelinked = 0;
   size_t prelinkedWithPtx = 0;
+  uint64_t prelinkedPtxBytes = 0;  // the text bytes of their PTX entries, as the headers declare them
   // Their fatbins, as the list names them (memory of the program's own image, which stays mapped).
   std::vector<const void*> prelinkedFatbins;
 };

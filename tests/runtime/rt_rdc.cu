@@ -1,11 +1,10 @@
 // A program built with separate compilation (nvcc -rdc=true, two compilation units): its kernel
 // calls a device function, reads a variable and calls through a table of function pointers, all
-// defined in the other unit (rt_rdc_ops.cu); a template's kernel calls the function too. nvcc device-links the objects into an image of SASS
-// only; the wrapper lists the relocatable objects with their PTX, which mcsim links at the
-// kernel's first launch (docs/ptx.md, "Linking relocatable PTX"), as it does NCCL's. Built with
-// PTX only (code=compute_90), the device-linked image carries no code at all and the driver links
-// the objects' PTX whole when the runtime loads it (docs/ptx.md, "Linking with cuLink*"); that
-// build (RT_RDC_SYMBOLS) also reaches the other unit's variable from the host.
+// defined in the other unit (rt_rdc_ops.cu); a template's kernel calls the function too; the host
+// reads and writes the other unit's variable. nvcc device-links the objects into an image of SASS
+// only, or, built with PTX only (code=compute_90), of no code at all; either way the wrapper lists
+// the relocatable objects with their PTX, which mcsim links whole when the runtime loads the
+// image (docs/ptx.md, "Linking relocatable PTX" and "Linking with cuLink*").
 // Prints "rt_rdc: correct" or what went wrong.
 #include <cuda_runtime.h>
 
@@ -48,7 +47,6 @@ int main() {
     const int want = 10 * (t % 2 == 0 ? t + 5 : 3 * t) + 5;
     if (h[t] != want && bad++ < 5) std::printf("rt_rdc: out[%d] = %d, expected %d\n", t, h[t], want);
   }
-#ifdef RT_RDC_SYMBOLS
   // The other unit's variable from the host: one copy, which the kernel and both functions read.
   int offset = 0;
   if (cudaMemcpyFromSymbol(&offset, rdc_offset, sizeof offset) != cudaSuccess || offset != 5) {
@@ -67,7 +65,6 @@ int main() {
     const int want = 10 * (t % 2 == 0 ? t + changed : 3 * t) + changed;
     if (h[t] != want && bad++ < 5) std::printf("rt_rdc: after the change, out[%d] = %d, expected %d\n", t, h[t], want);
   }
-#endif
   rdc_template_kernel<int><<<1, n>>>(d);
   if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
     std::printf("rt_rdc: the template's kernel failed\n");
