@@ -187,34 +187,31 @@ CUresult fatbinObjects(CUlinkState_st& st, const std::string& name, const Module
 CUresult addInput(CUlinkState_st& st, uint32_t type, const uint8_t* data, size_t size, const std::string& name) {
   std::vector<Object> objects;
   switch (type) {
-    case CU_JIT_INPUT_CUBIN: {
+    case CU_JIT_INPUT_CUBIN:
+    case CU_JIT_INPUT_FATBINARY: {
+      // Taken by what the bytes are: a cubin, a fatbin, or PTX text (such as an image mcsim's
+      // cuLinkComplete handed out, which is PTX).
       const ModuleImage image = readModuleImage(data, size);
-      if (image.ok && image.format == ImageFormat::kPtx) {
-        // PTX text, such as an image cuLinkComplete handed out (mcsim's are PTX).
+      const char* want = type == CU_JIT_INPUT_CUBIN ? "a cubin" : "a fatbin";
+      if (!image.ok) return fail(st, CUDA_ERROR_INVALID_IMAGE, name + ": not " + want + ": " + image.error);
+      if (image.format == ImageFormat::kPtx) {
         objects.push_back(Object{name, image.ptx.front().text});
         MCSIM_TRY(checkPtx(st, name, objects.back().text));
-        break;
+      } else if (image.format == ImageFormat::kCubin) {
+        ModuleImage asFatbin = image;
+        asFatbin.variants.push_back(FatbinVariant{2, st.cc, false});  // its architecture is not read: named as the target's
+        MCSIM_TRY(fatbinObjects(st, name, asFatbin, &objects));
+      } else if (image.format == ImageFormat::kFatbin) {
+        MCSIM_TRY(fatbinObjects(st, name, image, &objects));
+      } else {
+        return fail(st, CUDA_ERROR_INVALID_IMAGE, name + ": not " + std::string(want) + ": a " + imageFormatName(image.format));
       }
-      if (!image.ok || image.format != ImageFormat::kCubin) {
-        return fail(st, CUDA_ERROR_INVALID_IMAGE, name + ": not a cubin: " + (image.ok ? imageFormatName(image.format) : image.error));
-      }
-      ModuleImage asFatbin = image;
-      asFatbin.variants.push_back(FatbinVariant{2, st.cc, false});  // its architecture is not read: named as the target's
-      MCSIM_TRY(fatbinObjects(st, name, asFatbin, &objects));
       break;
     }
     case CU_JIT_INPUT_PTX: {
       const size_t len = strnlen(reinterpret_cast<const char*>(data), size);
       objects.push_back(Object{name, std::string(reinterpret_cast<const char*>(data), len)});
       MCSIM_TRY(checkPtx(st, name, objects.back().text));
-      break;
-    }
-    case CU_JIT_INPUT_FATBINARY: {
-      const ModuleImage image = readModuleImage(data, size);
-      if (!image.ok || image.format != ImageFormat::kFatbin) {
-        return fail(st, CUDA_ERROR_INVALID_IMAGE, name + ": not a fatbin: " + (image.ok ? imageFormatName(image.format) : image.error));
-      }
-      MCSIM_TRY(fatbinObjects(st, name, image, &objects));
       break;
     }
     case CU_JIT_INPUT_OBJECT:

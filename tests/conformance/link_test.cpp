@@ -308,6 +308,28 @@ TEST_F(Link, AnUnresolvedExternIsNamed) {
   EXPECT_OK(cuLinkDestroy(state));
 }
 
+// mcsim's images are PTX text: one goes back into a link, as a cubin or a fatbin input is taken by
+// what its bytes are.
+TEST_F(Link, AnImageGoesBackIntoALink) {
+  CUlinkState first = create();
+  ASSERT_OK(cuLinkAddData(first, CU_JIT_INPUT_PTX, const_cast<char*>(kCaller), textBytes(kCaller), "caller.ptx", 0,
+                          nullptr, nullptr));
+  ASSERT_OK(cuLinkAddData(first, CU_JIT_INPUT_PTX, const_cast<char*>(kCallee), textBytes(kCallee), "callee.ptx", 0,
+                          nullptr, nullptr));
+  void* image = nullptr;
+  size_t bytes = 0;
+  ASSERT_OK(cuLinkComplete(first, &image, &bytes));
+  CUlinkState second = create();
+  ASSERT_OK(cuLinkAddData(second, CU_JIT_INPUT_CUBIN, image, bytes, "linked.image", 0, nullptr, nullptr)) << error;
+  ASSERT_OK(cuLinkDestroy(first));
+  ASSERT_OK(cuLinkComplete(second, &image, nullptr));
+  CUmodule mod = nullptr;
+  ASSERT_OK(cuModuleLoadData(&mod, image));
+  apply(mod, 7);
+  EXPECT_OK(cuModuleUnload(mod));
+  EXPECT_OK(cuLinkDestroy(second));
+}
+
 TEST_F(Link, DestroyedOrUnknownStatesAreInvalidHandles) {
   CUlinkState state = create();
   ASSERT_OK(cuLinkDestroy(state));
