@@ -4,6 +4,14 @@
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
+
+// cudaTypedefs.h declares the types of some older variants only for NVIDIA's own build: the
+// pre-3.2 cuMemAlloc, and the CUDA 5.5 linker calls (whose types are the 6.5 ones').
+typedef CUresult(CUDAAPI* PFN_cuMemAlloc_v2000)(unsigned int* dptr, unsigned int bytesize);
+typedef PFN_cuLinkCreate_v6050 PFN_cuLinkCreate_v5050;
+typedef PFN_cuLinkAddData_v6050 PFN_cuLinkAddData_v5050;
+typedef PFN_cuLinkAddFile_v6050 PFN_cuLinkAddFile_v5050;
 
 #undef cuCtxCreate
 #undef cuCtxDestroy
@@ -14,6 +22,9 @@
 #undef cuDevicePrimaryCtxSetFlags
 #undef cuDeviceGetUuid
 #undef cuGetProcAddress
+#undef cuLinkAddData
+#undef cuLinkAddFile
+#undef cuLinkCreate
 #undef cuMemAlloc
 #undef cuStreamDestroy
 #undef cuEventDestroy

@@ -13,8 +13,6 @@
 // The table names exact symbols, older variants included.
 #include "driver/abi_names.h"
 
-// cudaTypedefs.h declares the pre-3.2 variants' types only for NVIDIA's own build.
-typedef CUresult(CUDAAPI* PFN_cuMemAlloc_v2000)(unsigned int* dptr, unsigned int bytesize);
 
 // Declaring every symbol through the header's own function-pointer type makes the compiler
 // check the table: a symbol whose signature is not the variant's is a conflicting declaration.

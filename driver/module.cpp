@@ -32,6 +32,7 @@
 #include "driver/graph.h"
 #include "driver/kernel_registry.h"
 #include "driver/leaks.h"
+#include "driver/link.h"
 #include "driver/module_image.h"
 #include "driver/module_ptx.h"
 #include "driver/stream.h"
@@ -103,6 +104,33 @@ bool has(const std::vector<std::string>& names, const char* name) {
 CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* names, ModuleCode* code) {
   if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ModuleImage read = readModuleImage(image, bytes == 0 ? kUnknownImageSize : bytes);
+  if (read.format == ImageFormat::kFatbinWrapper && read.prelinked != 0) {
+    // A device-linked (-rdc) image whose PTX is in the relocatable objects it lists: linked whole
+    // here, as the driver's JIT linker links them (docs/ptx.md, "Linking with cuLink*"), so that
+    // its kernels share one copy of its variables and the host reaches them. Built with PTX only,
+    // the image has no code at all (nvlink links no PTX) and this is the only way it runs (the
+    // CUDA runtime hands it to cuLibraryLoadData and links nothing itself). With SASS, where the
+    // objects' PTX is large (NCCL's 131 MB) or the whole link fails, its kernels are linked one by
+    // one at their first launches instead (ModulePtx::forKernel).
+    const bool noCode = !read.ok && read.noCode;
+    const bool ptxOnlyInObjects = read.ok && read.ptx.empty() && read.prelinkedWithPtx != 0;
+    if (noCode || (ptxOnlyInObjects && read.prelinkedPtxBytes <= kWholeLinkPtxBytes)) {
+      CUctx_st* ctx = nullptr;
+      const int device = currentContext(&ctx) == CUDA_SUCCESS && ctx != nullptr ? ctx->device : 0;
+      ModuleImage linked;
+      std::string why;
+      const CUresult r = linkPrelinkedImage(read, computeCapability(device), &linked, &why);
+      if (r == CUDA_SUCCESS) {
+        read = std::move(linked);
+      } else if (noCode) {
+        std::fprintf(stderr,
+                     "mcsim: the device-linked (-rdc) image carries no code of its own, and linking the PTX of the %zu "
+                     "relocatable objects it lists failed: %s\n",
+                     read.prelinked, why.c_str());
+        return r;
+      }
+    }
+  }
   if (!read.ok) {
     std::fprintf(stderr, "mcsim: the module image cannot be loaded: %s\n", read.error.c_str());
     return CUDA_ERROR_INVALID_IMAGE;

@@ -16,9 +16,10 @@
 //    pointer to the fatbin.
 //  - cubins are ELF64 little-endian for EM_CUDA (190). Every kernel entry is a global STT_FUNC
 //    symbol (local for a kernel in an anonymous namespace: read from nvcc -cubin's output with
-//    readelf) whose st_other has bit 0x10 set, defined in its own section .text.<name>; __device__
-//    functions of relocatable (-rdc) cubins are global STT_FUNC in .text.<name> too but lack the
-//    0x10 bit, and internal helpers are weak, so all three tests are needed.
+//    readelf; weak for a template's kernel in the cubin nvlink writes for an -rdc program) whose
+//    st_other has bit 0x10 set, defined in its own section .text.<name>; __device__ functions of
+//    relocatable (-rdc) cubins are global STT_FUNC in .text.<name> too but lack the 0x10 bit, and
+//    internal helpers are weak, so all three tests are needed.
 #include "driver/module_image.h"
 
 #include <algorithm>
@@ -46,7 +47,7 @@ constexpr size_t kElfHeaderBytes = 64;
 constexpr size_t kElfSectionBytes = 64;
 constexpr size_t kElfSymbolBytes = 24;
 constexpr uint32_t kShtSymtab = 2, kShtStrtab = 3, kShtNobits = 8;
-constexpr uint8_t kSttFunc = 2, kStbLocal = 0, kStbGlobal = 1, kStoCudaEntry = 0x10;
+constexpr uint8_t kSttFunc = 2, kStbLocal = 0, kStbGlobal = 1, kStbWeak = 2, kStoCudaEntry = 0x10;
 
 // [data, data + size): every read checks its bounds and copies (the image need not be aligned).
 class Bytes {
@@ -325,9 +326,13 @@ ModuleImage parseCubin(const uint8_t* p, size_t size) {
     for (uint64_t o = 0; o + kElfSymbolBytes <= syms.size(); o += kElfSymbolBytes) {
       const uint8_t info = syms.at<uint8_t>(o + 4), other = syms.at<uint8_t>(o + 5);
       const uint16_t shndx = syms.at<uint16_t>(o + 6);
-      // A kernel in an anonymous namespace (internal linkage) is a local symbol, still an entry.
+      // A kernel in an anonymous namespace (internal linkage) is a local symbol, still an entry;
+      // a template's kernel is a weak one in a device-linked (-rdc) cubin (nvlink's output).
       const uint8_t bind = static_cast<uint8_t>(info >> 4);
-      if ((info & 0xf) != kSttFunc || (bind != kStbGlobal && bind != kStbLocal) || !(other & kStoCudaEntry)) continue;
+      if ((info & 0xf) != kSttFunc || (bind != kStbGlobal && bind != kStbLocal && bind != kStbWeak) ||
+          !(other & kStoCudaEntry)) {
+        continue;
+      }
       if (shndx == 0 || shndx >= 0xff00) continue;  // undefined, or a reserved index: not code here
       if (shndx >= shnum) {
         return refused(f, "ELF: symbol " + std::to_string(o / kElfSymbolBytes) + " names section " +
@@ -493,14 +498,21 @@ ModuleImage parseFatbin(const uint8_t* p, size_t size, bool ptxOnly = false) {
       }
     }
   }
-  if (!anyCode) return refused(f, "fatbin: no PTX or ELF entry among its " + std::to_string(r.variants.size()) + " entries");
+  if (!anyCode) {
+    ModuleImage none = refused(f, "fatbin: no PTX or ELF entry among its " + std::to_string(r.variants.size()) + " entries");
+    none.noCode = true;
+    return none;
+  }
   if (!anyReadable) return refused(f, "fatbin: no entry can be read; first problem: " + firstError);
   return refused(f, "fatbin: no readable entry; first problem: " + firstError);
 }
 
 // Whether the fatbin at `p` (of unknown size: its header gives the extent) has a PTX entry, from
-// its entry headers alone.
-bool fatbinHasPtx(const uint8_t* p) {
+// its entry headers alone; `ptxBytes` (optional) gets the text bytes of its PTX entries, as the
+// headers declare them (decompressed).
+bool fatbinHasPtx(const uint8_t* p, uint64_t* ptxBytes = nullptr) {
+  if (ptxBytes != nullptr) *ptxBytes = 0;
+  bool has = false;
   if (!startsWith(p, kUnknownImageSize, kFatbinMagic)) return false;
   Bytes head(p, kFatbinHeaderBytes);
   const uint16_t headerBytes = head.at<uint16_t>(6);
@@ -508,13 +520,18 @@ bool fatbinHasPtx(const uint8_t* p) {
   if (head.at<uint16_t>(4) != 1 || headerBytes < kFatbinHeaderBytes || fatSize > kMaxImageBytes) return false;
   const Bytes image(p, headerBytes + fatSize);
   for (uint64_t off = headerBytes; image.has(off, kFatbinEntryMinBytes);) {
-    if (image.at<uint16_t>(off) == kKindPtx) return true;
     const uint32_t entryHeader = image.at<uint32_t>(off + 4);
     const uint64_t payload = image.at<uint64_t>(off + 8);
+    if (image.at<uint16_t>(off) == kKindPtx) {
+      if (ptxBytes == nullptr) return true;
+      has = true;
+      const uint64_t text = (image.at<uint64_t>(off + 40) & kCompressedZstd) != 0 ? image.at<uint64_t>(off + 56) : payload;
+      *ptxBytes += std::min<uint64_t>(text, kMaxDecompressedBytes);
+    }
     if (entryHeader < kFatbinEntryMinBytes || !image.has(off, entryHeader) || !image.has(off + entryHeader, payload)) break;
     off += entryHeader + payload;
   }
-  return false;
+  return has;
 }
 
 }  // namespace
@@ -608,6 +625,122 @@ bool readPtxFatbins(const uint8_t* data, size_t size, size_t maxObjects, uint64_
   return true;
 }
 
+namespace {
+
+// The fatbins of one host ELF object, `b`, at `base` of the whole input.
+bool objectFatbins(Bytes b, uint64_t base, const std::string& member, std::vector<EmbeddedFatbin>* out,
+                   std::string* error) {
+  const std::string who = member.empty() ? "the object" : "archive member '" + member + "'";
+  if (!b.has(0, kElfHeaderBytes) || b.at<uint8_t>(4) != 2 || b.at<uint8_t>(5) != 1) {
+    *error = who + " is not a 64-bit little-endian ELF object";
+    return false;
+  }
+  const uint64_t shoff = b.at<uint64_t>(40);
+  const uint16_t shentsize = b.at<uint16_t>(58);
+  uint64_t shnum = b.at<uint16_t>(60);
+  uint32_t shstrndx = b.at<uint16_t>(62);
+  if (shoff == 0 || shentsize != kElfSectionBytes || !b.has(shoff, kElfSectionBytes)) {
+    *error = who + ": no readable ELF section header table";
+    return false;
+  }
+  if (shnum == 0) shnum = b.at<uint64_t>(shoff + 32);
+  if (shstrndx == 0xffff) shstrndx = b.at<uint32_t>(shoff + 40);
+  if (shnum > (b.size() - shoff) / kElfSectionBytes || shstrndx >= shnum) {
+    *error = who + ": its " + std::to_string(shnum) + " ELF section headers do not fit in it";
+    return false;
+  }
+  auto section = [&](uint64_t i, uint64_t* off, uint64_t* size) {
+    const uint64_t o = shoff + i * kElfSectionBytes;
+    *off = b.at<uint64_t>(o + 24);
+    *size = b.at<uint64_t>(o + 32);
+    return b.at<uint32_t>(o + 4) != kShtNobits && b.has(*off, *size);
+  };
+  uint64_t strOff = 0, strSize = 0;
+  if (!section(shstrndx, &strOff, &strSize)) {
+    *error = who + ": its section name table lies outside it";
+    return false;
+  }
+  const Bytes names = b.sub(strOff, strSize);
+  for (uint64_t i = 0; i < shnum; ++i) {
+    const std::optional<std::string> name = stringAt(names, b.at<uint32_t>(shoff + i * kElfSectionBytes));
+    if (!name || (*name != "__nv_relfatbin" && *name != ".nv_fatbin")) continue;
+    uint64_t off = 0, size = 0;
+    if (!section(i, &off, &size)) {
+      *error = who + ": section " + *name + " lies outside it";
+      return false;
+    }
+    for (uint64_t at = 0; at < size;) {
+      if (!b.has(off + at, 4) || b.at<uint32_t>(off + at) == 0) {
+        at += 8;  // padding between fatbins
+        continue;
+      }
+      if (!b.has(off + at, kFatbinHeaderBytes) || size - at < kFatbinHeaderBytes || b.at<uint32_t>(off + at) != kFatbinMagic) {
+        *error = who + ": section " + *name + " holds something other than a fatbin at offset " + hex(at);
+        return false;
+      }
+      const uint64_t total = b.at<uint16_t>(off + at + 6) + b.at<uint64_t>(off + at + 8);
+      if (total > size - at) {
+        *error = who + ": the fatbin at offset " + hex(at) + " of section " + *name + " runs past its end";
+        return false;
+      }
+      out->push_back(EmbeddedFatbin{member, base + off + at, total});
+      at += (total + 7) & ~uint64_t{7};
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool hostFatbins(const uint8_t* data, size_t size, std::vector<EmbeddedFatbin>* out, std::string* error) {
+  out->clear();
+  const Bytes all(data, size);
+  if (startsWith(data, size, 0x464C457Fu)) return objectFatbins(all, 0, "", out, error);
+  static const char kArchive[] = "!<arch>\n";
+  if (size < 8 || std::memcmp(data, kArchive, 8) != 0) {
+    *error = "neither a host ELF object nor an ar archive of them";
+    return false;
+  }
+  std::string longNames;
+  for (uint64_t at = 8; at < size;) {
+    if (!all.has(at, 60) || data[at + 58] != '`' || data[at + 59] != '\n') {
+      *error = "archive: a member header at offset " + hex(at) + " is cut short or malformed";
+      return false;
+    }
+    const std::string field(reinterpret_cast<const char*>(data + at + 48), 10);
+    uint64_t bytes = 0;
+    size_t digits = 0;
+    for (char c : field) {
+      if (c == ' ') break;
+      if (c < '0' || c > '9' || ++digits > 10) {
+        *error = "archive: the member at offset " + hex(at) + " has no decimal size";
+        return false;
+      }
+      bytes = bytes * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (!all.has(at + 60, bytes)) {
+      *error = "archive: the member at offset " + hex(at) + " runs past the archive's end";
+      return false;
+    }
+    std::string name(reinterpret_cast<const char*>(data + at), 16);
+    name.erase(name.find_last_not_of(' ') + 1);
+    const Bytes member = all.sub(at + 60, bytes);
+    if (name == "//") {
+      longNames.assign(reinterpret_cast<const char*>(member.data()), bytes);
+    } else if (name != "/" && name != "/SYM64/") {
+      if (name.size() > 1 && name[0] == '/' && name.find_first_not_of("0123456789", 1) == std::string::npos) {
+        const size_t o = std::stoul(name.substr(1));
+        if (o < longNames.size()) name = longNames.substr(o, longNames.find_first_of("/\n", o) - o);
+      } else if (!name.empty() && name.back() == '/') {
+        name.pop_back();
+      }
+      if (startsWith(member.data(), bytes, 0x464C457Fu) && !objectFatbins(member, at + 60, name, out, error)) return false;
+    }
+    at += 60 + bytes + (bytes & 1);
+  }
+  return true;
+}
+
 bool sassRunsOn(uint32_t sassArch, uint32_t cc) { return sassArch / 10 == cc / 10 && sassArch <= cc; }
 
 const PtxEntry* bestPtx(const ModuleCode& code, uint32_t cc) {
@@ -670,7 +803,11 @@ ModuleImage readModuleImage(const void* image, size_t size) {
         if (fatbin == nullptr) break;
         ++r.prelinked;
         r.prelinkedFatbins.push_back(fatbin);
-        if (fatbinHasPtx(static_cast<const uint8_t*>(fatbin))) ++r.prelinkedWithPtx;
+        uint64_t ptxBytes = 0;
+        if (fatbinHasPtx(static_cast<const uint8_t*>(fatbin), &ptxBytes)) {
+          ++r.prelinkedWithPtx;
+          r.prelinkedPtxBytes += ptxBytes;
+        }
       }
     }
     return r;

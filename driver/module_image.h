@@ -47,6 +47,10 @@ struct PtxEntry {
 struct ModuleImage {
   bool ok = false;
   std::string error;                  // why the image was refused, when !ok
+  // Refused because it is a well-formed fatbin with no PTX or ELF entry: code for no device at
+  // all (what nvlink writes for a -rdc program built with PTX only: the CUDA runtime then links
+  // the relocatable objects itself, with cuLink*).
+  bool noCode = false;
   ImageFormat format = ImageFormat::kUnknown;
   std::vector<std::string> entries;   // kernel entry names, sorted, each once
   size_t bytes = 0;                   // the image's extent as read (headers when no size given)
@@ -62,6 +66,7 @@ struct ModuleImage {
   // (read from their entry headers; nothing of them is decompressed or parsed).
   size_t prelinked = 0;
   size_t prelinkedWithPtx = 0;
+  uint64_t prelinkedPtxBytes = 0;  // the text bytes of their PTX entries, as the headers declare them
   // Their fatbins, as the list names them (memory of the program's own image, which stays mapped).
   std::vector<const void*> prelinkedFatbins;
 };
@@ -89,6 +94,22 @@ bool prelinkedPtx(const ModuleCode& code, uint32_t cc, std::vector<PtxEntry>* ou
 // False with `error` naming the object otherwise.
 bool readPtxFatbins(const uint8_t* data, size_t size, size_t maxObjects, uint64_t maxTextBytes,
                     std::vector<PtxEntry>* out, std::string* error);
+
+// A fatbin a host object embeds for the device (hostFatbins): `bytes` bytes at `offset` of the
+// data given, from `member` (an archive's member name; "" for an object given alone).
+struct EmbeddedFatbin {
+  std::string member;
+  uint64_t offset = 0, bytes = 0;
+};
+
+// The fatbins a host object carries: an ELF64 relocatable object for the host (what `nvcc -c` or
+// `nvcc -dc` writes), or an `ar` archive of them (a static library: libcudadevrt.a). The device
+// code is in the object's `__nv_relfatbin` (relocatable, -rdc) and `.nv_fatbin` sections, each a
+// run of whole fatbins (header and entries; zero padding between them is skipped). What the
+// driver's JIT linker takes as CU_JIT_INPUT_OBJECT and CU_JIT_INPUT_LIBRARY. False with `error`
+// when the bytes are neither, or a section's content is not fatbins; an object without device
+// code yields none.
+bool hostFatbins(const uint8_t* data, size_t size, std::vector<EmbeddedFatbin>* out, std::string* error);
 
 // The PTX entry a device of compute capability `cc` (90 for 9.0) runs: the highest virtual
 // architecture not above it, as the real driver JIT-compiles. Where there is none but the image

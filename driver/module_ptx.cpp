@@ -24,13 +24,13 @@ constexpr size_t kPtxPiece = 128 * 1024;
 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN on an H100).
 constexpr uint32_t kMaxSharedPerBlock = 232448;
 
+}  // namespace
+
 uint32_t computeCapability(int device) {
   const auto& a = state().attributes[static_cast<size_t>(device)];
   return static_cast<uint32_t>(a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] * 10 +
                                a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR]);
 }
-
-}  // namespace
 
 CUresult ModulePtx::prepare(int device) {
   std::lock_guard<std::mutex> lock(mu_);

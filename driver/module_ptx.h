@@ -25,6 +25,9 @@ struct CUctx_st;
 
 namespace mcsim::driver {
 
+// The compute capability of `device` as PTX and fatbins name architectures (90 for 9.0).
+uint32_t computeCapability(int device);
+
 class ModulePtx {
  public:
   explicit ModulePtx(ModuleCode code) : code_(std::move(code)) {}

@@ -312,16 +312,30 @@ bool PtxLinker::scan(std::string* error) {
 
 bool PtxLinker::link(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error,
                      size_t tableBytes) const {
-  return linkWith(roots, out, error, tableBytes, false);
+  return linkWith(roots, out, error, tableBytes, Mode::kKernels);
 }
 
 bool PtxLinker::linkOnCall(const std::string& kernel, const std::string& function, LinkedPtx* out,
                            std::string* error) const {
-  return linkWith({kernel, function}, out, error, 0, true);
+  return linkWith({kernel, function}, out, error, 0, Mode::kOnCall);
+}
+
+bool PtxLinker::linkProgram(LinkedPtx* out, std::string* error, bool variables) const {
+  return linkWith({}, out, error, SIZE_MAX, variables ? Mode::kProgram : Mode::kProgramKernels);
+}
+
+std::vector<std::string> PtxLinker::kernels() const {
+  std::vector<std::string> out;
+  for (const ObjectInfo& oi : s_->info)
+    for (const Stmt& st : oi.stmts)
+      if (st.kind == Stmt::Kind::kFunction && st.entry && st.bodyBegin != std::string::npos && !st.name.empty())
+        out.push_back(st.name);
+  return out;
 }
 
 bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error, size_t tableBytes,
-                         bool onCall) const {
+                         Mode mode) const {
+  const bool onCall = mode == Mode::kOnCall;
   *out = LinkedPtx{};
   if (!s_->scanned || !s_->error.empty()) {
     *error = s_->scanned ? s_->error : "the objects were not scanned";
@@ -427,6 +441,30 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
   };
   for (size_t k = 0; k < roots.size() && (k == 0 || !onCall); ++k)
     if (!wantRoot(k)) return false;
+  if (mode == Mode::kProgram || mode == Mode::kProgramKernels) {
+    // Every kernel, and every variable a host may look up (cuModuleGetGlobal): the definitions
+    // that stand (an object's own kernel, or the one every object resolves a name to).
+    for (uint32_t o = 0; o < info.size(); ++o) {
+      for (uint32_t k = 0; k < info[o].stmts.size(); ++k) {
+        const Stmt& st = info[o].stmts[k];
+        if (st.name.empty() || st.linkage == Stmt::Linkage::kExtern) continue;
+        const bool kernel = st.kind == Stmt::Kind::kFunction && st.entry && st.bodyBegin != std::string::npos;
+        const bool variable = mode == Mode::kProgram && st.kind == Stmt::Kind::kVariable &&
+                              st.linkage != Stmt::Linkage::kLocal &&
+                              info[o].object->text->compare(st.declBegin, 7, ".shared") != 0;
+        if (!kernel && !variable) continue;
+        if (st.linkage != Stmt::Linkage::kLocal) {
+          auto g = global.find(st.name);
+          if (g == global.end() || g->second != Ref{o, k}) continue;
+        }
+        want(Ref{o, k}, true);
+      }
+    }
+    if (todo.empty()) {
+      *error = "the " + std::to_string(objects.size()) + " objects define no kernel and no variable";
+      return false;
+    }
+  }
   // Takes in what the statements in `todo` name, transitively.
   auto drain = [&]() -> bool {
   while (!todo.empty()) {

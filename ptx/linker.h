@@ -78,10 +78,20 @@ class PtxLinker {
   // every other function declared and every .global and .const variable laid out as in the
   // kernel's link, so that addresses and places agree.
   bool linkOnCall(const std::string& kernel, const std::string& function, LinkedPtx* out, std::string* error) const;
+  // The whole program, as the driver's JIT linker (cuLinkComplete) links it: every kernel of every
+  // object and every .global and .const variable with external linkage (.visible or .weak) that
+  // stands, with what they reach; tables of function pointers are defined whole, whatever their
+  // size. Errors as link's (an .extern reached that no object defines, say); also false when the
+  // objects define no kernel and no such variable. `variables` false: the kernels only, with what
+  // they reach.
+  bool linkProgram(LinkedPtx* out, std::string* error, bool variables = true) const;
+  // The kernels (.entry) the objects define, in object order.
+  std::vector<std::string> kernels() const;
 
  private:
+  enum class Mode { kKernels, kOnCall, kProgram, kProgramKernels };
   bool linkWith(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error, size_t tableBytes,
-                bool onCall) const;
+                Mode mode) const;
   struct State;
   std::unique_ptr<State> s_;
 };

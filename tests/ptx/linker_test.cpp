@@ -140,6 +140,48 @@ TEST(PtxLinker, ErrorsNameTheSymbolAndTheObjects) {
   EXPECT_EQ(error, "open.ptx: line 7: a body is not closed");
 }
 
+// The whole program, as cuLinkComplete links it: every kernel and every external variable that
+// stands, with what they reach; the kernels alone when asked.
+TEST(PtxLinker, AProgramIsLinkedWhole) {
+  const std::string other = std::string(kHeader) + R"(
+.visible .global .align 4 .u32 unused_by_kernels = 3;
+.visible .entry k2()
+{
+  ret;
+}
+)";
+  PtxLinker linker({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}, {"o.ptx", &other}});
+  std::string error;
+  ASSERT_TRUE(linker.scan(&error)) << error;
+  EXPECT_EQ(linker.kernels(), (std::vector<std::string>{"k", "k2"}));
+  LinkedPtx whole;
+  ASSERT_TRUE(linker.linkProgram(&whole, &error)) << error;
+  EXPECT_EQ(whole.functionsDefined, 5u);  // k, k2, scale, helper, never_called (not orphan: nothing reaches it)
+  EXPECT_NE(whole.text.find("unused_by_kernels"), std::string::npos) << whole.text;
+  EXPECT_EQ(whole.text.find("frobnicate"), std::string::npos);
+  Program p(whole.text, "linked.ptx");
+  ASSERT_TRUE(p.ok()) << whole.translate(p.error());
+  const uint64_t out = p.buffer(32 * 4);
+  const LaunchResult r = p.launch("k", {}, {32, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 32);
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(v[t], 10 * t + 66 + 7 + 65) << t;
+  LinkedPtx kernels;
+  ASSERT_TRUE(linker.linkProgram(&kernels, &error, /*variables=*/false)) << error;
+  EXPECT_EQ(kernels.text.find("unused_by_kernels"), std::string::npos);
+  EXPECT_EQ(kernels.functionsDefined, 5u);
+  // An extern nothing defines, reached from any kernel, fails the link.
+  PtxLinker missing({{"a.ptx", &kA}, {"o.ptx", &other}});
+  ASSERT_TRUE(missing.scan(&error)) << error;
+  EXPECT_FALSE(missing.linkProgram(&whole, &error));
+  EXPECT_EQ(error, "'scale', declared .extern in a.ptx (line 5), is defined in none of the 2 objects");
+  const std::string nothing = std::string(kHeader) + ".extern .global .align 4 .u32 x;\n";
+  PtxLinker empty({{"n.ptx", &nothing}});
+  ASSERT_TRUE(empty.scan(&error)) << error;
+  EXPECT_FALSE(empty.linkProgram(&whole, &error));
+  EXPECT_EQ(error, "the 1 objects define no kernel and no variable");
+}
+
 // An indirect call to a function the table names but no code does: linked while the table's
 // functions are small; beyond the limit declared only, and the kernel stops with an illegal
 // address that names it.

@@ -1,8 +1,10 @@
 // A program built with separate compilation (nvcc -rdc=true, two compilation units): its kernel
 // calls a device function, reads a variable and calls through a table of function pointers, all
-// defined in the other unit (rt_rdc_ops.cu). nvcc device-links the objects into an image of SASS
-// only; the wrapper lists the relocatable objects with their PTX, which mcsim links at the
-// kernel's first launch (docs/ptx.md, "Linking relocatable PTX"), as it does NCCL's.
+// defined in the other unit (rt_rdc_ops.cu); a template's kernel calls the function too; the host
+// reads and writes the other unit's variable. nvcc device-links the objects into an image of SASS
+// only, or, built with PTX only (code=compute_90), of no code at all; either way the wrapper lists
+// the relocatable objects with their PTX, which mcsim links whole when the runtime loads the
+// image (docs/ptx.md, "Linking relocatable PTX" and "Linking with cuLink*").
 // Prints "rt_rdc: correct" or what went wrong.
 #include <cuda_runtime.h>
 
@@ -17,6 +19,12 @@ extern __device__ int rdc_scale(int x);
 __global__ void rdc_kernel(int* out) {
   const int t = threadIdx.x;
   out[t] = rdc_scale(rdc_table[t % 2](t)) + rdc_offset;
+}
+
+// A template's kernel: a weak symbol in the device-linked cubin, a .weak .entry in the PTX.
+template <typename T>
+__global__ void rdc_template_kernel(T* out) {
+  out[threadIdx.x] = static_cast<T>(rdc_scale(static_cast<int>(threadIdx.x)));
 }
 
 int main() {
@@ -38,6 +46,33 @@ int main() {
   for (int t = 0; t < n; ++t) {
     const int want = 10 * (t % 2 == 0 ? t + 5 : 3 * t) + 5;
     if (h[t] != want && bad++ < 5) std::printf("rt_rdc: out[%d] = %d, expected %d\n", t, h[t], want);
+  }
+  // The other unit's variable from the host: one copy, which the kernel and both functions read.
+  int offset = 0;
+  if (cudaMemcpyFromSymbol(&offset, rdc_offset, sizeof offset) != cudaSuccess || offset != 5) {
+    std::printf("rt_rdc: rdc_offset reads %d through cudaMemcpyFromSymbol, expected 5\n", offset);
+    ++bad;
+  }
+  const int changed = 100;
+  if (cudaMemcpyToSymbol(rdc_offset, &changed, sizeof changed) != cudaSuccess) {
+    std::printf("rt_rdc: cudaMemcpyToSymbol(rdc_offset) failed\n");
+    ++bad;
+  }
+  rdc_kernel<<<1, n>>>(d);
+  if (cudaDeviceSynchronize() != cudaSuccess) ++bad;
+  cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int t = 0; t < n; ++t) {
+    const int want = 10 * (t % 2 == 0 ? t + changed : 3 * t) + changed;
+    if (h[t] != want && bad++ < 5) std::printf("rt_rdc: after the change, out[%d] = %d, expected %d\n", t, h[t], want);
+  }
+  rdc_template_kernel<int><<<1, n>>>(d);
+  if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    std::printf("rt_rdc: the template's kernel failed\n");
+    ++bad;
+  }
+  cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int t = 0; t < n; ++t) {
+    if (h[t] != 10 * t && bad++ < 5) std::printf("rt_rdc: the template's out[%d] = %d, expected %d\n", t, h[t], 10 * t);
   }
   cudaFree(d);
   if (bad == 0) std::printf("rt_rdc: correct\n");

@@ -2746,6 +2746,88 @@ static const char* kNullCases[] = {
 };
 
 // ---------------------------------------------------------------------------------------
+// link: the JIT linker's answers mcsim chose without a measurement (docs/ptx.md, "Linking with
+// cuLink*"): an unresolved extern, the image's first bytes, what the log-size options get back,
+// the wall time, empty and NVVM inputs, a second cuLinkDestroy (last: it may crash).
+// ---------------------------------------------------------------------------------------
+static const char* const kLinkCaller =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".extern .func (.param .b32 func_retval0) scale(.param .b32 x);\n"
+    ".visible .entry apply(.param .u64 out)\n{\n  .reg .b32 %r<3>;\n  .reg .b64 %rd<2>;\n"
+    "  mov.u32 %r1, %tid.x;\n  {\n  .param .b32 param0;\n  st.param.b32 [param0], %r1;\n"
+    "  .param .b32 retval0;\n  call.uni (retval0), scale, (param0);\n  ld.param.b32 %r2, [retval0];\n  }\n"
+    "  ld.param.u64 %rd1, [out];\n  st.global.u32 [%rd1], %r2;\n  ret;\n}\n";
+static const char* const kLinkCallee =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .func (.param .b32 func_retval0) scale(.param .b32 x)\n{\n  .reg .b32 %r<2>;\n"
+    "  ld.param.b32 %r1, [x];\n  st.param.b32 [func_retval0], %r1;\n  ret;\n}\n";
+static const char* const kLinkBad = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry broken()\n{\n  frobnicate.u32 %r1;\n  ret;\n}\n";
+
+static void sec_link() {
+    if (!init_primary("link")) return;
+    static char info[4096], error[4096];
+    auto make = [&](const std::string& k, void** values, CUlinkState* st) {
+        CUjit_option o[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_WALL_TIME, CU_JIT_LOG_VERBOSE};
+        info[0] = error[0] = '\0';
+        values[0] = info;
+        values[1] = (void*)(uintptr_t)sizeof info;
+        values[2] = error;
+        values[3] = (void*)(uintptr_t)sizeof error;
+        values[4] = nullptr;
+        values[5] = (void*)(uintptr_t)1;
+        kr(k + ".cuLinkCreate", cuLinkCreate(6, o, values, st));
+    };
+    auto logs = [&](const std::string& k, void** values) {
+        float ms = 0;
+        memcpy(&ms, &values[4], sizeof ms);
+        kv(k + ".info_log", "%s", info);
+        kv(k + ".info_log.strlen", "%zu", strlen(info));
+        kv(k + ".info_log.size_option_out", "%llu", (unsigned long long)(uintptr_t)values[1]);
+        kv(k + ".error_log", "%s", error);
+        kv(k + ".error_log.strlen", "%zu", strlen(error));
+        kv(k + ".error_log.size_option_out", "%llu", (unsigned long long)(uintptr_t)values[3]);
+        kv(k + ".wall_time_ms", "%g", ms);
+    };
+    auto add = [&](const std::string& k, CUlinkState st, CUjitInputType t, const char* text, const char* name) {
+        kr(k, cuLinkAddData(st, t, (void*)text, strlen(text) + 1, name, 0, nullptr, nullptr));
+    };
+    void* values[6];
+    CUlinkState st = nullptr;
+    // Linked and loaded: the image's size and first bytes (a cubin's ELF magic on a real driver).
+    make("link.ok", values, &st);
+    add("link.ok.add_caller", st, CU_JIT_INPUT_PTX, kLinkCaller, "caller.ptx");
+    add("link.ok.add_callee", st, CU_JIT_INPUT_PTX, kLinkCallee, "callee.ptx");
+    void* image = nullptr;
+    size_t bytes = 0;
+    kr("link.ok.cuLinkComplete", cuLinkComplete(st, &image, &bytes));
+    kv("link.ok.image_bytes", "%zu", bytes);
+    if (image) kv("link.ok.image_head", "%02x %02x %02x %02x", ((unsigned char*)image)[0], ((unsigned char*)image)[1], ((unsigned char*)image)[2], ((unsigned char*)image)[3]);
+    CUmodule mod = nullptr;
+    if (image) kr("link.ok.cuModuleLoadData", cuModuleLoadData(&mod, image));
+    logs("link.ok", values);
+    kr("link.ok.cuLinkDestroy", cuLinkDestroy(st));
+    // An unresolved extern.
+    make("link.unresolved", values, &st);
+    add("link.unresolved.add_caller", st, CU_JIT_INPUT_PTX, kLinkCaller, "caller.ptx");
+    image = nullptr;
+    kr("link.unresolved.cuLinkComplete", cuLinkComplete(st, &image, &bytes));
+    logs("link.unresolved", values);
+    kr("link.unresolved.cuLinkDestroy", cuLinkDestroy(st));
+    // Bad PTX, nothing added, garbage as NVVM IR.
+    make("link.bad", values, &st);
+    add("link.bad.add_bad_ptx", st, CU_JIT_INPUT_PTX, kLinkBad, "bad.ptx");
+    logs("link.bad.after_bad_ptx", values);
+    add("link.bad.add_garbage_nvvm", st, CU_JIT_INPUT_NVVM, "not NVVM IR", "k.ltoir");
+    add("link.bad.add_garbage_fatbin", st, CU_JIT_INPUT_FATBINARY, "not a fatbin", "k.fatbin");
+    add("link.bad.add_garbage_object", st, CU_JIT_INPUT_OBJECT, "not an object", "k.o");
+    kr("link.bad.cuLinkComplete_empty", cuLinkComplete(st, &image, &bytes));
+    logs("link.bad", values);
+    kr("link.bad.cuLinkDestroy", cuLinkDestroy(st));
+    kr("link.destroy_twice", cuLinkDestroy(st));
+}
+
+// ---------------------------------------------------------------------------------------
 // dispatcher
 // ---------------------------------------------------------------------------------------
 struct Section {
@@ -2757,6 +2839,7 @@ static std::vector<Section> all_sections() {
         {"preinit", sec_preinit}, {"attrs", sec_attrs},       {"errors", sec_errors},       {"p2p", sec_p2p},
         {"ctx", sec_ctx},         {"vmm_gran", sec_vmm_gran}, {"vmm_va", sec_vmm_va},       {"vmm_share", sec_vmm_share},
         {"vmm_data", sec_vmm_data}, {"ptrattr", sec_ptrattr}, {"memops", sec_memops},       {"procaddr", sec_procaddr},
+        {"link", sec_link},
     };
     for (const char* c : kFaultCases) {
         std::string n = c;

@@ -31,6 +31,9 @@ done
 run rt_ptx_newer_ptx vector_add reduction
 run rt_ptx_newer_ptx_only vector_add
 run rt_ptx_spin grid_barrier cas_lock cross_gpu chain
+# Separate compilation: SASS and PTX, and PTX only (the driver JIT-links the relocatable objects).
+run rt_rdc
+run rt_rdc_ptx
 # Every field of cudaGetDeviceProperties for device 0, to diff against mcsim's preset of the same
 # GPU (tests/runtime/device_properties_match.sh does so for the H100 record).
 run device_properties

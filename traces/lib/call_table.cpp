@@ -10,8 +10,6 @@
 #include "driver/abi_names.h"
 #include "mcsim/cuda_multicast_v2.h"
 
-// cudaTypedefs.h declares the pre-3.2 variants' types only for NVIDIA's own build.
-typedef CUresult(CUDAAPI* PFN_cuMemAlloc_v2000)(unsigned int* dptr, unsigned int bytesize);
 
 namespace mcsim::trace {
 namespace {

@@ -14,5 +14,3 @@
 #include "traces/lib/call_log.h"
 #include "traces/lib/recorder.h"
 
-// cudaTypedefs.h declares the pre-3.2 variants' types only for NVIDIA's own build.
-typedef CUresult(CUDAAPI* PFN_cuMemAlloc_v2000)(unsigned int* dptr, unsigned int bytesize);
