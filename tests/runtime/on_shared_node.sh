@@ -3,7 +3,7 @@
 # multi-process job would be: starts the node, runs the program with MCSIM_NODE set, stops the
 # node, and exits with the program's status.
 #   on_shared_node.sh MCSIM_BINARY PROGRAM [ARGS...]
-# MCSIM_TEST_NODE_OPTIONS (split at spaces) goes to `mcsim node start`: `--topology gb200-nvl72`.
+# ON_SHARED_NODE_OPTIONS (split at spaces) goes to `mcsim node start`: `--topology gb200-nvl72`.
 set -u
 mcsim=$1
 shift
@@ -12,7 +12,7 @@ chmod 700 "$dir"
 name=rt$$
 export MCSIM_NODE_DIR="$dir"
 # shellcheck disable=SC2086
-if ! "$mcsim" node start --name "$name" --segment-mib 256 --exit-with $$ ${MCSIM_TEST_NODE_OPTIONS:-} >"$dir/start.out" 2>&1; then
+if ! "$mcsim" node start --name "$name" --segment-mib 256 --exit-with $$ ${ON_SHARED_NODE_OPTIONS:-} >"$dir/start.out" 2>&1; then
   cat "$dir/start.out"
   rm -rf "$dir"
   exit 1

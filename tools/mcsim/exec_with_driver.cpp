@@ -63,7 +63,7 @@ int execWithDriver(const char* who, const DriverSettings& s, const std::vector<s
   if (s.tray) {
     // A tray the preset lacks is refused here, with the driver's words; a shared node's preset is
     // the node's, which cuInit checks.
-    if (std::getenv("MCSIM_NODE") == nullptr || *std::getenv("MCSIM_NODE") == '\0') {
+    if (toolSettings().node.empty()) {
       std::string error;
       fabric::TraySpan span;
       if (!fabric::traySpan(fabric::loadPreset(s.topology.empty() ? fabric::defaultPresetName() : s.topology), *s.tray,
@@ -75,7 +75,7 @@ int execWithDriver(const char* who, const DriverSettings& s, const std::vector<s
     setEnv("MCSIM_TRAY", std::to_string(*s.tray));
     // Each tray is a host of its own: NCCL tells hosts apart by NCCL_HOSTID when it is set
     // (docs/nccl.md), which the processes of one tray share and those of another tray do not.
-    if (std::getenv("NCCL_HOSTID") == nullptr) setEnv("NCCL_HOSTID", "mcsim-tray-" + std::to_string(*s.tray));
+    ::setenv("NCCL_HOSTID", ("mcsim-tray-" + std::to_string(*s.tray)).c_str(), 0);  // 0: a value set stays
   }
   // The driver records every call to this file (docs/traces.md); %p in it becomes the pid.
   if (!s.record.empty()) setEnv("MCSIM_RECORD", absolutePath(s.record));
