@@ -3,7 +3,7 @@
 # arguments, results, outputs, data digests and simulated timestamps), and, with REQUIRE, when the
 # trace holds a line matching REQUIRE (that the calls of interest were made and recorded).
 #   cmake -DMCSIM=... -DPROGRAM=... -DTRACE=... [-DARGS=a;b] [-DFAULTS=plan] [-DTOPOLOGY=preset]
-#         [-DREQUIRE=regex] -P round_trip.cmake
+#         [-DTRAY=n] [-DREQUIRE=regex] -P round_trip.cmake
 set(ENV{MCSIM_HANG_GRACE_S} 1)
 set(run_args run --record ${TRACE})
 if(FAULTS)
@@ -11,6 +11,9 @@ if(FAULTS)
 endif()
 if(TOPOLOGY)
   list(APPEND run_args --topology ${TOPOLOGY})
+endif()
+if(DEFINED TRAY)
+  list(APPEND run_args --tray ${TRAY})
 endif()
 execute_process(COMMAND ${MCSIM} ${run_args} -- ${PROGRAM} ${ARGS} RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
 if(NOT EXISTS ${TRACE})
