@@ -73,7 +73,6 @@ class ModulePtx {
   uint64_t nodeModule_ = 0;
   uint64_t globalsVa_ = 0;
   // A device-linked image's objects' PTX (read at the first link) and its kernels' linked modules.
-  bool objectsRead_ = false;
   std::vector<PtxEntry> objects_;
   std::map<std::string, std::unique_ptr<ModulePtx>> linked_;
   int device_ = 0;
