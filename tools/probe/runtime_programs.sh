@@ -34,6 +34,8 @@ run rt_ptx_spin grid_barrier cas_lock cross_gpu chain
 # Separate compilation: SASS and PTX, and PTX only (the driver JIT-links the relocatable objects).
 run rt_rdc
 run rt_rdc_ptx
+# Mapped pinned memory and registered host memory reached by kernels (cudaHostRegister).
+run rt_host_mapped
 # Every field of cudaGetDeviceProperties for device 0, to diff against mcsim's preset of the same
 # GPU (tests/runtime/device_properties_match.sh does so for the H100 record).
 run device_properties
