@@ -229,7 +229,9 @@ CUresult addInput(CUlinkState_st& st, uint32_t type, const uint8_t* data, size_t
       break;
     }
     default:  // CU_JIT_INPUT_NVVM
-      return fail(st, CUDA_ERROR_NOT_SUPPORTED,
+      // CUDA_ERROR_JIT_COMPILER_NOT_FOUND: what a real H200's driver answered for NVVM input it
+      // could not compile (docs/real-driver.md section 14).
+      return fail(st, CUDA_ERROR_JIT_COMPILER_NOT_FOUND,
                   name + ": NVVM IR (LTO-IR) is compiled by NVIDIA's compiler, which mcsim does not have: "
                          "build the input to PTX instead (without -dlto)");
   }
@@ -264,7 +266,10 @@ CUresult linkObjectsPtx(const std::vector<ptx::LinkObject>& objects, std::string
                         std::string* summary) {
   ptx::PtxLinker linker(objects);
   ptx::LinkedPtx linked;
-  if (!linker.scan(why) || !linker.linkProgram(&linked, why)) return CUDA_ERROR_INVALID_PTX;
+  if (!linker.scan(why)) return CUDA_ERROR_INVALID_PTX;
+  // An extern no object defines: CUDA_ERROR_INVALID_SOURCE, as a real H200's JIT linker answered
+  // (driver 580.159.04, docs/real-driver.md section 14).
+  if (!linker.linkProgram(&linked, why)) return linked.unresolved ? CUDA_ERROR_INVALID_SOURCE : CUDA_ERROR_INVALID_PTX;
   // The module as cuModuleLoadData will prepare it: what the parser refuses outside the kernels'
   // own limits is an error of the link. A variable no kernel reaches may be what it refuses (the
   // CUDA device runtime's PTX has generic() initialisers): then the kernels are linked alone,

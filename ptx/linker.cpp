@@ -377,6 +377,7 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
     }
     *error = "'" + n + "', declared .extern in " + objects[o].name + " (line " + std::to_string(st.line) +
              "), is defined in none of the " + std::to_string(objects.size()) + " objects";
+    out->unresolved = true;
     return -1;
   };
   size_t added = 0;  // bytes of statements taken in

@@ -51,6 +51,9 @@ struct LinkedPtx {
   // The variables the kernel (the first root) reaches, by their names in `text`: laid out before
   // the others, which a link that declares functions only lays out too (docs/ptx.md).
   std::vector<std::string> kernelVariables;
+  // The link failed on a symbol declared .extern that no object defines (the real JIT linker
+  // answers that with CUDA_ERROR_INVALID_SOURCE, other failures with CUDA_ERROR_INVALID_PTX).
+  bool unresolved = false;
 
   // "obj.ptx:123" for line `line` of `text` ("" when it is not from an object). And a parser
   // message "<name>:<line>: why" about `text` with its line turned into the object's.

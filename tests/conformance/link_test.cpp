@@ -292,7 +292,7 @@ TEST_F(Link, AnUnresolvedExternIsNamed) {
   ASSERT_OK(cuLinkAddData(state, CU_JIT_INPUT_PTX, const_cast<char*>(kCaller), textBytes(kCaller), "caller.ptx", 0,
                           nullptr, nullptr));
   void* image = nullptr;
-  EXPECT_CU(CUDA_ERROR_INVALID_PTX, cuLinkComplete(state, &image, nullptr));
+  EXPECT_CU(CUDA_ERROR_INVALID_SOURCE, cuLinkComplete(state, &image, nullptr));
   EXPECT_EQ(nullptr, image);
   const std::string log = error;
   EXPECT_TRUE(log.find("'scale'") != std::string::npos || log.find("'offset'") != std::string::npos) << log;
@@ -354,7 +354,7 @@ TEST_F(Link, NothingToLinkIsRefused) {
 TEST_F(Link, NvvmInputIsNotModelled) {
   CUlinkState state = create();
   char ir[] = "BC not really";
-  EXPECT_CU(CUDA_ERROR_NOT_SUPPORTED, cuLinkAddData(state, CU_JIT_INPUT_NVVM, ir, sizeof ir, "k.ltoir", 0, nullptr, nullptr));
+  EXPECT_CU(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, cuLinkAddData(state, CU_JIT_INPUT_NVVM, ir, sizeof ir, "k.ltoir", 0, nullptr, nullptr));
   EXPECT_NE(std::string::npos, std::string(error).find("k.ltoir")) << error;
   EXPECT_OK(cuLinkDestroy(state));
 }
