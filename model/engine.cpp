@@ -162,6 +162,16 @@ std::vector<Engine*>& liveEngines() {
   return *engines;
 }
 
+// A run that no awaited completion pauses (a kernel that spins without being parked, waiting for
+// work another process or thread posts meanwhile) would otherwise go on for ever, and the work
+// that would release it would never be taken in. So a run also ends at its boundary: the first
+// multiple of kRunQuantumPs after the next thing due. Boundaries are points of simulated time, so
+// where runs end follows from the simulation alone, and a replay ends its runs at the same points
+// (docs/multiprocess.md, "Simulated times replay exactly"). A single-threaded program posts
+// nothing while it waits, so the runs a boundary adds take nothing in and change no time of its.
+constexpr uint64_t kRunQuantumPs = 1000000;  // 1 us of simulated time
+uint64_t runBoundaryPs(uint64_t nextDuePs) { return (nextDuePs / kRunQuantumPs + 1) * kRunQuantumPs; }
+
 }  // namespace
 
 // Holds the SystemC lock with an engine's context made current, and makes the previous context
@@ -376,8 +386,13 @@ void Engine::simulate() {
       run = needsRun() && unpinnedPosts_ == 0;
     }
     if (run && sc_core::sc_pending_activity()) {
-      // Runs until an awaited completion pauses it, or nothing is left to simulate.
-      sc_core::sc_start();
+      // Runs until an awaited completion pauses it, nothing is left to simulate, or time reaches
+      // the run's boundary (runBoundaryPs), whichever comes first.
+      const uint64_t now = simNowPs();
+      const uint64_t next = now + static_cast<uint64_t>(sc_core::sc_time_to_pending_activity().value());
+      const uint64_t boundary = runBoundaryPs(next);
+      sc_core::sc_start(sc_core::sc_time(static_cast<double>(boundary - now), sc_core::SC_PS),
+                        sc_core::SC_EXIT_ON_STARVATION);
     }
     const bool activityLeft = sc_core::sc_pending_activity();
     std::lock_guard<std::mutex> lock(mu_);
@@ -394,6 +409,13 @@ void Engine::simulate() {
   }
 }
 
+// A run that no awaited completion pauses (a kernel that spins without being parked, waiting for
+// work another process or thread posts meanwhile) would otherwise go on for ever, and the work
+// that would release it would never be taken in: so a run also ends at the first multiple of
+// kRunQuantumPs after the next thing due. The boundaries are points of simulated time, so where
+// runs end follows from the simulation alone, and a replay ends its runs at the same points. A
+// run ends there only when it has not paused before; a single-threaded program posts nothing
+// while it waits, so the runs a boundary adds take nothing in, and its times do not change.
 void Engine::endSimulation() {
   Core& core = *core_;
   {

@@ -3,8 +3,10 @@
 // __device__ variables through cuModuleGetGlobal, and the sticky error of an illegal access.
 // Expected values are computed here, on the host. On mcsim the kernels run in the PTX executor
 // (docs/ptx.md); built against the real driver (MCSIM_CONFORMANCE_REAL) they run on the GPU.
+#include <chrono>
 #include <fstream>
 #include <iterator>
+#include <thread>
 #include <vector>
 
 #include "tests/conformance/conformance.h"
@@ -118,6 +120,88 @@ TEST_F(PtxLaunch, VectorAddFromPtxText) {
   CUmodule mod = nullptr;
   ASSERT_OK(cuModuleLoadData(&mod, kPtx));
   vectorAdd(mod, "vadd");
+  EXPECT_OK(cuModuleUnload(mod));
+}
+
+// A kernel that spins without being parked (docs/ptx.md, "Spin parking": it writes a counter on
+// every turn) until the word at `buf` equals `flag`, then copies the word after it to `out`; and
+// the kernel that writes that word and then the flag.
+const char* const kUnparkedSpinPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry spin(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
+{
+  .reg .b64 %rd<8>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u64 %rd3, [pflag];
+  mov.u64 %rd5, 0;
+SPIN:
+  add.s64 %rd5, %rd5, 1;
+  st.volatile.global.u64 [%rd2+8], %rd5;
+  ld.volatile.global.u64 %rd4, [%rd1];
+  setp.ne.u64 %p1, %rd4, %rd3;
+  @%p1 bra SPIN;
+  ld.volatile.global.u64 %rd6, [%rd1+8];
+  st.global.u64 [%rd2], %rd6;
+  ret;
+}
+.visible .entry release(.param .u64 pbuf, .param .u64 pflag)
+{
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd2, [pflag];
+  mov.u64 %rd3, 3776;
+  st.volatile.global.u64 [%rd1+8], %rd3;
+  membar.sys;
+  st.volatile.global.u64 [%rd1], %rd2;
+  ret;
+}
+)";
+
+// One thread waits in cuStreamSynchronize for a kernel that spins unparked; another thread then
+// launches, on another stream, the kernel that releases it. On mcsim the simulation's runs end at
+// fixed points of simulated time (docs/multiprocess.md, "Simulated times replay exactly"), so the
+// second launch is taken in while the first kernel spins. Before 2026-11-29 the run that awaited
+// the spinning kernel never ended: the release was never taken in, and the test timed out.
+TEST_F(PtxLaunch, UnparkedSpinIsReleasedByAnotherThreadsLaunch) {
+  CUmodule mod = nullptr;
+  ASSERT_OK(cuModuleLoadData(&mod, kUnparkedSpinPtx));
+  CUfunction spin = nullptr, release = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&spin, mod, "spin"));
+  ASSERT_OK(cuModuleGetFunction(&release, mod, "release"));
+  CUdeviceptr buf = 0;
+  ASSERT_OK(cuMemAlloc(&buf, 32));
+  ASSERT_OK(cuMemsetD8(buf, 0, 32));
+  ASSERT_OK(cuCtxSynchronize());
+  CUstream waiting = nullptr, releasing = nullptr;
+  ASSERT_OK(cuStreamCreate(&waiting, CU_STREAM_NON_BLOCKING));
+  ASSERT_OK(cuStreamCreate(&releasing, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr out = buf + 16;
+  uint64_t flag = 1;
+  void* spinArgs[] = {&buf, &out, &flag};
+  ASSERT_OK(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, waiting, spinArgs, nullptr));
+  CUresult r = CUDA_ERROR_UNKNOWN;
+  std::thread waiter([&] {
+    cuCtxSetCurrent(ctx);
+    r = cuStreamSynchronize(waiting);
+  });
+  // The waiter is in cuStreamSynchronize by now (a chance, not an assumption: if it is not, the
+  // release is taken in with its wait, and the test passes as well).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  void* releaseArgs[] = {&buf, &flag};
+  ASSERT_OK(cuLaunchKernel(release, 1, 1, 1, 1, 1, 1, 0, releasing, releaseArgs, nullptr));
+  waiter.join();
+  ASSERT_OK(r);
+  uint64_t got[2] = {0, 0};
+  ASSERT_OK(cuMemcpyDtoH(got, out, sizeof got));
+  EXPECT_EQ(3776u, got[0]);
+  EXPECT_GT(got[1], 1u) << "the kernel spun";
+  EXPECT_OK(cuStreamDestroy(waiting));
+  EXPECT_OK(cuStreamDestroy(releasing));
+  EXPECT_OK(cuMemFree(buf));
   EXPECT_OK(cuModuleUnload(mod));
 }
 

@@ -931,11 +931,54 @@ STORE:
 }
 )";
 
-int ll128Lines() {
+// A kernel that spins without being parked (docs/ptx.md, "Spin parking"): one thread waits for
+// the flag word at the buffer's start to equal `flag`, writing an iteration counter to memory on
+// every turn (a waiting loop that writes is never parked), then stores the word after the flag.
+// Rank 1's kernel, launched while rank 0 waits for this one, writes the word and then the flag.
+// Before 2026-11-29 the node's run that awaited the spinning kernel never ended, so rank 1's
+// launch was never taken in and both hung (docs/multiprocess.md, "Simulated times replay exactly").
+const char* kUnparkedPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry recv_lines(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
+{
+  .reg .b64 %rd<12>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u64 %rd3, [pflag];
+  mov.u64 %rd5, 0;
+SPIN:
+  add.s64 %rd5, %rd5, 1;
+  st.volatile.global.u64 [%rd2+8], %rd5;
+  ld.volatile.global.u64 %rd4, [%rd1];
+  setp.ne.u64 %p1, %rd4, %rd3;
+  @%p1 bra SPIN;
+  ld.volatile.global.u64 %rd6, [%rd1+8];
+  st.global.u64 [%rd2], %rd6;
+  ret;
+}
+.visible .entry send_lines(.param .u64 pbuf, .param .u64 pflag)
+{
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd3, [pflag];
+  mov.u64 %rd4, 3776;
+  st.volatile.global.u64 [%rd1+8], %rd4;
+  membar.sys;
+  st.volatile.global.u64 [%rd1], %rd3;
+  ret;
+}
+)";
+
+// `unparked`: the kernels of kUnparkedPtx, one thread each, instead of kLinesPtx's warps.
+int ll128Lines(bool unparked = false) {
   const size_t size = 2 * kMiB;
+  const unsigned threads = unparked ? 1 : 32;
   enter(gRank);
   CUmodule module = nullptr;
-  CU(cuModuleLoadData(&module, kLinesPtx));
+  CU(cuModuleLoadData(&module, unparked ? kUnparkedPtx : kLinesPtx));
   CUstream stream = nullptr;
   CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CUmemGenericAllocationHandle h = 0;
@@ -954,7 +997,7 @@ int ll128Lines() {
     CU(cuModuleGetFunction(&recv, module, "recv_lines"));
     CUdeviceptr buf = m.va, out = m.va + kMiB;
     void* args[] = {&buf, &out, &flag};
-    CU(cuLaunchKernel(recv, 1, 1, 1, 32, 1, 1, 0, stream, args, nullptr));
+    CU(cuLaunchKernel(recv, 1, 1, 1, threads, 1, 1, 0, stream, args, nullptr));
     CUresult r = CUDA_ERROR_UNKNOWN;
     CUcontext ctx = nullptr;
     CU(cuCtxGetCurrent(&ctx));
@@ -969,6 +1012,11 @@ int ll128Lines() {
     uint64_t sum = 0;
     CU(cuMemcpyDtoH(&sum, out, 8));
     note("sum", std::to_string(sum));
+    if (unparked) {
+      uint64_t turns = 0;
+      CU(cuMemcpyDtoH(&turns, out + 8, 8));
+      note("spun", turns > 1 ? "yes" : "no");
+    }
     barrier();  // rank 1 is done with the buffer
     unmapHere(m);
     CU(cuMemRelease(h));
@@ -983,7 +1031,7 @@ int ll128Lines() {
     CUdeviceptr buf = m.va;
     void* args[] = {&buf, &flag};
     barrier();
-    CU(cuLaunchKernel(send, 1, 1, 1, 32, 1, 1, 0, stream, args, nullptr));
+    CU(cuLaunchKernel(send, 1, 1, 1, threads, 1, 1, 0, stream, args, nullptr));
     CU(cuStreamSynchronize(stream));
     barrier();
     unmapHere(m);
@@ -1030,6 +1078,7 @@ int main(int argc, char** argv) {
   if (gScenario == "early") return creatorReleasesEarly();
   if (gScenario == "counts") return counts();
   if (gScenario == "ll128") return ll128Lines();
+  if (gScenario == "unparked") return ll128Lines(true);
   if (gScenario == "orphaned") return orphaned();
   if (gScenario == "copier") return copier();
   if (gScenario == "small") return small();

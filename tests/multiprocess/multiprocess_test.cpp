@@ -466,6 +466,19 @@ TEST_F(SharedNode, LL128LinesFromAnotherProcessReleaseAWaitingKernel) {
   EXPECT_EQ("3776", b.noted(0, "sum"));
 }
 
+// A kernel that spins without being parked (it writes a counter on every turn) waits for a flag
+// that another process's kernel, launched while the first process is in cuStreamSynchronize,
+// sets. The node's runs end at fixed points of simulated time (docs/multiprocess.md), so the
+// second launch is taken in and releases the spin. Before 2026-11-29 the run that awaited the
+// spinning kernel never ended and both processes hung (the test timed out).
+TEST_F(SharedNode, UnparkedSpinIsReleasedByAnotherProcessesLaunch) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "unparked", 2, rankEnv());
+  EXPECT_EQ("3776", b.noted(0, "sum"));
+  EXPECT_EQ("yes", b.noted(0, "spun"));
+}
+
 // A process killed (SIGKILL) while it copies, at several points of its copies: each time the node
 // reclaims what it had in flight and serves a fresh process's copy. (Killed so, a copier used to
 // freeze the node in 3 of 8 kills: the engine's pins all at the runs started, posted work never
