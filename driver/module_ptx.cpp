@@ -264,6 +264,9 @@ void ModulePtx::release() {
   std::lock_guard<std::mutex> lock(mu_);
   if (globalsVa_ != 0) (void)node().freeLinear(globalsVa_);
   globalsVa_ = 0;
+  // The node's parsed copy (a kernel of it launched already keeps it until it finishes).
+  if (nodeModule_ != 0) (void)node().unloadPtx(nodeModule_);
+  nodeModule_ = 0;
   for (auto& [name, m] : linked_) m->release();
 }
 
