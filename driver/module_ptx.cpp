@@ -82,12 +82,19 @@ CUresult ModulePtx::prepare(int device) {
     uint64_t loaded = 0;
     if (fabric::readCallLinkMarker(entry->text, &key, &kernel, &loaded)) module_.globalsLoaded = loaded;
   }
-  if (!module_.globalInit.empty()) {
-    Status s = node().allocLinear(device, module_.globalInit.size(), &globalsVa_);
+  // The .const bank (its __constant__ variables) follows them in the same allocation, whole: the
+  // executor's ld.const reads it there, so that what the host writes to it is seen (one copy per
+  // loaded module, as the driver's constant bank; docs/ptx.md, "Constant memory").
+  if (!module_.globalInit.empty() || !module_.constInit.empty()) {
+    const uint64_t bytes = module_.constInit.empty() ? module_.globalInit.size()
+                                                     : module_.constOffset() + module_.constInit.size();
+    Status s = node().allocLinear(device, bytes, &globalsVa_);
     const uint64_t load = std::min<uint64_t>(module_.globalInit.size(), module_.globalsLoaded);
     if (s == Status::kOk && load != 0) s = node().write(globalsVa_, module_.globalInit.data(), load, device);
+    if (s == Status::kOk && !module_.constInit.empty())
+      s = node().write(globalsVa_ + module_.constOffset(), module_.constInit.data(), module_.constInit.size(), device);
     if (s != Status::kOk) {
-      why_ = "its .global variables could not be placed in device memory";
+      why_ = "its .global and .const variables could not be placed in device memory";
       return result_ = toResult(s);
     }
   }
@@ -232,8 +239,10 @@ const std::string* ModulePtx::refusedWhy(const std::string& name) const {
 
 bool ModulePtx::global(const std::string& name, uint64_t* va, size_t* bytes) const {
   for (const ptx::ModuleVariable& v : module_.variables) {
-    if (v.space != ptx::Space::kGlobal || v.name != name || globalsVa_ == 0 || v.name == ptx::kDeviceHeapVariable) continue;
-    *va = globalsVa_ + v.offset;
+    if ((v.space != ptx::Space::kGlobal && v.space != ptx::Space::kConst) || v.name != name || globalsVa_ == 0 ||
+        v.name == ptx::kDeviceHeapVariable)
+      continue;
+    *va = globalsVa_ + (v.space == ptx::Space::kConst ? module_.constOffset() : 0) + v.offset;
     *bytes = v.size;
     return true;
   }
@@ -255,6 +264,9 @@ void ModulePtx::release() {
   std::lock_guard<std::mutex> lock(mu_);
   if (globalsVa_ != 0) (void)node().freeLinear(globalsVa_);
   globalsVa_ = 0;
+  // The node's parsed copy (a kernel of it launched already keeps it until it finishes).
+  if (nodeModule_ != 0) (void)node().unloadPtx(nodeModule_);
+  nodeModule_ = 0;
   for (auto& [name, m] : linked_) m->release();
 }
 

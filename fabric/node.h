@@ -63,6 +63,7 @@ struct NodeStats {
   uint64_t residentBytes = 0;   // host memory actually backing simulated memory
   uint64_t multicastObjects = 0;
   int freeMulticastSlots = 0;   // per switch
+  uint64_t ptxModules = 0;      // PTX modules the node holds parsed (loadPtx, not yet unloadPtx), every process's
 };
 
 // One thing a process holds on the node, as the leak report at exit lists it (driver/leaks.cpp).

@@ -158,7 +158,7 @@ MCSIM_WIRE_FIELDS(PointerInfo, s.mapped, s.linear, s.pooled, s.location, s.alloc
                   s.gpuDirectRdmaCapable, s.access, s.mappingBase, s.mappingSize, s.reservationBase,
                   s.reservationSize, s.requestedSize)
 MCSIM_WIRE_FIELDS(NodeStats, s.allocations, s.handles, s.reservations, s.mappings, s.exportedFds, s.residentBytes,
-                  s.multicastObjects, s.freeMulticastSlots)
+                  s.multicastObjects, s.freeMulticastSlots, s.ptxModules)
 MCSIM_WIRE_FIELDS(MulticastProps, s.numDevices, s.size, s.handleTypes)
 MCSIM_WIRE_FIELDS(Holding, s.kind, s.key, s.size, s.device)
 MCSIM_WIRE_FIELDS(Admission, s.number, s.finishedBefore, s.simRuns)

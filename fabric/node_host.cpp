@@ -537,6 +537,12 @@ class ProcessNode final : public AttachedNode {
     return Status::kOk;
   }
 
+  Status unloadPtx(uint64_t module) override {
+    auto lock = n_.enter();
+    // A launch planned already holds the module (PtxLaunch::module) until it finishes.
+    return ptxModules_.erase(module) != 0 ? Status::kOk : Status::kInvalidHandle;
+  }
+
   // ---- Pinned host memory ----
 
   Status allocHost(uint64_t bytes, void** host) override {
@@ -887,6 +893,7 @@ class ProcessNode final : public AttachedNode {
     s->handles += handles_.size();
     s->reservations += space_.reservationCount();
     s->mappings += space_.mappingCount();
+    s->ptxModules += ptxModules_.size();
   }
   void addProcessDigest(model::Digest& d) const {
     d.add(number_);

@@ -1088,12 +1088,25 @@ class Executor::Run {
         else bad = "outside the kernel's parameters";
         break;
       case Space::kConst:
-        if (write) bad = "a write to constant memory";
-        else if (inside(ex_.consts_.size())) p = ex_.consts_.data() + off;
-        else bad = "outside the module's constant memory";
-        break;
+        if (write) {
+          bad = "a write to constant memory";
+          break;
+        }
+        if (!inside(ex_.consts_.size())) {
+          bad = "outside the module's constant memory";
+          break;
+        }
+        if (cfg_.moduleGlobalsVa == 0) {
+          p = ex_.consts_.data() + off;
+          break;
+        }
+        // The bank lives in device memory after the .global variables (the driver placed it, and
+        // the host writes it there): read through the global window, as a constant cache would,
+        // without counting DRAM traffic.
+        addr = cfg_.moduleGlobalsVa + ex_.module_.constOffset() + off;
+        [[fallthrough]];
       default:
-        if ((addr & ~(kWindowSize - 1)) == kModuleGlobalWindow) {
+        if (space != Space::kConst && (addr & ~(kWindowSize - 1)) == kModuleGlobalWindow) {
           off = addr - kModuleGlobalWindow;
           if (!inside(ex_.globals_.size())) {
             bad = "outside the module's global variables";
@@ -1130,6 +1143,7 @@ class Executor::Run {
           break;
         }
         p = win_.host + (addr - win_.va);
+        if (space == Space::kConst) break;
         winBytes_ += size;
         winKind_ = kind;
         countSector(addr, size);

@@ -312,6 +312,11 @@ struct Module {
   uint64_t globalsLoaded = UINT64_MAX;
   bool restLoaded = false;
 
+  // Where the .const bank (constInit) starts in the device memory the module's owner places its
+  // variables in: after the .global variables, at a 256-byte boundary (docs/ptx.md, "Constant
+  // memory"). The allocation holds constOffset() + constInit.size() bytes.
+  uint64_t constOffset() const { return (globalInit.size() + 255) / 256 * 256; }
+
   const Function* find(const std::string& fn) const;
   // The name of the function at `address` (kFunctionWindow ...), or nullptr.
   const std::string* functionAt(uint64_t address) const;

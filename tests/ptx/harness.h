@@ -45,9 +45,11 @@ class Program {
 
   // Launches `kernel`; each of `args` fills one parameter (its low bytes, little-endian).
   LaunchResult launch(const std::string& kernel, Dim3 grid, Dim3 block, const std::vector<uint64_t>& args,
-                      uint32_t dynamicShared = 0, uint64_t maxWarpInstructions = 100000000, int device = 0) {
+                      uint32_t dynamicShared = 0, uint64_t maxWarpInstructions = 100000000, int device = 0,
+                      uint64_t moduleGlobalsVa = 0) {
     LaunchConfig cfg;
     cfg.device = device;
+    cfg.moduleGlobalsVa = moduleGlobalsVa;
     cfg.grid = grid;
     cfg.block = block;
     cfg.dynamicShared = dynamicShared;

@@ -111,6 +111,74 @@ TEST(PtxMemory, SharedLocalConstGlobalVariablesAndGenericAddresses) {
   for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(v[t], (t + 1000) + 10 * ((t & 3) + 1) + 100 + 3 + t) << t;
 }
 
+// Placed by a driver (LaunchConfig::moduleGlobalsVa), the constant bank is device memory after the
+// .global variables (Module::constOffset): ld.const, at a const address and a generic one, reads
+// what is there now, not the initialiser, and is not counted as DRAM traffic; a generic store to
+// the const window still faults (docs/ptx.md, "Constant memory").
+TEST(PtxMemory, ConstantBankInDeviceMemory) {
+  Program p(std::string(kHeader) + R"(
+.global .align 4 .u32 g = 5;
+.const .align 4 .b32 table[4] = {10, 20, 30, 40};
+.const .align 8 .u64 one = 1;
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  and.b32 %r1, %r0, 3;
+  mul.wide.u32 %rd2, %r1, 4;
+  mov.u64 %rd3, table;
+  add.s64 %rd4, %rd3, %rd2;
+  ld.const.u32 %r2, [%rd4];
+  cvta.const.u64 %rd5, %rd4;
+  ld.u32 %r3, [%rd5];
+  ld.const.u64 %rd6, [one];
+  cvt.u32.u64 %r4, %rd6;
+  add.u32 %r5, %r2, %r3;
+  add.u32 %r5, %r5, %r4;
+  mul.wide.u32 %rd7, %r0, 4;
+  add.s64 %rd8, %rd1, %rd7;
+  st.global.u32 [%rd8], %r5;
+  ret;
+}
+.visible .entry store_const()
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<4>;
+  mov.u64 %rd1, table;
+  cvta.const.u64 %rd2, %rd1;
+  mov.u32 %r1, 7;
+  st.u32 [%rd2], %r1;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const Module& m = p.module();
+  ASSERT_EQ(m.constOffset(), 256u);
+  ASSERT_EQ(m.constInit.size(), 24u);
+  // The bank as a driver places it, then changed by the host.
+  std::vector<uint8_t> bank(m.constOffset() + m.constInit.size(), 0);
+  std::memcpy(bank.data(), m.globalInit.data(), m.globalInit.size());
+  std::memcpy(bank.data() + m.constOffset(), m.constInit.data(), m.constInit.size());
+  const uint32_t fresh[4] = {1000, 2000, 3000, 4000};
+  std::memcpy(bank.data() + m.constOffset(), fresh, sizeof fresh);
+  const uint64_t placed = p.buffer(bank), out = p.buffer(4 * 8);
+  const LaunchResult r = p.launch("k", {}, {8, 1, 1}, {out}, 0, 100000000, 0, placed);
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 8);
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(v[t], 2 * fresh[t & 3] + 1) << t;
+  EXPECT_EQ(r.globalBytesRead, 0u);  // the constant cache's, not DRAM's
+  // Not placed: the executor's own copy of the initialisers.
+  const LaunchResult own = p.launch("k", {}, {8, 1, 1}, {out}, 0);
+  ASSERT_EQ(own.fault, Fault::kNone) << own.message;
+  const auto w = p.read<uint32_t>(out, 8);
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(w[t], 2 * 10 * ((t & 3) + 1) + 1) << t;
+  const LaunchResult bad = p.launch("store_const", {}, {1, 1, 1}, {}, 0, 100000000, 0, placed);
+  EXPECT_EQ(bad.fault, Fault::kIllegalAddress);
+  EXPECT_NE(bad.message.find("a write to constant memory"), std::string::npos) << bad.message;
+}
+
 TEST(PtxMemory, AtomicsOnGlobalAndSharedMemory) {
   Program p(std::string(kHeader) + R"(
 .visible .entry k(.param .u64 pout)

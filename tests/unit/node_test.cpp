@@ -496,5 +496,27 @@ TEST_F(NodeTest, OneAllocationLargerThanTheDeviceFails) {
   EXPECT_EQ(node().createAllocation(p, &out), Status::kOutOfMemory);
 }
 
+// A PTX module the driver registered (loadPtx) is held until the driver drops it (unloadPtx), and
+// the node's count goes back (protocol 14; docs/reliability.md, "What is freed when").
+TEST_F(NodeTest, PtxModulesAreHeldUntilUnloaded) {
+  const std::string text =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".visible .entry k(.param .u64 p)\n{\n  ret;\n}\n";
+  const uint64_t before = node().stats().ptxModules;
+  uint64_t ids[2] = {};
+  for (uint64_t& id : ids) {
+    std::string error;
+    ASSERT_EQ(node().loadPtx(0, "k.ptx", text, /*last=*/true, &id, &error), Status::kOk);
+    ASSERT_NE(id, 0u) << error;
+  }
+  EXPECT_EQ(node().stats().ptxModules, before + 2);
+  EXPECT_EQ(node().unloadPtx(ids[0]), Status::kOk);
+  EXPECT_EQ(node().stats().ptxModules, before + 1);
+  EXPECT_EQ(node().unloadPtx(ids[0]), Status::kInvalidHandle);  // twice: no module of that id
+  EXPECT_EQ(node().unloadPtx(0), Status::kInvalidHandle);
+  EXPECT_EQ(node().unloadPtx(ids[1]), Status::kOk);
+  EXPECT_EQ(node().stats().ptxModules, before);
+}
+
 }  // namespace
 }  // namespace mcsim::fabric

@@ -25,7 +25,7 @@ run() {
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# GPU: /'
 for p in rt_api_static rt_api_shared rt_kernels_static rt_kernels_shared rt_ipc_static rt_ipc_shared rt_ptx_shared \
-         rt_graphs_static rt_graphs_shared rt_ptx_static rt_ptx_sass_only rt_printf rt_assert; do
+         rt_graphs_static rt_graphs_shared rt_ptx_static rt_ptx_sass_only rt_printf rt_assert rt_const; do
   run "$p"
 done
 run rt_ptx_newer_ptx vector_add reduction
