@@ -5,15 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cuda.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "nvml/nvml_api.h"
+#include "tests/common/forked_answer.h"
 #include "tests/common/vmm_props.h"
 
 namespace {
@@ -78,27 +76,12 @@ unsigned long long nvmlUsed(unsigned index) {
 
 // GPU `index`'s UUID on `preset`, from a process forked before this one's cuInit that sees every GPU.
 std::string uuidOfGpu(int index, const char* preset = "hgx-h100") {
-  int p[2];
-  EXPECT_EQ(pipe(p), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    close(p[0]);
+  return cutest::forkedAnswer([&] {
     setenv("MCSIM_TOPOLOGY", preset, 1);
     unsetenv("CUDA_VISIBLE_DEVICES");
     unsetenv("MCSIM_TRAY");
-    const std::string out = cuInit(0) == CUDA_SUCCESS ? cudaUuid(index) : std::string();
-    _exit(write(p[1], out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0 : 1);
-  }
-  close(p[1]);
-  std::string out;
-  char buf[128];
-  ssize_t n = 0;
-  while ((n = read(p[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(p[0]);
-  int st = 0;
-  waitpid(child, &st, 0);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  return out;
+    return cuInit(0) == CUDA_SUCCESS ? cudaUuid(index) : std::string();
+  });
 }
 
 TEST(VisibleDevices, TheNamedGpusInTheGivenOrder) {
