@@ -133,8 +133,8 @@ std::string uuidText(int rackGpu) {
   return out;
 }
 
-// CUDA_VISIBLE_DEVICES (docs/user-guide.md, "Settings"): the host's GPUs that the process's CUDA
-// ordinals name, in the order given. An entry is a host GPU's index or its UUID ("GPU-...", or
+// CUDA_VISIBLE_DEVICES (docs/user-guide.md, "CUDA_VISIBLE_DEVICES"): the host's GPUs that the
+// process's CUDA ordinals name, in the order given. An entry is a host GPU's index or its UUID ("GPU-...", or
 // enough of its start to name one GPU); the list ends at the first entry that names no GPU of the
 // host (an index out of range, -1, a UUID prefix of none or of several, a MIG id: mcsim has no MIG)
 // or names one already listed. What the entries after it would have named stays hidden.
@@ -195,9 +195,9 @@ CUresult seeDevices() {
     s.hostAttributes.push_back(std::move(a));
   }
   s.hostNode = s.node.get();
-  const char* visibleSetting = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (visibleSetting != nullptr) {
-    span.visible = parseVisibleDevices(visibleSetting, span);
+  const std::optional<std::string>& visibleSetting = driverSettings().cudaVisibleDevices;
+  if (visibleSetting) {
+    span.visible = parseVisibleDevices(*visibleSetting, span);
     s.attributes.clear();
     for (int g : span.visible) s.attributes.push_back(s.hostAttributes[static_cast<size_t>(g)]);
   } else {
@@ -205,7 +205,7 @@ CUresult seeDevices() {
   }
   s.deviceCount = static_cast<int>(s.attributes.size());
   s.tray = span;
-  if (onTray || visibleSetting != nullptr) s.node = fabric::makeTrayNode(std::move(s.node), span);
+  if (onTray || visibleSetting) s.node = fabric::makeTrayNode(std::move(s.node), span);
   return CUDA_SUCCESS;
 }
 

@@ -394,7 +394,9 @@ int visibleGpus() {
   barrier();  // both allocated
   if (nvmlInit_v2() != NVML_SUCCESS) fail("nvmlInit");
   unsigned gpus = 0;
-  if (nvmlDeviceGetCount_v2(&gpus) != NVML_SUCCESS || gpus != 8) fail("NVML sees " + std::to_string(gpus) + " GPUs, not 8");
+  if (nvmlDeviceGetCount_v2(&gpus) != NVML_SUCCESS || gpus != 8) {
+    fail("NVML sees " + std::to_string(gpus) + " GPUs, not 8");
+  }
   auto used = [](unsigned index) {
     nvmlDevice_t d = nullptr;
     nvmlMemory_t m{};
