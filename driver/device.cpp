@@ -11,9 +11,10 @@ namespace mcsim::driver {
 // A stable UUID per (preset, device): the same machine description always gives the same ids.
 // Also hashed by the runtime's integrity check (export_tables.cpp). A tray's device is named by
 // its GPU's place in the rack, so the GPUs of different trays have different UUIDs.
-CUuuid deviceUuid(int dev) {
+CUuuid deviceUuid(int dev) { return rackGpuUuid(state().tray.rackGpuOf(dev)); }
+
+CUuuid rackGpuUuid(int dev) {
   const auto& preset = state().node->preset();
-  dev = state().tray.rackGpuOf(dev);
   uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
   for (char c : preset.name) {
     h1 = (h1 ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;

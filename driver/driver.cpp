@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -119,36 +120,92 @@ CUresult attachToSharedNode(const std::string& name) {
   return CUDA_SUCCESS;
 }
 
-// The devices this process sees: every GPU of the node, or with MCSIM_TRAY the GPUs of that tray
-// of the rack, numbered from 0 as on the tray's own host. CUDA_ERROR_NO_DEVICE, saying why, for a
-// tray the preset does not have (or a preset without trays): the process sees no device of the
-// rack's.
+// The UUID of the node's GPU `rackGpu` as nvidia-smi prints it ("GPU-8932f937-d72c-...").
+std::string uuidText(int rackGpu) {
+  const CUuuid u = rackGpuUuid(rackGpu);
+  std::string out = "GPU-";
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(u.bytes[i]));
+    out += hex;
+  }
+  return out;
+}
+
+// CUDA_VISIBLE_DEVICES (docs/user-guide.md, "CUDA_VISIBLE_DEVICES"): the host's GPUs that the
+// process's CUDA ordinals name, in the order given. An entry is a host GPU's index or its UUID ("GPU-...", or
+// enough of its start to name one GPU); the list ends at the first entry that names no GPU of the
+// host (an index out of range, -1, a UUID prefix of none or of several, a MIG id: mcsim has no MIG)
+// or names one already listed. What the entries after it would have named stays hidden.
+std::vector<int> parseVisibleDevices(const std::string& value, const fabric::TraySpan& host) {
+  std::vector<int> visible;
+  size_t at = 0;
+  while (at <= value.size()) {
+    const size_t comma = std::min(value.find(',', at), value.size());
+    const std::string entry = value.substr(at, comma - at);
+    at = comma + 1;
+    int gpu = -1;
+    if (!entry.empty() && entry.find_first_not_of("0123456789") == std::string::npos) {
+      if (entry.size() <= 9 && std::stoi(entry) < host.gpus) gpu = std::stoi(entry);
+    } else if (entry.rfind("GPU-", 0) == 0) {
+      for (int g = 0; g < host.gpus; ++g) {
+        if (uuidText(host.hostGpuOf(g)).rfind(entry, 0) != 0) continue;
+        if (gpu >= 0) {  // the prefix names several GPUs: none
+          gpu = -1;
+          break;
+        }
+        gpu = g;
+      }
+    }
+    if (gpu < 0 || std::find(visible.begin(), visible.end(), gpu) != visible.end()) break;
+    visible.push_back(gpu);
+  }
+  return visible;
+}
+
+// The devices this process sees: the GPUs of its host (every GPU of the node, or with MCSIM_TRAY
+// the GPUs of that tray of the rack, numbered from 0 as on the tray's own host), narrowed and
+// reordered by CUDA_VISIBLE_DEVICES. CUDA_ERROR_NO_DEVICE, saying why, for a tray the preset does
+// not have (or a preset without trays): the process sees no device of the rack's. A
+// CUDA_VISIBLE_DEVICES that leaves no device is cuInit's to refuse (NVML still sees the host).
 CUresult seeDevices() {
   DriverState& s = state();
   const fabric::Preset& preset = s.node->preset();
   std::vector<std::vector<int>> all = resolveDeviceAttributes(preset);
-  if (!driverSettings().isSet("MCSIM_TRAY")) {
-    s.attributes = std::move(all);
-    s.deviceCount = preset.gpuCount;
-    return CUDA_SUCCESS;
-  }
-  std::string error;
   fabric::TraySpan span;
-  if (!fabric::traySpan(preset, static_cast<int>(driverSettings().tray), &span, &error)) {
-    std::fprintf(stderr, "mcsim: %s\n", error.c_str());
-    s.node.reset();
-    return CUDA_ERROR_NO_DEVICE;
+  span.gpus = preset.gpuCount;
+  span.numaNodes = preset.hostNumaNodes;
+  const bool onTray = driverSettings().isSet("MCSIM_TRAY");
+  if (onTray) {
+    std::string error;
+    if (!fabric::traySpan(preset, static_cast<int>(driverSettings().tray), &span, &error)) {
+      std::fprintf(stderr, "mcsim: %s\n", error.c_str());
+      s.node.reset();
+      return CUDA_ERROR_NO_DEVICE;
+    }
   }
-  s.attributes.clear();
+  s.hostAttributes.clear();
   for (int d = 0; d < span.gpus; ++d) {
     std::vector<int> a = all[static_cast<size_t>(span.firstGpu + d)];
-    a[CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID] -= span.firstNumaNode;
-    a[CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID] = d;
-    s.attributes.push_back(std::move(a));
+    if (onTray) {
+      a[CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID] -= span.firstNumaNode;
+      a[CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID] = d;
+    }
+    s.hostAttributes.push_back(std::move(a));
   }
-  s.deviceCount = span.gpus;
+  s.hostNode = s.node.get();
+  const std::optional<std::string>& visibleSetting = driverSettings().cudaVisibleDevices;
+  if (visibleSetting) {
+    span.visible = parseVisibleDevices(*visibleSetting, span);
+    s.attributes.clear();
+    for (int g : span.visible) s.attributes.push_back(s.hostAttributes[static_cast<size_t>(g)]);
+  } else {
+    s.attributes = s.hostAttributes;
+  }
+  s.deviceCount = static_cast<int>(s.attributes.size());
   s.tray = span;
-  s.node = fabric::makeTrayNode(std::move(s.node), span);
+  if (onTray || visibleSetting) s.node = fabric::makeTrayNode(std::move(s.node), span);
   return CUDA_SUCCESS;
 }
 
@@ -287,6 +344,9 @@ CUresult CUDAAPI cuInit(unsigned int Flags) {
     }
   });
   if (s.initResult != CUDA_SUCCESS) return s.initResult;
+  // CUDA_VISIBLE_DEVICES named no GPU of the host (empty, "-1", ...): the real driver's cuInit
+  // fails so (numba issue 5793), and every later call answers CUDA_ERROR_NOT_INITIALIZED.
+  if (s.deviceCount == 0) return MCSIM_REFUSE(CUDA_ERROR_NO_DEVICE, "CUDA_VISIBLE_DEVICES names no GPU of this host");
   MCSIM_FAULT_POINT_ARGS({"flags", Flags});
   s.initialized.store(true, std::memory_order_release);
   return CUDA_SUCCESS;

@@ -51,11 +51,16 @@ struct DriverState {
   CUresult initResult = CUDA_SUCCESS;
   std::unique_ptr<fabric::Node> node;
   int deviceCount = 0;
-  // The compute tray this process runs on (MCSIM_TRAY; tray -1: the whole node). Device ordinals
-  // are the tray's; `node` is the tray's view of the rack (fabric/tray_node.h).
+  // The host this process runs on: the compute tray (MCSIM_TRAY) or the whole node (tray -1), and
+  // the host's GPUs its CUDA ordinals name (CUDA_VISIBLE_DEVICES). `node` is the process's view of
+  // the node, in its ordinals (fabric/tray_node.h); `hostNode` is the node itself, which NVML
+  // asks about the host's GPUs (tray.hostGpuOf), as real NVML ignores CUDA_VISIBLE_DEVICES.
   fabric::TraySpan tray;
-  // Attribute values per device, indexed [device][attribute], resolved once at cuInit.
+  fabric::Node* hostNode = nullptr;
+  // Attribute values per device, indexed [device][attribute], resolved once at cuInit; the same
+  // for each of the host's GPUs, in the host's order (NVML's devices).
   std::vector<std::vector<int>> attributes;
+  std::vector<std::vector<int>> hostAttributes;
 };
 
 DriverState& state();
@@ -66,12 +71,17 @@ int emulatedDriverVersion();
 
 // The device's UUID (cuDeviceGetUuid), stable per preset and device.
 CUuuid deviceUuid(int device);
+// The UUID of the node's GPU `rackGpu` (deviceUuid of the ordinal that names it).
+CUuuid rackGpuUuid(int rackGpu);
 
 inline bool initialized() { return state().initialized.load(std::memory_order_acquire); }
 inline fabric::Node& node() { return *state().node; }
 inline bool validDevice(CUdevice d) { return d >= 0 && d < state().deviceCount; }
 // The host NUMA nodes this process sees: the node's, or those of its tray (numbered from 0).
 inline int hostNumaNodes() { return state().tray.tray >= 0 ? state().tray.numaNodes : node().preset().hostNumaNodes; }
+// The host's GPUs that NVML shows: all of the host's (the tray's or the node's), whatever
+// CUDA_VISIBLE_DEVICES says.
+inline int hostGpuCount() { return static_cast<int>(state().hostAttributes.size()); }
 // The answers of every call before cuInit and after the node is gone, with the reason the call log
 // gives (MCSIM_DEBUG).
 inline CUresult refuseUninitialized() {

@@ -16,8 +16,13 @@ extern "C" CUresult CUDAAPI cuInit(unsigned int flags);
 
 namespace {
 
+// NVML's devices are the host's GPUs: real NVML does not read CUDA_VISIBLE_DEVICES, so a process
+// whose setting hides every GPU (cuInit fails with CUDA_ERROR_NO_DEVICE) still sees the host's,
+// and the bridge numbers them as the host does, not by the process's CUDA ordinals.
 int attachedOrError() {
-  if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!state().nodeUp.load(std::memory_order_acquire) || state().forkedChild.load(std::memory_order_acquire)) {
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
   if (node().lost()) return CUDA_ERROR_DEVICE_UNAVAILABLE;
   return CUDA_SUCCESS;
 }
@@ -38,7 +43,11 @@ extern "C" {
 
 int mcsim_nvml_attach(int bridge_version) {
   if (bridge_version != MCSIM_NVML_BRIDGE_VERSION) return CUDA_ERROR_NOT_SUPPORTED;
-  return cuInit(0);  // mcsim_impl_cuInit: the process's one node
+  const CUresult r = cuInit(0);  // mcsim_impl_cuInit: the process's one node
+  if (r == CUDA_ERROR_NO_DEVICE && state().nodeUp.load(std::memory_order_acquire) && hostGpuCount() > 0) {
+    return CUDA_SUCCESS;  // CUDA_VISIBLE_DEVICES hides every GPU from CUDA, not from NVML
+  }
+  return r;
 }
 
 int mcsim_nvml_node(mcsim_nvml_node_info* info) {
@@ -47,7 +56,7 @@ int mcsim_nvml_node(mcsim_nvml_node_info* info) {
   const auto& p = node().preset();
   std::memset(info, 0, sizeof(*info));
   std::strncpy(info->preset, p.name.c_str(), sizeof(info->preset) - 1);
-  info->gpu_count = state().deviceCount;
+  info->gpu_count = hostGpuCount();
   info->host_numa_nodes = hostNumaNodes();
   info->links_per_gpu = p.nvlink.linksPerGpu;
   info->switch_count = p.nvswitch.count;
@@ -61,12 +70,14 @@ int mcsim_nvml_node(mcsim_nvml_node_info* info) {
 int mcsim_nvml_device(int device, mcsim_nvml_device_info* info) {
   if (info == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (const int r = attachedOrError()) return r;
-  if (!validDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (device < 0 || device >= hostGpuCount()) return CUDA_ERROR_INVALID_DEVICE;
   const auto& p = node().preset();
-  const auto& a = state().attributes[static_cast<size_t>(device)];
+  const auto& a = state().hostAttributes[static_cast<size_t>(device)];
+  const int rackGpu = state().tray.hostGpuOf(device);
+  mcsim::fabric::Node& host = *state().hostNode;
   std::memset(info, 0, sizeof(*info));
   std::strncpy(info->name, p.gpu.name.c_str(), sizeof(info->name) - 1);
-  const CUuuid u = deviceUuid(device);
+  const CUuuid u = rackGpuUuid(rackGpu);
   std::memcpy(info->uuid, u.bytes, sizeof(info->uuid));
   info->pci_domain = static_cast<uint32_t>(a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID]);
   info->pci_bus = static_cast<uint32_t>(a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID]);
@@ -74,19 +85,19 @@ int mcsim_nvml_device(int device, mcsim_nvml_device_info* info) {
   info->cc_major = a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR];
   info->cc_minor = a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
   uint64_t free = 0, total = 0;
-  if (const CUresult r = toResult(node().memoryInfo(device, &free, &total))) return r;
+  if (const CUresult r = toResult(host.memoryInfo(rackGpu, &free, &total))) return r;
   info->memory_total = total;
   info->memory_free = free;
   info->host_numa_node = a[CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID];
   info->numa_id = a[CU_DEVICE_ATTRIBUTE_NUMA_ID];
-  info->nvlink_up = (p.nvlink.linksPerGpu > 0 && node().nvlinkUp(device)) ? 1 : 0;
+  info->nvlink_up = (p.nvlink.linksPerGpu > 0 && host.nvlinkUp(rackGpu)) ? 1 : 0;
   return node().lost() ? CUDA_ERROR_DEVICE_UNAVAILABLE : CUDA_SUCCESS;
 }
 
 int mcsim_nvml_link_switch(int device, int link, int* switch_index) {
   if (switch_index == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (const int r = attachedOrError()) return r;
-  if (!validDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (device < 0 || device >= hostGpuCount()) return CUDA_ERROR_INVALID_DEVICE;
   const auto& sw = node().preset().nvswitch;
   int first = 0;
   for (int s = 0; s < sw.count; ++s) {

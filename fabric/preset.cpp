@@ -439,9 +439,17 @@ Preset loadPreset(const std::string& nameOrPath) {
 }
 
 int TraySpan::ordinalOf(int rackGpu) const {
-  if (rackGpu < 0 || tray < 0) return rackGpu;
-  if (holds(rackGpu)) return rackGpu - firstGpu;
-  return gpus > 0 ? rackGpu % gpus : rackGpu;
+  if (rackGpu < 0) return rackGpu;
+  int hostGpu = rackGpu;
+  if (holds(rackGpu)) {
+    hostGpu = rackGpu - firstGpu;
+  } else if (tray >= 0 && gpus > 0) {
+    return rackGpu % gpus;
+  }
+  for (size_t o = 0; o < visible.size(); ++o) {
+    if (visible[o] == hostGpu) return static_cast<int>(o);
+  }
+  return hostGpu;
 }
 
 bool traySpan(const Preset& preset, int tray, TraySpan* out, std::string* error) {

@@ -97,10 +97,22 @@ struct TraySpan {
   int firstNumaNode = 0;   // the rack's number of the tray's host NUMA node 0
   int numaNodes = 0;       // host NUMA nodes the tray's GPUs sit on
 
+  // CUDA_VISIBLE_DEVICES: the host's GPUs (numbered 0 .. gpus-1, as the host's NVML numbers them)
+  // that the process's CUDA ordinals name, in ordinal order; empty: all of them, in order.
+  std::vector<int> visible;
+
   bool holds(int rackGpu) const { return rackGpu >= firstGpu && rackGpu < firstGpu + gpus; }
-  // The tray's ordinal of a rack GPU; a GPU of another tray gets its ordinal on its own tray.
+  // The process's ordinal of a rack GPU. A GPU of another tray gets its number on its own tray; a
+  // GPU of the host that CUDA_VISIBLE_DEVICES hides keeps its number on the host.
   int ordinalOf(int rackGpu) const;
-  int rackGpuOf(int ordinal) const { return ordinal < 0 ? ordinal : firstGpu + ordinal; }
+  // The rack GPU of a process's ordinal (negative ordinals, CU_DEVICE_CPU and the like, stay).
+  int rackGpuOf(int ordinal) const {
+    if (ordinal < 0) return ordinal;
+    const size_t o = static_cast<size_t>(ordinal);
+    return hostGpuOf(visible.empty() || o >= visible.size() ? ordinal : visible[o]);
+  }
+  // The rack GPU of the host's GPU `hostGpu` (what NVML numbers, which CUDA_VISIBLE_DEVICES leaves alone).
+  int hostGpuOf(int hostGpu) const { return hostGpu < 0 ? hostGpu : firstGpu + hostGpu; }
 };
 
 // The span of tray `tray`; the problem in `error` (and false) for a preset without trays or a tray

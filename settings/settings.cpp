@@ -153,6 +153,8 @@ Settings parse(const char* const* env, std::vector<std::string>* warnings) {
 #include "settings/settings.def"
 #undef MCSIM_SETTING
 
+  if (auto it = vars.find("CUDA_VISIBLE_DEVICES"); it != vars.end()) s.cudaVisibleDevices = it->second;
+
   // Names in mcsim's namespace that nothing reads: most likely a typo of one that something does.
   for (const auto& [name, value] : vars) {
     if (name.compare(0, 6, "MCSIM_") != 0) continue;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct Settings {
   // The text of every variable that was set and accepted, by name: what a trace records, and
   // whether a setting whose default is "unset" was given (isSet).
   std::map<std::string, std::string> given;
+  // CUDA_VISIBLE_DEVICES, the real driver's own variable, which mcsim's driver reads at cuInit
+  // (docs/user-guide.md): its text when set, even empty (an empty value hides every GPU).
+  std::optional<std::string> cudaVisibleDevices;
   bool isSet(const std::string& name) const { return given.count(name) != 0; }
 };
 

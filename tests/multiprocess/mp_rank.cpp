@@ -25,6 +25,7 @@
 
 #include "mcsim/api.h"
 #include "mcsim/kernels.h"
+#include "nvml/nvml_api.h"
 #include "tests/common/vmm_props.h"
 #include "tests/multiprocess/messages.h"
 
@@ -375,6 +376,43 @@ int forged() {
   note("forged", "ok");
   barrier();
   close(foreignFd);
+  return 0;
+}
+
+// Processes that each see one GPU of the node (CUDA_VISIBLE_DEVICES=5 for rank 0, =2 for rank 1,
+// as a launcher sets it): each sees one device, ordinal 0, and makes (rank + 1) * 128 MiB there.
+// Once both have, NVML (which sees every GPU of the node) shows rank 0's memory on GPU 5 and rank
+// 1's on GPU 2, and none on GPU 0, which both call ordinal 0.
+int visibleGpus() {
+  constexpr size_t kChunk = 128 * kMiB;
+  enter(0);
+  int count = 0;
+  CU(cuDeviceGetCount(&count));
+  if (count != 1) fail("a process with one visible GPU sees " + std::to_string(count) + " devices");
+  CUdeviceptr p = 0;
+  CU(cuMemAlloc(&p, (static_cast<size_t>(gRank) + 1) * kChunk));
+  barrier();  // both allocated
+  if (nvmlInit_v2() != NVML_SUCCESS) fail("nvmlInit");
+  unsigned gpus = 0;
+  if (nvmlDeviceGetCount_v2(&gpus) != NVML_SUCCESS || gpus != 8) {
+    fail("NVML sees " + std::to_string(gpus) + " GPUs, not 8");
+  }
+  auto used = [](unsigned index) {
+    nvmlDevice_t d = nullptr;
+    nvmlMemory_t m{};
+    if (nvmlDeviceGetHandleByIndex_v2(index, &d) != NVML_SUCCESS || nvmlDeviceGetMemoryInfo(d, &m) != NVML_SUCCESS) {
+      fail("NVML memory of GPU " + std::to_string(index));
+    }
+    return m.used;
+  };
+  const unsigned long long idle = used(0), on5 = used(5), on2 = used(2);
+  if (on5 < idle + kChunk || on5 >= idle + 2 * kChunk) fail("GPU 5 holds " + std::to_string(on5 - idle) + " bytes");
+  if (on2 < idle + 2 * kChunk || on2 >= idle + 3 * kChunk) fail("GPU 2 holds " + std::to_string(on2 - idle) + " bytes");
+  if (used(1) != idle) fail("GPU 1 holds memory");
+  nvmlShutdown();
+  barrier();  // both looked
+  CU(cuMemFree(p));
+  note("visible", "ok");
   return 0;
 }
 
@@ -1068,6 +1106,7 @@ int main(int argc, char** argv) {
   if (gScenario == "fabric") return dataAcross("fabric");
   if (gScenario == "forged") return forged();
   if (gScenario == "trays") return trays();
+  if (gScenario == "visible") return visibleGpus();
   if (gScenario == "nccl") return ncclTeam();
   if (gScenario == "block") return blockingBind();
   if (gScenario == "killed") return killedRank();

@@ -313,6 +313,24 @@ TEST_F(SharedNode, TraysShareFabricHandlesButNotDescriptorsOrIpcHandles) {
   EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
 }
 
+// Two processes of a launcher, each given one GPU of the node by CUDA_VISIBLE_DEVICES: each sees
+// it as device 0, and their memory lands on the GPUs they were given (mp_rank's "visible").
+TEST_F(SharedNode, EachProcessSeesTheGpuItsVisibleDevicesName) {
+  startNode();
+  Broker b(MCSIM_MP_RANK, dir_);
+  const char* gpuOf[2] = {"5", "2"};
+  for (int r = 0; r < 2; ++r) {
+    Env env = rankEnv();
+    env.emplace_back("CUDA_VISIBLE_DEVICES", gpuOf[r]);
+    b.spawn("visible", r, 2, env);
+  }
+  b.start();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(0, b.wait(r)) << "rank " << r << ":\n" << b.output(r);
+  b.finish();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ("ok", b.noted(r, "visible")) << "rank " << r;
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
 // A tray the rack does not have, or a tray on a node without trays, is refused at attach.
 TEST_F(SharedNode, TrayTheNodeLacksIsRefusedAtAttach) {
   startNode({"--topology", "gb200-nvl72"});

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nvml/nvml_api.h"
+#include "tests/common/forked_answer.h"
 #include "tests/common/vmm_props.h"
 
 namespace {
@@ -40,25 +41,10 @@ std::string uuidBytes(CUdevice d) {
 // a node of its own): `query` runs there and its bytes come back.
 template <typename Query>
 std::string inAnotherTray(const char* tray, Query query) {
-  int p[2];
-  EXPECT_EQ(pipe(p), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    close(p[0]);
+  return cutest::forkedAnswer([&] {
     setenv("MCSIM_TRAY", tray, 1);
-    const std::string out = query();
-    _exit(write(p[1], out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0 : 1);
-  }
-  close(p[1]);
-  std::string out;
-  char buf[256];
-  ssize_t n = 0;
-  while ((n = read(p[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(p[0]);
-  int st = 0;
-  waitpid(child, &st, 0);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  return out;
+    return query();
+  });
 }
 
 // cuInit, and device `dev`'s primary context made current.

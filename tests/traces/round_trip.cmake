@@ -3,7 +3,9 @@
 # arguments, results, outputs, data digests and simulated timestamps), and, with REQUIRE, when the
 # trace holds a line matching REQUIRE (that the calls of interest were made and recorded).
 #   cmake -DMCSIM=... -DPROGRAM=... -DTRACE=... [-DARGS=a;b] [-DFAULTS=plan] [-DTOPOLOGY=preset]
-#         [-DTRAY=n] [-DREQUIRE=regex] -P round_trip.cmake
+#         [-DTRAY=n] [-DVISIBLE=list] [-DREQUIRE=regex] -P round_trip.cmake
+# VISIBLE is the recording's CUDA_VISIBLE_DEVICES; the replay runs without it in its environment,
+# so it sees those GPUs only if the trace restores the setting.
 set(ENV{MCSIM_HANG_GRACE_S} 1)
 set(run_args run --record ${TRACE})
 if(FAULTS)
@@ -15,7 +17,11 @@ endif()
 if(DEFINED TRAY)
   list(APPEND run_args --tray ${TRAY})
 endif()
+if(DEFINED VISIBLE)
+  set(ENV{CUDA_VISIBLE_DEVICES} ${VISIBLE})
+endif()
 execute_process(COMMAND ${MCSIM} ${run_args} -- ${PROGRAM} ${ARGS} RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+unset(ENV{CUDA_VISIBLE_DEVICES})
 if(NOT EXISTS ${TRACE})
   message(FATAL_ERROR "recording ${PROGRAM} left no trace (status ${status})")
 endif()

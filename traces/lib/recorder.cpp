@@ -233,6 +233,8 @@ void startRecorder(const Target& t, const settings::Settings& settings) {
   for (const char* name : kRecordedEnvironment) {
     if (auto it = settings.given.find(name); it != settings.given.end()) env[name] = it->second;
   }
+  // The driver's own setting, not an mcsim one: the devices the program saw, in its order.
+  if (settings.cudaVisibleDevices) env["CUDA_VISIBLE_DEVICES"] = *settings.cudaVisibleDevices;
   header["env"] = env;
   Json faults;
   if (!settings.faultsFile.empty()) {

@@ -9,10 +9,12 @@ namespace mcsim::trace {
 constexpr int kTraceVersion = 1;
 
 // The settings of the run that the header keeps, so that a replay in mcsim reproduces the node,
-// the seed, the emulated driver version, the fault plan's rank filter and the tray it ran on.
+// the seed, the emulated driver version, the fault plan's rank filter, the tray it ran on and the
+// GPUs it saw (CUDA_VISIBLE_DEVICES, which the driver reads itself).
 constexpr const char* kRecordedEnvironment[] = {
     "MCSIM_TOPOLOGY", "MCSIM_SEED",       "MCSIM_DRIVER_VERSION", "MCSIM_RANK",
     "MCSIM_FABRIC_MANAGER", "MCSIM_HANG_GRACE_S", "MCSIM_HANG_RESULT", "MCSIM_ON_HANG", "MCSIM_TRAY",
+    "CUDA_VISIBLE_DEVICES",
 };
 
 // Whether a trace's header may set `name`: a replay restores these settings and nothing else.
