@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -133,9 +134,25 @@ std::string uuidText(int rackGpu) {
   return out;
 }
 
+// An index entry of CUDA_VISIBLE_DEVICES read as a real driver (580.159.04) reads it
+// (docs/real-driver/h200x4-visible-2026-11-29.txt): blanks before it and a '+' are skipped, its
+// leading digits are the index and whatever follows them is ignored (" 1", "1 ", "+1", "01",
+// "1;0" and "1 0" all name GPU 1). -1 when it starts with no digit or the number is negative.
+int leadingIndex(const std::string& entry) {
+  size_t i = 0;
+  while (i < entry.size() && std::isspace(static_cast<unsigned char>(entry[i]))) ++i;
+  if (i < entry.size() && entry[i] == '+') ++i;
+  long index = -1;
+  for (; i < entry.size() && std::isdigit(static_cast<unsigned char>(entry[i])); ++i) {
+    if (index < 0) index = 0;
+    if (index < (1L << 30)) index = index * 10 + (entry[i] - '0');
+  }
+  return index > (1L << 30) ? (1 << 30) : static_cast<int>(index);
+}
+
 // CUDA_VISIBLE_DEVICES (docs/user-guide.md, "CUDA_VISIBLE_DEVICES"): the host's GPUs that the
-// process's CUDA ordinals name, in the order given. An entry is a host GPU's index or its UUID ("GPU-...", or
-// enough of its start to name one GPU); the list ends at the first entry that names no GPU of the
+// process's CUDA ordinals name, in the order given. An entry is a host GPU's index (leadingIndex) or its UUID
+// ("GPU-...", or enough of its start to name one GPU, with nothing before it); the list ends at the first entry that names no GPU of the
 // host (an index out of range, -1, a UUID prefix of none or of several, a MIG id: mcsim has no MIG)
 // or names one already listed. What the entries after it would have named stays hidden.
 std::vector<int> parseVisibleDevices(const std::string& value, const fabric::TraySpan& host) {
@@ -146,9 +163,10 @@ std::vector<int> parseVisibleDevices(const std::string& value, const fabric::Tra
     const std::string entry = value.substr(at, comma - at);
     at = comma + 1;
     int gpu = -1;
-    if (!entry.empty() && entry.find_first_not_of("0123456789") == std::string::npos) {
-      if (entry.size() <= 9 && std::stoi(entry) < host.gpus) gpu = std::stoi(entry);
-    } else if (entry.rfind("GPU-", 0) == 0) {
+    if (entry.rfind("GPU-", 0) != 0) {
+      gpu = leadingIndex(entry);
+      if (gpu >= host.gpus) gpu = -1;
+    } else {
       for (int g = 0; g < host.gpus; ++g) {
         if (uuidText(host.hostGpuOf(g)).rfind(entry, 0) != 0) continue;
         if (gpu >= 0) {  // the prefix names several GPUs: none

@@ -17,11 +17,14 @@
 // CUDA_ERROR_INVALID_VALUE (NCCL issue 842: "invalid argument" for a handle never made); memory
 // not made by cuMemAlloc (a pool's, cudarc issue 521) is CUDA_ERROR_INVALID_VALUE at export;
 // flags other than CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS are CUDA_ERROR_INVALID_VALUE. Every call
-// needs a current context.
+// needs a current context. In the opening process the memory's CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+// is the opening context's device, whichever GPU holds it and whether or not CUDA_VISIBLE_DEVICES
+// lets the process see that GPU (four H200s, 580.159.04: docs/real-driver/h200x4-visible-2026-11-29.txt).
 #include <cstring>
 
 #include "driver/context.h"
 #include "driver/driver.h"
+#include "driver/memory.h"
 #include "driver/stream.h"
 
 using namespace mcsim::driver;
@@ -55,11 +58,13 @@ CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle
   // The CUDA reference: Flags "must be specified as CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS"; a real H100
   // refuses 0 with CUDA_ERROR_INVALID_VALUE before it looks at the handle (docs/real-driver.md).
   if (pdptr == nullptr || Flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
-  MCSIM_TRY(requireContext());
+  CUctx_st* ctx = nullptr;
+  MCSIM_TRY(currentContext(&ctx));
   uint8_t bytes[64];
   std::memcpy(bytes, handle.reserved, sizeof bytes);
   uint64_t va = 0;
   MCSIM_TRY(toResult(node().ipcOpenMemory(bytes, &va)));
+  noteIpcOpened(va, ctx->device);
   *pdptr = va;
   return CUDA_SUCCESS;
 }
@@ -102,7 +107,9 @@ CUresult CUDAAPI cuIpcOpenEventHandle(CUevent* phEvent, CUipcEventHandle handle)
 CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr) {
   MCSIM_REQUIRE_INIT();
   MCSIM_TRY(requireContext());
-  return toResult(node().ipcCloseMemory(dptr));
+  MCSIM_TRY(toResult(node().ipcCloseMemory(dptr)));
+  forgetIpcOpened(dptr);
+  return CUDA_SUCCESS;
 }
 
 }  // extern "C"

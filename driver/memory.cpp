@@ -31,6 +31,7 @@ struct MemoryTables {
   OrderedMutex mu{LockRank::kDriverMemory};
   std::map<uint64_t, HostAllocation> host;   // pinned host memory by base address
   std::map<uint64_t, CUctx_st*> linearOwner;  // cuMemAlloc base -> owning context
+  std::map<uint64_t, int> ipcOpener;          // cuIpcOpenMemHandle address -> the opening context's device
   uint64_t nextHostId = 0;
 };
 
@@ -55,6 +56,22 @@ bool findHostAllocation(uint64_t p, HostAllocation* out) {
   if (p >= it->second.base + it->second.size) return false;
   *out = it->second;
   return true;
+}
+
+void noteIpcOpened(uint64_t base, int device) {
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+  tables().ipcOpener[base] = device;
+}
+
+void forgetIpcOpened(uint64_t base) {
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+  tables().ipcOpener.erase(base);
+}
+
+int ipcOpenerDevice(uint64_t base) {
+  std::lock_guard<mcsim::OrderedMutex> lock(tables().mu);
+  auto it = tables().ipcOpener.find(base);
+  return it == tables().ipcOpener.end() ? -1 : it->second;
 }
 
 CUctx_st* linearOwner(uint64_t base) {
@@ -287,6 +304,7 @@ static CUresult allocLinear(CUdeviceptr* dptr, size_t bytesize) {
     // Recorded only while the context lives (see ownedByLiveContext).
     if (usableContext(ctx)) {
       tables().linearOwner[va] = ctx;
+      tables().ipcOpener.erase(va);  // an IPC mapping that was here went with its context
       *dptr = va;
       return CUDA_SUCCESS;
     }

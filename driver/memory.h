@@ -29,6 +29,11 @@ struct HostAllocation {
 bool findHostAllocation(uint64_t p, HostAllocation* out);
 // The context that made the cuMemAlloc allocation at `base`, or nullptr.
 CUctx_st* linearOwner(uint64_t base);
+// Memory this process mapped with cuIpcOpenMemHandle at `base`: the device of the context that
+// opened it (its CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL here), or -1 for memory not opened so.
+void noteIpcOpened(uint64_t base, int device);
+void forgetIpcOpened(uint64_t base);
+int ipcOpenerDevice(uint64_t base);
 
 // Whether a stream argument names a usable stream (NULL, the special handles, or a live stream).
 CUresult checkStream(CUstream stream);

@@ -79,9 +79,12 @@ CUresult deviceAttribute(const PointerFacts& f, CUdeviceptr ptr, CUpointer_attri
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: put<unsigned long long>(data, i.allocationId); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: put<unsigned>(data, 0); return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-      put<int>(data, i.location.kind == fabric::LocationKind::kDevice ? i.location.id : -1);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
+      // Memory opened from an IPC handle counts as the opening context's device's (driver/ipc.cpp).
+      const int opener = i.linear ? ipcOpenerDevice(i.mappingBase) : -1;
+      put<int>(data, opener >= 0 ? opener : i.location.kind == fabric::LocationKind::kDevice ? i.location.id : -1);
       return CUDA_SUCCESS;
+    }
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: put<unsigned>(data, i.linear ? 1 : 0); return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
       put<CUdeviceptr>(data, driverMade ? i.mappingBase : i.reservationBase);

@@ -411,6 +411,30 @@ int visibleGpus() {
   if (used(1) != idle) fail("GPU 1 holds memory");
   nvmlShutdown();
   barrier();  // both looked
+  // Rank 0's memory (on GPU 5, which rank 1 cannot see) opened by rank 1 through an IPC handle: in
+  // rank 1 it counts as its context's device's, ordinal 0, as a real driver answers
+  // (docs/real-driver/h200x4-visible-2026-11-29.txt), never an ordinal rank 1 does not have.
+  if (gRank == 0) {
+    CU(cuMemsetD8(p, 0x5a, kChunk));
+    CU(cuCtxSynchronize());
+    CUipcMemHandle handle;
+    CU(cuIpcGetMemHandle(&handle, p));
+    put(hex(reinterpret_cast<const uint8_t*>(handle.reserved), sizeof handle.reserved));
+    barrier();  // rank 1 opened, read and closed it
+  } else {
+    CUipcMemHandle handle;
+    unhex(get(), reinterpret_cast<uint8_t*>(handle.reserved), sizeof handle.reserved);
+    CUdeviceptr opened = 0;
+    CU(cuIpcOpenMemHandle(&opened, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    int ordinal = -1;
+    CU(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, opened));
+    if (ordinal != 0) fail("memory opened from GPU 5 reports device ordinal " + std::to_string(ordinal));
+    unsigned char byte = 0;
+    CU(cuMemcpyDtoH(&byte, opened + kChunk - 1, 1));
+    if (byte != 0x5a) fail("reading memory opened from another process's GPU");
+    CU(cuIpcCloseMemHandle(opened));
+    barrier();
+  }
   CU(cuMemFree(p));
   note("visible", "ok");
   return 0;

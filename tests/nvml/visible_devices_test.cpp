@@ -171,6 +171,49 @@ TEST(VisibleDevices, ARepeatedGpuEndsTheList) {
   EXPECT_EQ(count(), 2);
 }
 
+// An index is read as a real driver (580.159.04, four H200s) read it
+// (docs/real-driver/h200x4-visible-2026-11-29.txt): blanks around it and a '+' do not matter, and
+// whatever follows its digits is ignored; an empty entry ends the list.
+TEST(VisibleDevices, BlanksAroundAnIndexAreIgnored) {
+  see(" 3, 1 ,0 ");
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  ASSERT_EQ(count(), 3);
+  EXPECT_EQ(cudaUuid(0), nvmlUuid(3));
+  EXPECT_EQ(cudaUuid(1), nvmlUuid(1));
+  EXPECT_EQ(cudaUuid(2), nvmlUuid(0));
+  EXPECT_EQ(nvmlShutdown(), NVML_SUCCESS);
+}
+
+TEST(VisibleDevices, WhatFollowsAnIndexsDigitsIsIgnored) {
+  see("1;0,+2,03,1 0");  // GPU 1 (";0" ignored), then 2, then 3, then 1 again: the list ends
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  ASSERT_EQ(count(), 3);
+  EXPECT_EQ(cudaUuid(0), nvmlUuid(1));
+  EXPECT_EQ(cudaUuid(1), nvmlUuid(2));
+  EXPECT_EQ(cudaUuid(2), nvmlUuid(3));
+  EXPECT_EQ(nvmlShutdown(), NVML_SUCCESS);
+}
+
+TEST(VisibleDevices, AnEmptyEntryEndsTheList) {
+  see("1,,0");
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  EXPECT_EQ(count(), 1);
+}
+
+TEST(VisibleDevices, BlanksAloneLeaveNoDevice) {
+  see(" ");
+  EXPECT_EQ(cuInit(0), CUDA_ERROR_NO_DEVICE);
+}
+
+// A UUID must start its entry: a blank before "GPU-" names no GPU (as on the real driver).
+TEST(VisibleDevices, ABlankBeforeAUuidNamesNoGpu) {
+  const std::string value = " " + uuidOfGpu(2);
+  see(value.c_str());
+  EXPECT_EQ(cuInit(0), CUDA_ERROR_NO_DEVICE);
+}
+
 // A UUID as nvidia-smi prints it, or enough of its start to name one GPU.
 TEST(VisibleDevices, UuidsAndTheirPrefixes) {
   const std::string four = uuidOfGpu(4), one = uuidOfGpu(1);
