@@ -156,6 +156,13 @@ bool knownContext(CUcontext ctx) {
   return contexts().registry.count(ctx) != 0;
 }
 
+std::vector<int> peerDevicesOf(const CUctx_st* ctx) {
+  std::lock_guard<std::mutex> lock(contexts().mu);
+  std::vector<int> devices(ctx->peers.begin(), ctx->peers.end());
+  devices.push_back(ctx->device);
+  return devices;
+}
+
 bool usableContext(CUcontext ctx) {
   std::lock_guard<std::mutex> lock(contexts().mu);
   return contexts().registry.count(ctx) != 0 && usableLocked(ctx);

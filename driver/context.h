@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <set>
+#include <vector>
 
 #include "model/digest.h"
 #include "model/ordered_mutex.h"
@@ -48,6 +49,9 @@ CUresult currentContext(CUctx_st** ctx);
 bool knownContext(CUcontext ctx);
 // Whether a known context can be used now.
 bool usableContext(CUcontext ctx);
+// The devices whose cuMemAlloc memory `ctx` reaches directly: its own and its peers
+// (cuCtxEnablePeerAccess), read under the contexts' lock.
+std::vector<int> peerDevicesOf(const CUctx_st* ctx);
 
 // The device's primary context object, made on first use, whether or not it is active: what the
 // runtime's interface table hands out (it retains the context itself).

@@ -111,6 +111,11 @@ struct DeviceOp {
   // kMarker: it follows work of another GPU (a stream waiting for another GPU's event), which
   // costs the cross-GPU synchronisation time.
   bool crossGpu = false;
+  // kCopy: the devices whose cuMemAlloc memory the stream's context may reach (itself and those
+  // cuCtxEnablePeerAccess named). A copy that reaches another GPU's cuMemAlloc memory without that
+  // access is staged through host memory by the driver (the CUDA C++ Programming Guide, "Peer-to-Peer
+  // Memory Copy"), at the rate a real node showed (docs/real-driver.md, section 15).
+  std::vector<int> peers;
   // kKernel: what a launch does (its model's steps), run in order by `engineDevice`'s SMs with
   // that device's rights; `threads` (grid x block) times `bytesInFlightPerThread` (0: the GPU's
   // default) sets how many bytes of loads it keeps in flight.

@@ -166,7 +166,7 @@ MCSIM_WIRE_FIELDS(KernelStep, s.kind, s.dst, s.src, s.src2, s.mc, s.bytes, s.cou
 // A device operation but its host pointers' meaning (the transport replaces them).
 MCSIM_WIRE_FIELDS(DeviceOp, s.kind, s.engineDevice, s.dst, s.src, s.dstDevice, s.srcDevice, s.dstPinned, s.srcPinned,
                   s.dstAccessor, s.srcAccessor, s.bytes, s.value, s.elementBytes, s.count, s.callerWaits,
-                  s.stageSource, s.crossGpu, s.steps, s.threads, s.blocks, s.bytesInFlightPerThread, s.waitCompare,
+                  s.stageSource, s.crossGpu, s.peers, s.steps, s.threads, s.blocks, s.bytesInFlightPerThread, s.waitCompare,
                   s.waitValue, s.label, s.stream, s.ptxModule, s.gridX, s.gridY, s.gridZ, s.blockX, s.blockY, s.blockZ,
                   s.dynamicShared, s.params, s.globalsVa, s.residentBlocks, s.printfFifoBytes)
 MCSIM_WIRE_FIELDS(ArgValue, s.number, s.symbol)

@@ -246,7 +246,9 @@ void NodeModel::executeWork(DeviceWork& w) {
   for (const WorkPiece& p : w.pieces) {
     pull = pull || (p.src.device && p.dst.device && p.src.gpu != p.dst.gpu && w.engineGpu != p.src.gpu);
   }
-  engine.waitUntil(start + ce.setupPs + (pull ? pullLatencyPs_ : 0));
+  // A staged peer copy neither pulls across the fabric nor starts before the driver's staging is set up.
+  const uint64_t extra = w.stagedPeer ? engineGpu.spec().pcie.stagedPeerSetupPs : pull ? pullLatencyPs_ : 0;
+  engine.waitUntil(start + ce.setupPs + extra);
   // Chunks go out while fewer than the window are in flight; each is timed through its whole
   // path when it leaves, so transfers that leave later queue behind it on shared resources.
   std::deque<uint64_t> inflight;
@@ -296,6 +298,12 @@ uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, c
   return end;
 }
 
+uint64_t NodeModel::throughHost(int from, int to, uint64_t bytes, uint64_t t) {
+  model::Gpu& src = *gpus_[static_cast<size_t>(from)];
+  const uint64_t staged = src.stagePeer(src.toHost(t, bytes, false), bytes);
+  return gpus_[static_cast<size_t>(to)]->fromHost(staged, bytes, false);
+}
+
 uint64_t NodeModel::planeShare(int gpu, size_t p, uint64_t bytes, uint64_t* sent) const {
   const uint64_t links = static_cast<uint64_t>(ports_[static_cast<size_t>(gpu)][p].links);
   const uint64_t share = p + 1 == planes_.size() ? bytes - *sent : bytes * links / preset_.nvlink.linksPerGpu;
@@ -315,7 +323,7 @@ uint64_t NodeModel::moveChunk(const DeviceWork& w, const WorkPiece& p, uint64_t 
     r = gpus_[static_cast<size_t>(s.gpu)]->read(r, s.alloc, s.offset + offset, bytes);
   }
   if (s.device && d.device) {
-    if (s.gpu != d.gpu) r = acrossFabric(s.gpu, d.gpu, bytes, r, what);
+    if (s.gpu != d.gpu) r = w.stagedPeer ? throughHost(s.gpu, d.gpu, bytes, r) : acrossFabric(s.gpu, d.gpu, bytes, r, what);
   } else if (d.device) {
     r = gpus_[static_cast<size_t>(d.gpu)]->fromHost(r, bytes, s.pageable);
   } else if (s.device) {

@@ -142,6 +142,7 @@ struct DeviceWork {
   std::vector<std::shared_ptr<const void>> keepAlive;  // backing memory the data path uses
   std::vector<uint8_t> staging;     // pageable host data copied at submission
   bool crossGpu = false;            // kMarker: waits for another GPU's work
+  bool stagedPeer = false;          // kCopy between GPUs without peer access: through host memory
   std::string stream;               // for the timeline
   std::string label;                // for the timeline
   // kKernel: the launch's steps, run in order by `engineGpu`'s SMs.
@@ -245,6 +246,9 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   int unreachable(int gpu, const ResolvedStep& st) const;
   // `left` (if given): when the last byte has left the switches for `to` (see writeSpan).
   uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left = nullptr);
+  // A chunk of a staged peer copy: out of `from` to pinned host memory, the driver's staging, and
+  // into `to`.
+  uint64_t throughHost(int from, int to, uint64_t bytes, uint64_t t);
   // Plane p's part of a `bytes` chunk that `gpu` sends or receives, in proportion to the links
   // between them; the last plane takes what the others left (`sent` counts what they took).
   uint64_t planeShare(int gpu, size_t p, uint64_t bytes, uint64_t* sent) const;

@@ -212,6 +212,10 @@ model::GpuTimingSpec readGpuTiming(const JsonSource& src, const GpuSpec& g) {
     t.pcie.bytesPerSecond = peak * p.number("efficiency", true, 0.01, 1) * kGB;
     t.pcie.pageableBytesPerSecond = p.number("pageable_gbytes_per_s", true, 0.1, 1e5) * kGB;
     t.pcie.latencyPs = static_cast<uint64_t>(p.integer("latency_ns", true, 0, 1000000000)) * 1000;
+    // Optional: without them a staged peer copy runs at the pinned rate with no extra setup.
+    t.pcie.stagedPeerBytesPerSecond =
+        p.number("staged_peer_gbytes_per_s", false, 0.1, 1e5, t.pcie.bytesPerSecond / kGB) * kGB;
+    t.pcie.stagedPeerSetupPs = static_cast<uint64_t>(p.integer("staged_peer_setup_ns", false, 0, 1000000000)) * 1000;
     p.finish();
   }
   {

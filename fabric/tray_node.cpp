@@ -85,6 +85,7 @@ class TrayNode final : public ForwardingNode {
     rack.engineDevice = span_.rackGpuOf(op.engineDevice);
     rack.dstAccessor = span_.rackGpuOf(op.dstAccessor);
     rack.srcAccessor = span_.rackGpuOf(op.srcAccessor);
+    for (int& p : rack.peers) p = span_.rackGpuOf(p);
     return inner().submit(rack, after, done);
   }
   Status multicastAddDevice(uint64_t handle, int device) override {

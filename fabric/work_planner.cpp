@@ -39,6 +39,20 @@ int WorkPlanner::deviceOf(const std::vector<Segment>& segs) const {
   return l.kind == LocationKind::kDevice ? l.id : -1;
 }
 
+// Whether a copy between two GPUs reaches cuMemAlloc memory of a GPU other than the engine's that
+// the stream's context has no peer access to (DeviceOp::peers): the driver then stages it through
+// host memory. VMM and pool memory are reached through their mappings' access rights instead.
+bool WorkPlanner::stagedPeer(const DeviceOp& op, const Side& src, const Side& dst) const {
+  if (!src.device || !dst.device) return false;
+  const int a = deviceOf(src.segs), b = deviceOf(dst.segs);
+  if (a < 0 || b < 0 || a == b) return false;
+  auto unreached = [&](const Side& side, int gpu) {
+    if (gpu == op.engineDevice || objects_.at(side.segs[0].alloc).kind != AllocKind::kLinear) return false;
+    return std::find(op.peers.begin(), op.peers.end(), gpu) == op.peers.end();
+  };
+  return unreached(src, a) || unreached(dst, b);
+}
+
 // Where a resolved segment's memory is, for the timing model.
 MemoryRef WorkPlanner::memoryRefOf(const Segment& sg) const {
   const Allocation& a = objects_.at(sg.alloc);
@@ -317,6 +331,7 @@ Status WorkPlanner::planWork(const AddressSpace& space, const std::shared_ptr<st
   }
   if (s != Status::kOk) return s;
   work->kind = DeviceWork::Kind::kCopy;
+  work->stagedPeer = stagedPeer(op, src, dst);
   // Pageable host data is staged now, as the real driver does, unless the caller waits anyway.
   if (!op.srcDevice && (op.stageSource || (!op.srcPinned && !op.callerWaits)) && functional_) {
     work->staging.assign(src.host, src.host + op.bytes);

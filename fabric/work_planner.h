@@ -53,6 +53,7 @@ class WorkPlanner {
   MemoryRef memoryRefOf(const model::Segment& sg) const;
   int deviceOf(const std::vector<model::Segment>& segs) const;
   bool withinLinear(const std::vector<model::Segment>& segs) const;
+  bool stagedPeer(const DeviceOp& op, const Side& src, const Side& dst) const;
 
   const Preset& preset_;
   ObjectTable& objects_;

@@ -27,7 +27,8 @@ Gpu::Gpu(int ordinal, const GpuTimingSpec& spec, const Horizon* horizon)
       pcieIn_(spec.pcie.bytesPerSecond, trackOf(ordinal, "PCIe from host"), horizon),
       pcieOut_(spec.pcie.bytesPerSecond, trackOf(ordinal, "PCIe to host"), horizon),
       stagingIn_(spec.pcie.pageableBytesPerSecond, TimelineTrack(), horizon),
-      stagingOut_(spec.pcie.pageableBytesPerSecond, TimelineTrack(), horizon) {}
+      stagingOut_(spec.pcie.pageableBytesPerSecond, TimelineTrack(), horizon),
+      stagingPeer_(spec.pcie.stagedPeerBytesPerSecond, TimelineTrack(), horizon) {}
 
 uint64_t Gpu::memory(uint64_t arrivePs, uint64_t alloc, uint64_t offset, uint64_t bytes, bool write) {
   const L2Cache::Outcome o = l2_.access(alloc, offset, bytes, write);
@@ -54,6 +55,8 @@ uint64_t Gpu::fromHost(uint64_t arrivePs, uint64_t bytes, bool pageable) {
   if (pageable) t = stagingIn_.serve(t, bytes, "staging");
   return pcieIn_.serve(t, bytes, "from host") + spec_.pcie.latencyPs;
 }
+
+uint64_t Gpu::stagePeer(uint64_t arrivePs, uint64_t bytes) { return stagingPeer_.serve(arrivePs, bytes, "staging"); }
 
 uint64_t Gpu::toHost(uint64_t arrivePs, uint64_t bytes, bool pageable) {
   uint64_t t = pcieOut_.serve(arrivePs, bytes, "to host") + spec_.pcie.latencyPs;

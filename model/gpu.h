@@ -23,6 +23,10 @@ struct PcieSpec {
   double bytesPerSecond = 0;          // sustained per direction, pinned host memory
   double pageableBytesPerSecond = 0;  // the driver's staging copy for pageable host memory
   uint64_t latencyPs = 0;
+  // A copy between two GPUs without peer access: the driver stages it through pinned host memory
+  // (D2H by one GPU, H2D by the other), at this rate once both hops overlap, after this setup.
+  double stagedPeerBytesPerSecond = 0;
+  uint64_t stagedPeerSetupPs = 0;
 };
 
 // The SMs as kernels' memory traffic sees them: a launch costs `launchPs` before its first
@@ -64,6 +68,9 @@ class Gpu {
   // Host memory in and out over PCIe (the host's own memory is not a bottleneck here).
   uint64_t fromHost(uint64_t arrivePs, uint64_t bytes, bool pageable);
   uint64_t toHost(uint64_t arrivePs, uint64_t bytes, bool pageable);
+  // The driver's staging of a peer copy without peer access, between this GPU's D2H hop and the
+  // other GPU's H2D hop (pcie.stagedPeerBytesPerSecond).
+  uint64_t stagePeer(uint64_t arrivePs, uint64_t bytes);
   void forget(uint64_t alloc) { l2_.drop(alloc); }
 
   const GpuTimingSpec& spec() const { return spec_; }
@@ -79,7 +86,7 @@ class Gpu {
   Hbm hbm_;
   L2Cache l2_;
   BandwidthServer l2Port_;
-  BandwidthServer pcieIn_, pcieOut_, stagingIn_, stagingOut_;
+  BandwidthServer pcieIn_, pcieOut_, stagingIn_, stagingOut_, stagingPeer_;
 };
 
 }  // namespace mcsim::model

@@ -119,6 +119,34 @@ TEST_F(TimingTest, PeerCopiesShareTheLinksTheyCross) {
   EXPECT_LT(one, 268.4e6 / 396e3 + 20);
 }
 
+// Without peer access between the contexts the driver stages a peer copy through host memory
+// (docs/model.md, "Peer copies without peer access"): 38 GB/s (the preset's rate, fitted to real
+// H200s) instead of the NVLink's 396, and the PCIe links carry it.
+TEST_F(TimingTest, APeerCopyWithoutPeerAccessIsStagedThroughTheHost) {
+  const double direct = elapsedUs([&] { EXPECT_OK(peer(0, 1, s[0][0])); });
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  ASSERT_OK(cuCtxDisablePeerAccess(ctx[1]));
+  const double staged = elapsedUs([&] { EXPECT_OK(peer(0, 1, s[0][0])); });
+  EXPECT_GT(staged, 268.4e6 / 38e3);
+  EXPECT_LT(staged, 268.4e6 / 38e3 + 40);
+  EXPECT_GT(staged, 9 * direct);
+  // It shares GPU 0's PCIe with a host copy: the two together take longer than the staged copy alone.
+  void* host = nullptr;
+  ASSERT_OK(cuMemAllocHost(&host, kBytes));
+  const double withHostCopy = elapsedUs([&] {
+    EXPECT_OK(peer(0, 1, s[0][0]));
+    EXPECT_OK(cuMemcpyDtoHAsync(host, src[0], kBytes, s[0][1]));
+  });
+  EXPECT_GT(withHostCopy, staged + 100);
+  ASSERT_OK(cuMemFreeHost(host));
+  // GPU 1's context still has access to GPU 0: the copy back, on GPU 1's stream, is direct.
+  const double back = elapsedUs([&] { EXPECT_OK(cuMemcpyPeerAsync(dst[0], ctx[0], src[1], ctx[1], kBytes, s[1][0])); });
+  EXPECT_LT(back, 1.1 * direct);
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  ASSERT_OK(cuCtxEnablePeerAccess(ctx[1], 0));
+  EXPECT_NEAR(elapsedUs([&] { EXPECT_OK(peer(0, 1, s[0][0])); }), direct, 0.02 * direct);
+}
+
 TEST_F(TimingTest, TheHostTakesNoSimulatedTimeBetweenItsWaits) {
   const uint64_t t0 = mcsim::api::simulatedTimePs();
   for (int i = 0; i < 10; ++i) ASSERT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
