@@ -1,0 +1,169 @@
+// The peer-traffic matrix of a node: for every ordered pair of GPUs, peer copies timed with events
+// as an application times them, from 4 bytes (latency) to 1 GiB:
+//
+//   ce_off   cuMemcpyPeerAsync before any peer access is enabled (the driver stages it)
+//   ce       cuMemcpyDtoDAsync from GPU i's memory to GPU j's, peer access on, on GPU i's stream
+//   bidir    i to j on i's stream and j to i on j's stream at once (i < j; bytes one way)
+//   push     the kernel library's copy on GPU i writing GPU j's memory (132 x 1024 threads)
+//   pull     the kernel library's copy on GPU j reading GPU i's memory
+//
+// Output, one line a cell: `pm.<mode>.<i>-<j>.<bytes> = <ms> ms <GB/s>` (median; GB = 1e9 bytes
+// one way), then `meta.*` lines for each pair's peer attributes. Plain device memory only: it never
+// calls any cuMulticast* function. The same source is built against mcsim (bench/peer_matrix) and
+// against the real driver: g++ -std=c++17 -O2 -I/usr/local/cuda/include -Iinclude
+// tools/probe/peer_matrix.cpp <build>/kernels/libmcsim_kernels.a -lcuda -o peer_matrix.
+//
+//   peer_matrix [MAX_BYTES]   (default 1 GiB; sizes: 4 B, then 4 KiB x 4^k up to it)
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "mcsim/kernels.h"
+#include "probe_timing.h"
+
+namespace {
+
+struct Gpu {
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  CUdeviceptr src = 0, dst = 0;
+  CUfunction copy = nullptr;
+};
+
+int repeatsFor(size_t bytes) { return bytes >= (size_t{256} << 20) ? 5 : 10; }
+
+void print(const char* mode, int i, int j, size_t bytes, float ms) {
+  std::printf("pm.%s.%d-%d.%zu = %.4f ms %.2f GB/s\n", mode, i, j, bytes, ms, bytes / (ms * 1e6));
+}
+
+// The kernel library's copy of `bytes` on `g`'s stream: dst <- src, a full H100/H200's shape.
+CUresult launchCopy(Gpu& g, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  uint64_t n = bytes;
+  void* args[] = {&dst, &src, &n};
+  return cuLaunchKernel(g.copy, 132, 1, 1, 1024, 1, 1, 0, g.stream, args, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t maxBytes = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : size_t{1} << 30;
+  CHECK(cuInit(0));
+  int n = 0;
+  CHECK(cuDeviceGetCount(&n));
+  char name[128];
+  CHECK(cuDeviceGetName(name, sizeof name, 0));
+  std::printf("meta.devices = %d\nmeta.name = %s\n", n, name);
+  if (n < 2) {
+    std::printf("meta.skipped = fewer than 2 GPUs\n");
+    return 0;
+  }
+  std::vector<size_t> sizes{4};
+  for (size_t s = 4096; s <= maxBytes; s *= 4) sizes.push_back(s);
+  if (sizes.back() != maxBytes) sizes.push_back(maxBytes);
+  std::vector<Gpu> gpus(static_cast<size_t>(n));
+  for (int d = 0; d < n; ++d) {
+    Gpu& g = gpus[d];
+    CHECK(cuDevicePrimaryCtxRetain(&g.ctx, d));
+    CHECK(cuCtxSetCurrent(g.ctx));
+    CHECK(cuStreamCreate(&g.stream, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&g.src, maxBytes));
+    CHECK(cuMemAlloc(&g.dst, maxBytes));
+    CHECK(cuMemsetD8(g.src, static_cast<unsigned char>(d + 1), maxBytes));
+    CUmodule mod;
+    CHECK(cuModuleLoadData(&mod, mcsim_kernel_image));
+    CHECK(cuModuleGetFunction(&g.copy, mod, MCSIM_KERNEL_COPY));
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      int can = 0, rank = 0, atomics = 0;
+      CHECK(cuDeviceCanAccessPeer(&can, i, j));
+      CHECK(cuDeviceGetP2PAttribute(&rank, CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, i, j));
+      CHECK(cuDeviceGetP2PAttribute(&atomics, CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, i, j));
+      std::printf("meta.pair.%d-%d = can_access %d performance_rank %d native_atomics %d\n", i, j, can, rank, atomics);
+    }
+  float ms = 0;
+  // Peer access off: the driver's own path for a peer copy.
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      Gpu& a = gpus[i];
+      Gpu& b = gpus[j];
+      CHECK(cuCtxSetCurrent(a.ctx));
+      for (size_t bytes : sizes) {
+        if (probe::medianMs(
+                a.stream, [&] { return cuMemcpyPeerAsync(b.dst, b.ctx, a.src, a.ctx, bytes, a.stream); }, &ms, 2,
+                repeatsFor(bytes)) != 0)
+          return 1;
+        print("ce_off", i, j, bytes, ms);
+      }
+    }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      CHECK(cuCtxSetCurrent(gpus[i].ctx));
+      CHECK(cuCtxEnablePeerAccess(gpus[j].ctx, 0));
+    }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      Gpu& a = gpus[i];
+      Gpu& b = gpus[j];
+      for (size_t bytes : sizes) {
+        CHECK(cuCtxSetCurrent(a.ctx));
+        if (probe::medianMs(a.stream, [&] { return cuMemcpyDtoDAsync(b.dst, a.src, bytes, a.stream); }, &ms, 2,
+                            repeatsFor(bytes)) != 0)
+          return 1;
+        print("ce", i, j, bytes, ms);
+        if (probe::medianMs(a.stream, [&] { return launchCopy(a, b.dst, a.src, bytes); }, &ms, 2, repeatsFor(bytes)) !=
+            0)
+          return 1;
+        print("push", i, j, bytes, ms);
+        CHECK(cuCtxSetCurrent(b.ctx));
+        if (probe::medianMs(b.stream, [&] { return launchCopy(b, b.dst, a.src, bytes); }, &ms, 2, repeatsFor(bytes)) !=
+            0)
+          return 1;
+        print("pull", i, j, bytes, ms);
+      }
+    }
+  // Both ways at once, timed on i's stream: j's stream starts after i's start event, and i's end
+  // event waits for j's copy.
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) {
+      Gpu& a = gpus[i];
+      Gpu& b = gpus[j];
+      CUevent started, done;
+      // Each event belongs to the context whose stream records it.
+      CHECK(cuCtxSetCurrent(b.ctx));
+      CHECK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+      CHECK(cuCtxSetCurrent(a.ctx));
+      CHECK(cuEventCreate(&started, CU_EVENT_DISABLE_TIMING));
+      for (size_t bytes : sizes) {
+        auto both = [&]() -> CUresult {
+          CUresult r = cuEventRecord(started, a.stream);
+          if (r == CUDA_SUCCESS) r = cuStreamWaitEvent(b.stream, started, 0);
+          if (r == CUDA_SUCCESS) r = cuMemcpyDtoDAsync(b.dst, a.src, bytes, a.stream);
+          if (r == CUDA_SUCCESS) r = cuMemcpyDtoDAsync(a.dst, b.src, bytes, b.stream);
+          if (r == CUDA_SUCCESS) r = cuEventRecord(done, b.stream);
+          if (r == CUDA_SUCCESS) r = cuStreamWaitEvent(a.stream, done, 0);
+          return r;
+        };
+        if (probe::medianMs(a.stream, both, &ms, 2, repeatsFor(bytes)) != 0) return 1;
+        print("bidir", i, j, bytes, ms);
+      }
+      CHECK(cuEventDestroy(started));
+      CHECK(cuEventDestroy(done));
+    }
+  for (int d = 0; d < n; ++d) {
+    CHECK(cuCtxSetCurrent(gpus[d].ctx));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree(gpus[d].src));
+    CHECK(cuMemFree(gpus[d].dst));
+    CHECK(cuStreamDestroy(gpus[d].stream));
+    CHECK(cuDevicePrimaryCtxRelease(d));
+  }
+  return 0;
+}
