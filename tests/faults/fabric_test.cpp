@@ -110,13 +110,17 @@ class Fabric : public McTest {
     ASSERT_OK(cuCtxSetCurrent(ctxs[0]));
   }
 
-  // Simulated picoseconds a peer copy of `bytes` from GPU a to GPU b takes.
+  // Simulated picoseconds a peer copy of `bytes` from GPU a to GPU b takes, over NVLink: GPU b's
+  // context, whose stream runs it, has peer access to GPU a (without, the driver stages the copy
+  // through host memory: docs/model.md).
   uint64_t peerCopyPs(int a, int b, size_t bytes) {
     CUdeviceptr src = 0, dst = 0;
     EXPECT_OK(cuCtxSetCurrent(ctxs[a]));
     EXPECT_OK(cuMemAlloc(&src, bytes));
     EXPECT_OK(cuCtxSetCurrent(ctxs[b]));
     EXPECT_OK(cuMemAlloc(&dst, bytes));
+    const CUresult access = cuCtxEnablePeerAccess(ctxs[a], 0);
+    EXPECT_TRUE(access == CUDA_SUCCESS || access == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) << access;
     const uint64_t t0 = now();
     EXPECT_OK(cuMemcpyPeer(dst, ctxs[b], src, ctxs[a], bytes));
     const uint64_t t = now() - t0;
