@@ -41,6 +41,13 @@ int main() {
     std::printf("rt_rdc: cudaMalloc failed\n");
     return 1;
   }
+  // The other unit's variable from the host before any kernel ran (none linked yet: the image's
+  // variables are placed without one).
+  int early = 0;
+  if (cudaMemcpyFromSymbol(&early, rdc_mailbox, sizeof early) != cudaSuccess || early != 7) {
+    std::printf("rt_rdc: rdc_mailbox reads %d through cudaMemcpyFromSymbol before any launch, expected 7\n", early);
+    return 1;
+  }
   rdc_kernel<<<1, n>>>(d);
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
