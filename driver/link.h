@@ -23,11 +23,6 @@ namespace mcsim::driver {
 CUresult linkObjectsPtx(const std::vector<ptx::LinkObject>& objects, std::string* text, std::string* why,
                         std::string* summary = nullptr);
 
-// The most PTX (text bytes, all of a device-linked image's relocatable objects together) that
-// loading such an image links whole (module.cpp); beyond, its kernels are linked one by one at
-// their first launches (NCCL's objects hold 131 MB).
-constexpr uint64_t kWholeLinkPtxBytes = uint64_t{16} << 20;
-
 // The module a device-linked image with no code of its own runs (ModuleImage::noCode with
 // relocatable objects): their PTX for compute capability `cc`, linked whole, read as a PTX image.
 // CUDA_ERROR_NO_BINARY_FOR_GPU when an object has no fitting PTX; linkObjectsPtx's errors.

@@ -114,7 +114,7 @@ CUresult namesOf(const void* image, size_t bytes, std::vector<std::string>* name
     // one at their first launches instead (ModulePtx::forKernel).
     const bool noCode = !read.ok && read.noCode;
     const bool ptxOnlyInObjects = read.ok && read.ptx.empty() && read.prelinkedWithPtx != 0;
-    if (noCode || (ptxOnlyInObjects && read.prelinkedPtxBytes <= kWholeLinkPtxBytes)) {
+    if (noCode || (ptxOnlyInObjects && read.prelinkedPtxBytes <= driverSettings().rdcWholeLinkBytes)) {
       CUctx_st* ctx = nullptr;
       const int device = currentContext(&ctx) == CUDA_SUCCESS && ctx != nullptr ? ctx->device : 0;
       ModuleImage linked;
@@ -457,8 +457,12 @@ CUresult kernelParamSizes(CUfunction f, CUctx_st* ctx, std::vector<size_t>* size
     *sizes = model.paramBytes;
     return CUDA_SUCCESS;
   }
-  MCSIM_TRY(fn->module->ptx->prepare(ctx->device));
-  const ptx::Function* k = fn->module->ptx->kernel(fn->name);
+  // A device-linked image's kernel: its own module, linked at this first use.
+  CUresult r = CUDA_SUCCESS;
+  ModulePtx* m = fn->module->ptx->forKernel(ctx->device, fn->name, &r);
+  if (m == nullptr) return r;
+  MCSIM_TRY(m->prepare(ctx->device));
+  const ptx::Function* k = m->kernel(fn->name);
   if (k == nullptr) return CUDA_ERROR_NOT_FOUND;
   for (const auto& p : k->params) sizes->push_back(p.size);
   return CUDA_SUCCESS;

@@ -37,6 +37,7 @@ CUresult ModulePtx::prepare(int device) {
   if (prepared_) return result_;
   prepared_ = true;
   device_ = device;
+  if (ptxOnlyInPrelinked()) return result_ = placeImageVariables(device);
   const uint32_t cc = computeCapability(device);
   const PtxEntry* entry = bestPtx(code_, cc);
   if (entry == nullptr) {
@@ -75,30 +76,53 @@ CUresult ModulePtx::prepare(int device) {
     return result_ = CUDA_ERROR_NOT_SUPPORTED;
   }
   nodeModule_ = draft;
-  // The .global variables: in the device's memory, initialised from the PTX (of a kernel whose
-  // functions are linked at their first call, the kernel's own: the node writes the rest then).
-  {
-    std::string key, kernel;
-    uint64_t loaded = 0;
-    if (fabric::readCallLinkMarker(entry->text, &key, &kernel, &loaded)) module_.globalsLoaded = loaded;
+  // A kernel linked from a device-linked image's objects reaches the image's variables, placed
+  // once in the context (placeImageVariables), which its link lays out as the image's does.
+  if (image_ != nullptr) {
+    // The same .global and .const variables, in the same order and places (the .shared ones,
+    // which each kernel's link has as it reaches them, aside).
+    auto placed = [](const ptx::Module& m) {
+      std::vector<const ptx::ModuleVariable*> out;
+      for (const ptx::ModuleVariable& v : m.variables)
+        if (v.space == ptx::Space::kGlobal || v.space == ptx::Space::kConst) out.push_back(&v);
+      return out;
+    };
+    const ptx::Module& im = image_->module_;
+    const std::vector<const ptx::ModuleVariable*> mine = placed(module_), its = placed(im);
+    bool same = module_.globalInit.size() == im.globalInit.size() && module_.constInit.size() == im.constInit.size() &&
+                mine.size() == its.size();
+    for (size_t k = 0; same && k < mine.size(); ++k)
+      same = mine[k]->name == its[k]->name && mine[k]->space == its[k]->space && mine[k]->offset == its[k]->offset &&
+             mine[k]->size == its[k]->size;
+    if (!same) {
+      why_ = "its link lays out the image's variables unlike the image's own layout (a linker fault)";
+      return result_ = CUDA_ERROR_NOT_SUPPORTED;
+    }
+    globalsVa_ = image_->globalsVa_;
+    return result_ = CUDA_SUCCESS;
   }
-  // The .const bank (its __constant__ variables) follows them in the same allocation, whole: the
-  // executor's ld.const reads it there, so that what the host writes to it is seen (one copy per
-  // loaded module, as the driver's constant bank; docs/ptx.md, "Constant memory").
+  return result_ = placeVariables(device);
+}
+
+CUresult ModulePtx::placeVariables(int device) {
+  // The .global variables: in the device's memory, initialised from the PTX. The .const bank (its
+  // __constant__ variables) follows them in the same allocation, whole: the executor's ld.const
+  // reads it there, so that what the host writes to it is seen (one copy per loaded module, as
+  // the driver's constant bank; docs/ptx.md, "Constant memory").
   if (!module_.globalInit.empty() || !module_.constInit.empty()) {
     const uint64_t bytes = module_.constInit.empty() ? module_.globalInit.size()
                                                      : module_.constOffset() + module_.constInit.size();
     Status s = node().allocLinear(device, bytes, &globalsVa_);
-    const uint64_t load = std::min<uint64_t>(module_.globalInit.size(), module_.globalsLoaded);
-    if (s == Status::kOk && load != 0) s = node().write(globalsVa_, module_.globalInit.data(), load, device);
+    if (s == Status::kOk && !module_.globalInit.empty())
+      s = node().write(globalsVa_, module_.globalInit.data(), module_.globalInit.size(), device);
     if (s == Status::kOk && !module_.constInit.empty())
       s = node().write(globalsVa_ + module_.constOffset(), module_.constInit.data(), module_.constInit.size(), device);
     if (s != Status::kOk) {
       why_ = "its .global and .const variables could not be placed in device memory";
-      return result_ = toResult(s);
+      return toResult(s);
     }
   }
-  return result_ = CUDA_SUCCESS;
+  return CUDA_SUCCESS;
 }
 
 namespace {
@@ -113,6 +137,10 @@ struct LinkedImage {
   std::shared_ptr<fabric::RelocatableObjects> objects;
   bool given = false;  // the node holds them (Node::loadObjects)
   std::map<std::string, std::shared_ptr<const ptx::LinkedPtx>> kernels;
+  // The image's variables alone (PtxLinker::linkVariables), laid out as every kernel's link
+  // lays them out, parsed once (NCCL's: 0.17 s) for every context, which places them once
+  // (ModulePtx::placeImageVariables).
+  std::shared_ptr<const ptx::Module> variables;
 };
 
 // Gives the node `objects`, for linking functions at their first call: nothing crosses when the
@@ -152,9 +180,62 @@ std::shared_ptr<LinkedImage> linkedImage(const ModuleCode& code, uint32_t cc) {
 
 }  // namespace
 
+namespace {
+
+// The image's objects, read (their fitting PTX decompressed) once per process: CUDA_SUCCESS, or
+// CUDA_ERROR_NO_BINARY_FOR_GPU with `why`. The caller holds image.mu.
+CUresult readObjects(LinkedImage& image, const ModuleCode& code, uint32_t cc, std::string* why) {
+  if (!image.read) {
+    image.read = true;
+    std::string error, stored;
+    std::vector<PtxEntry> objects;
+    if (!prelinkedPtx(code, cc, &objects, &error, &stored)) {
+      image.why = "the module is a device-linked (-rdc) image that carries no PTX of its own, and the PTX of the "
+                  "relocatable objects it was linked from cannot be used: " + error;
+    } else {
+      image.objects = fabric::RelocatableObjects::fromImage(std::move(stored), std::move(objects));
+    }
+  }
+  if (image.objects != nullptr) return CUDA_SUCCESS;
+  *why = image.why;
+  return CUDA_ERROR_NO_BINARY_FOR_GPU;
+}
+
+}  // namespace
+
+CUresult ModulePtx::placeImageVariables(int device) {
+  const std::shared_ptr<LinkedImage> image = linkedImage(code_, computeCapability(device));
+  {
+    std::lock_guard<std::mutex> imageLock(image->mu);
+    MCSIM_TRY(readObjects(*image, code_, computeCapability(device), &why_));
+    if (image->variables == nullptr) {
+      ptx::LinkedPtx linked;
+      std::string error;
+      const ptx::PtxLinker* linker = image->objects->linker(&error);
+      if (linker == nullptr || !linker->linkVariables(&linked, &error)) {
+        why_ = "linking the PTX of the relocatable objects it was linked from: " + error;
+        return CUDA_ERROR_NOT_SUPPORTED;
+      }
+      // Parsed by the driver only (no kernel runs from it: the node needs none of it), for the
+      // variables' places and initial values.
+      auto parsed = std::make_shared<ptx::Module>();
+      if (!ptx::parseModule(linked.text, "variables.ptx", parsed.get(), &error, /*lenient=*/true)) {
+        why_ = "the variables of the relocatable objects it was linked from: " + linked.translate(error);
+        return CUDA_ERROR_NOT_SUPPORTED;
+      }
+      image->variables = std::move(parsed);
+    }
+    module_ = *image->variables;
+  }
+  return placeVariables(device);
+}
+
 ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r) {
   *r = CUDA_SUCCESS;
   if (!ptxOnlyInPrelinked()) return this;
+  // The image's variables, placed once in the context: every kernel linked from it reaches them.
+  *r = prepare(device);
+  if (*r != CUDA_SUCCESS) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = linked_.find(name);
   if (it != linked_.end()) return it->second.get();
@@ -162,22 +243,8 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
   std::shared_ptr<const ptx::LinkedPtx> linked;
   {
     std::lock_guard<std::mutex> imageLock(image->mu);
-    if (!image->read) {
-      image->read = true;
-      std::string error, stored;
-      std::vector<PtxEntry> objects;
-      if (!prelinkedPtx(code_, computeCapability(device), &objects, &error, &stored)) {
-        image->why = "the module is a device-linked (-rdc) image that carries no PTX of its own, and the PTX of the "
-                     "relocatable objects it was linked from cannot be used: " + error;
-      } else {
-        image->objects = fabric::RelocatableObjects::fromImage(std::move(stored), std::move(objects));
-      }
-    }
-    if (image->objects == nullptr) {
-      why_ = image->why;
-      *r = CUDA_ERROR_NO_BINARY_FOR_GPU;
-      return nullptr;
-    }
+    *r = readObjects(*image, code_, computeCapability(device), &why_);
+    if (*r != CUDA_SUCCESS) return nullptr;
     auto k = image->kernels.find(name);
     if (k == image->kernels.end()) {
       auto l = std::make_shared<ptx::LinkedPtx>();
@@ -189,12 +256,6 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
         return nullptr;
       }
       if (l->tablesDeclaredOnly) {
-        // Its kernel's .global variables are laid out first: only those are placed at the load.
-        ptx::Module parsed;
-        std::string parseError;
-        const uint64_t loaded = ptx::parseModule(l->text, "linked.ptx", &parsed, &parseError, /*lenient=*/true)
-                                    ? ptx::kernelGlobalsEnd(parsed, *l)
-                                    : UINT64_MAX;
         // The functions it declares only (a table's: NCCL's ncclDevFuncTable) are linked at their
         // first call, by the node, from the objects it is given once (docs/ptx.md).
         if (!image->given) {
@@ -206,7 +267,7 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
           }
           image->given = true;
         }
-        l->text += fabric::callLinkMarker(image->objects->key(), name, loaded);
+        l->text += fabric::callLinkMarker(image->objects->key(), name);
       }
       k = image->kernels.emplace(name, std::move(l)).first;
     }
@@ -216,6 +277,7 @@ ModulePtx* ModulePtx::forKernel(int device, const std::string& name, CUresult* r
   code.ptx.push_back(PtxEntry{image->objects->arch(), linked->text});
   code.variants = code_.variants;  // the device-linked image's SASS: what makes newer PTX fit (bestPtx)
   auto m = std::make_unique<ModulePtx>(std::move(code));
+  m->image_ = this;
   *r = m->prepare(device);
   // Messages about the linked text name the object and line it came from.
   m->why_ = linked->translate(m->why_);
@@ -262,7 +324,7 @@ CUresult ModulePtx::placeHeap(uint64_t va, uint64_t bytes) {
 
 void ModulePtx::release() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (globalsVa_ != 0) (void)node().freeLinear(globalsVa_);
+  if (globalsVa_ != 0 && image_ == nullptr) (void)node().freeLinear(globalsVa_);  // the image's own: it frees them
   globalsVa_ = 0;
   // The node's parsed copy (a kernel of it launched already keeps it until it finishes).
   if (nodeModule_ != 0) (void)node().unloadPtx(nodeModule_);

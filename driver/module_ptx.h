@@ -34,7 +34,10 @@ class ModulePtx {
 
   // Prepares the module for `device` (once; later calls answer as the first did). CUDA_SUCCESS,
   // or why it cannot run: CUDA_ERROR_NO_BINARY_FOR_GPU (no PTX entry fits the device: bestPtx), or
-  // CUDA_ERROR_NOT_SUPPORTED (the executor's parser refuses the PTX: why() says where).
+  // CUDA_ERROR_NOT_SUPPORTED (the executor's parser refuses the PTX: why() says where). For a
+  // device-linked image whose kernels are linked one by one (ptxOnlyInPrelinked), it places the
+  // image's variables: every .global and .const variable its objects define, once in the context,
+  // which every kernel linked from it reaches and global() finds (docs/ptx.md).
   CUresult prepare(int device);
   const std::string& why() const { return why_; }
   // A device-linked (-rdc) image whose relocatable objects carry the PTX (docs/nccl.md).
@@ -64,6 +67,9 @@ class ModulePtx {
   void release();
 
  private:
+  CUresult placeVariables(int device);
+  CUresult placeImageVariables(int device);
+
   std::mutex mu_;
   ModuleCode code_;
   bool prepared_ = false;
@@ -75,6 +81,9 @@ class ModulePtx {
   // A device-linked image's objects' PTX (read at the first link) and its kernels' linked modules.
   std::vector<PtxEntry> objects_;
   std::map<std::string, std::unique_ptr<ModulePtx>> linked_;
+  // A kernel's module linked from a device-linked image's objects: the image's module, whose
+  // placed variables it reaches (its own are never placed).
+  const ModulePtx* image_ = nullptr;
   int device_ = 0;
   uint64_t heapVa_ = 0, heapBytes_ = 0;  // what the heap variable holds
 };

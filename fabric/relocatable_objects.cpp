@@ -180,32 +180,26 @@ bool RelocatableObjects::parsedCall(const std::string& kernel, const std::string
   return true;
 }
 
-std::string callLinkMarker(const std::string& key, const std::string& kernel, uint64_t globalsLoaded) {
-  return std::string(kMarker) + key + " kernel " + kernel + " globals loaded " + std::to_string(globalsLoaded) + "\n";
+std::string callLinkMarker(const std::string& key, const std::string& kernel) {
+  return std::string(kMarker) + key + " kernel " + kernel + "\n";
 }
 
-bool readCallLinkMarker(const std::string& text, std::string* key, std::string* kernel, uint64_t* globalsLoaded) {
+bool readCallLinkMarker(const std::string& text, std::string* key, std::string* kernel) {
   const size_t at = text.rfind(kMarker);
   if (at == std::string::npos) return false;
   const size_t end = text.find('\n', at);
   const std::string line = text.substr(at + sizeof kMarker - 1, end == std::string::npos ? std::string::npos : end - at - (sizeof kMarker - 1));
   const size_t k = line.find(" kernel ");
-  const size_t g = line.rfind(" globals loaded ");
-  if (k == std::string::npos || g == std::string::npos || g <= k) return false;
+  if (k == std::string::npos) return false;
   *key = line.substr(0, k);
-  *kernel = line.substr(k + 8, g - k - 8);
-  const std::string loaded = line.substr(g + 16);
-  if (loaded.empty() || loaded.size() > 20 || loaded.find_first_not_of("0123456789") != std::string::npos) return false;
-  *globalsLoaded = std::stoull(loaded);
+  *kernel = line.substr(k + 8);
   return !key->empty() && !kernel->empty();
 }
 
 void attachCallLinker(const std::string& text, ptx::Module* module,
                       const std::function<std::shared_ptr<RelocatableObjects>(const std::string& key)>& held) {
   std::string key, kernel;
-  uint64_t loaded = 0;
-  if (!readCallLinkMarker(text, &key, &kernel, &loaded)) return;
-  module->globalsLoaded = loaded;
+  if (!readCallLinkMarker(text, &key, &kernel)) return;
   std::shared_ptr<RelocatableObjects> objects = held(key);
   if (objects == nullptr) {
     module->linkOnCall = [key](const std::string&, ptx::Module*, std::string* why) {

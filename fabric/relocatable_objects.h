@@ -96,13 +96,11 @@ class RelocatableObjects {
 };
 
 // The comment line that ends the text of `kernel`'s link when it declares functions to be linked
-// at their first call: names the set and the kernel, and `globalsLoaded` (the bytes of .global
-// variables the driver places at the module's load: ptx::kernelGlobalsEnd).
-std::string callLinkMarker(const std::string& key, const std::string& kernel, uint64_t globalsLoaded);
+// at their first call: names the set and the kernel.
+std::string callLinkMarker(const std::string& key, const std::string& kernel);
 // Reads it back from the end of `text`; false when there is none.
-bool readCallLinkMarker(const std::string& text, std::string* key, std::string* kernel, uint64_t* globalsLoaded);
-// What the node does with a module's text that ends with a marker: sets `module`'s
-// globalsLoaded, and its linkOnCall to link with the set `held` answers for the key (the sets the
+bool readCallLinkMarker(const std::string& text, std::string* key, std::string* kernel);
+// What the node does with a module's text that ends with a marker: sets `module`'s linkOnCall to link with the set `held` answers for the key (the sets the
 // loading process holds); when it answers none, the call is refused saying the objects were not
 // given to the node.
 void attachCallLinker(const std::string& text, ptx::Module* module,

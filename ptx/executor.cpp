@@ -2269,20 +2269,6 @@ class Executor::Run {
     // The module is the executor's owner's, not const: the kernel grows in place.
     Module& module = const_cast<Module&>(ex_.module_);
     if (!extendKernel(module, const_cast<Function*>(&fn_), extra, name, why)) return false;
-    // The variables beyond the kernel's own, which its owner did not place (Module::globalsLoaded).
-    if (!module.restLoaded && cfg_.moduleGlobalsVa != 0 && module.globalsLoaded < module.globalInit.size()) {
-      for (uint64_t at = module.globalsLoaded; at < module.globalInit.size();) {
-        MemoryWindow win;
-        if (ex_.memory_.resolve(cfg_.moduleGlobalsVa + at, AccessKind::kWrite, cfg_.device, &win) != MemoryError::kNone) {
-          *why = "the module's variables in device memory are not reachable";
-          return false;
-        }
-        const uint64_t n = std::min<uint64_t>(module.globalInit.size() - at, win.va + win.size - (cfg_.moduleGlobalsVa + at));
-        std::memcpy(win.host + (cfg_.moduleGlobalsVa + at - win.va), module.globalInit.data() + at, n);
-        at += n;
-      }
-    }
-    module.restLoaded = true;
     hasCalls_ = true;
     followKernel();
     return true;

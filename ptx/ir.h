@@ -306,11 +306,6 @@ struct Module {
   // kernel at its first call (extendKernel, ptx/parser.h). Set by the module's owner; empty: none.
   // Called on the thread that runs the kernel.
   std::function<bool(const std::string& name, Module* extra, std::string* why)> linkOnCall;
-  // Such a module's owner places in device memory only the first `globalsLoaded` bytes of
-  // globalInit (the kernel's own variables); the rest (those of the functions linked at a call)
-  // is written there at the first such link (`restLoaded`), on the thread that runs the kernel.
-  uint64_t globalsLoaded = UINT64_MAX;
-  bool restLoaded = false;
 
   // Where the .const bank (constInit) starts in the device memory the module's owner places its
   // variables in: after the .global variables, at a 256-byte boundary (docs/ptx.md, "Constant

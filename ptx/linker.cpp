@@ -324,6 +324,10 @@ bool PtxLinker::linkProgram(LinkedPtx* out, std::string* error, bool variables) 
   return linkWith({}, out, error, SIZE_MAX, variables ? Mode::kProgram : Mode::kProgramKernels);
 }
 
+bool PtxLinker::linkVariables(LinkedPtx* out, std::string* error) const {
+  return linkWith({}, out, error, 0, Mode::kVariables);
+}
+
 std::vector<std::string> PtxLinker::kernels() const {
   std::vector<std::string> out;
   for (const ObjectInfo& oi : s_->info)
@@ -510,9 +514,6 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
     return true;
   };
   if (!drain()) return false;
-  // What the kernel reaches of the variables: laid out first (below), so that where the others
-  // are laid out too they stay out of the kernel's way.
-  const std::set<Ref> kernelVariables = variables;
   for (size_t k = 1; k < roots.size() && onCall; ++k)
     if (!wantRoot(k)) return false;
   if (!drain()) return false;
@@ -549,11 +550,14 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
       out->tablesDeclaredOnly = true;
     }
   }
-  // Functions declared only are linked at their first call (linkOnCall): every link of these
-  // objects that declares some then declares every function and lays out every .global and
-  // .const variable, all in one order, so that each function has the same address and each
-  // variable the same place in all of them (docs/ptx.md, "Linking a function at its first call").
-  if (out->tablesDeclaredOnly) {
+  // The image's layout (every link of one kernel, or of a function at its first call, and the
+  // image's variables alone): every function declared and every .global and .const variable laid
+  // out, all in one order, so that each function has the same address and each variable the same
+  // place in all of them. The driver places the variables once per context, and every kernel
+  // linked from the objects reaches that one copy (docs/ptx.md, "Linking relocatable PTX"); the
+  // functions a kernel's link declares only are linked at their first call (linkOnCall).
+  const bool imageLayout = mode == Mode::kKernels || mode == Mode::kOnCall || mode == Mode::kVariables;
+  if (imageLayout) {
     for (uint32_t o = 0; o < info.size(); ++o) {
       for (uint32_t k = 0; k < info[o].stmts.size(); ++k) {
         const Stmt& st = info[o].stmts[k];
@@ -581,7 +585,26 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
   std::vector<Ref> emitted;
   for (const auto& [r, body] : functions) emitted.push_back(r);
   for (const Ref& r : variables) emitted.push_back(r);
-  for (const Ref& r : emitted) ++uses[emittedName(r)];
+  if (imageLayout) {
+    // The same names in every link of the image: a symbol is renamed when any symbol that stands
+    // among the objects has its name, whether this link emits that one or not.
+    for (uint32_t o = 0; o < info.size(); ++o) {
+      for (uint32_t k = 0; k < info[o].stmts.size(); ++k) {
+        const Stmt& st = info[o].stmts[k];
+        if (st.name.empty() || st.linkage == Stmt::Linkage::kExtern ||
+            (st.kind != Stmt::Kind::kFunction && st.kind != Stmt::Kind::kVariable))
+          continue;
+        if (st.linkage != Stmt::Linkage::kLocal) {
+          auto g = global.find(st.name);
+          if (g == global.end() || g->second != Ref{o, k}) continue;
+        }
+        ++uses[st.name];
+      }
+    }
+    for (const auto& [n, r] : s_->firstExtern) ++uses[n];
+  } else {
+    for (const Ref& r : emitted) ++uses[emittedName(r)];
+  }
   std::vector<std::map<std::string, std::string>> rename(objects.size());
   for (const Ref& r : emitted) {
     const Stmt& st = info[r.first].stmts[r.second];
@@ -640,15 +663,8 @@ bool PtxLinker::linkWith(const std::vector<std::string>& roots, LinkedPtx* out, 
     append(";\n");
     if (!body) ++out->functionsDeclared;
   }
-  std::vector<Ref> layout(kernelVariables.begin(), kernelVariables.end());
-  for (const Ref& r : variables)
-    if (kernelVariables.count(r) == 0) layout.push_back(r);
-  for (const Ref& r : layout) {
+  for (const Ref& r : variables) {
     const Stmt& st = info[r.first].stmts[r.second];
-    if (kernelVariables.count(r) != 0) {
-      auto rn = rename[r.first].find(st.name);
-      out->kernelVariables.push_back(rn != rename[r.first].end() ? rn->second : st.name);
-    }
     out->pieces.push_back({line, r.first, st.line});
     copy(r.first, st.begin, st.end);
     append("\n");
@@ -670,14 +686,6 @@ bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::stri
              std::string* error) {
   PtxLinker linker(objects);
   return linker.scan(error) && linker.link(roots, out, error);
-}
-
-uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked) {
-  const std::set<std::string> names(linked.kernelVariables.begin(), linked.kernelVariables.end());
-  uint64_t end = 0;
-  for (const ModuleVariable& v : module.variables)
-    if (v.space == Space::kGlobal && names.count(v.name) != 0) end = std::max(end, v.offset + v.size);
-  return end;
 }
 
 }  // namespace mcsim::ptx

@@ -10,9 +10,11 @@
 // of function pointers) are defined too, with what they reach, while that adds at most
 // kTableBytes of PTX; beyond that all of them are declared, not defined: they have addresses, and
 // each is linked into the kernel at its first call (linkOnCall, ptx::extendKernel; docs/nccl.md
-// says why: NCCL's table names all 671 of its device functions, 131 MB of PTX). Such a link
-// declares every function of the objects and lays out every .global and .const variable, in one
-// order, so that the links made later agree with it on every address.
+// says why: NCCL's table names all 671 of its device functions, 131 MB of PTX). Every link of
+// kernels (and of a function at its call) declares every function of the objects and lays out
+// every .global and .const variable, in one order and under the same names, so that all links of
+// the objects agree on every address: the image's variables are one copy that all its kernels
+// reach, placed by the driver once per context from linkVariables' text.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +50,6 @@ struct LinkedPtx {
   size_t functionsDeclared = 0;  // functions only declared (an initialiser names them)
   bool tablesDeclaredOnly = false;  // their definitions would have added more than kTableBytes
   size_t variables = 0;
-  // The variables the kernel (the first root) reaches, by their names in `text`: laid out before
-  // the others, which a link that declares functions only lays out too (docs/ptx.md).
-  std::vector<std::string> kernelVariables;
   // The link failed on a symbol declared .extern that no object defines (the real JIT linker
   // answers that with CUDA_ERROR_INVALID_SOURCE, other failures with CUDA_ERROR_INVALID_PTX).
   bool unresolved = false;
@@ -88,11 +87,15 @@ class PtxLinker {
   // objects define no kernel and no such variable. `variables` false: the kernels only, with what
   // they reach.
   bool linkProgram(LinkedPtx* out, std::string* error, bool variables = true) const;
+  // The image's variables alone, laid out as every link of kernels lays them out (with every
+  // function declared, so that initialisers holding functions' addresses agree): what the driver
+  // places once per context and cuModuleGetGlobal finds, without linking any kernel.
+  bool linkVariables(LinkedPtx* out, std::string* error) const;
   // The kernels (.entry) the objects define, in object order.
   std::vector<std::string> kernels() const;
 
  private:
-  enum class Mode { kKernels, kOnCall, kProgram, kProgramKernels };
+  enum class Mode { kKernels, kOnCall, kProgram, kProgramKernels, kVariables };
   bool linkWith(const std::vector<std::string>& roots, LinkedPtx* out, std::string* error, size_t tableBytes,
                 Mode mode) const;
   struct State;
@@ -107,8 +110,5 @@ class PtxLinker {
 // `.weak` ones is taken), or an object cannot be scanned (an unclosed body, say).
 bool linkPtx(const std::vector<LinkObject>& objects, const std::vector<std::string>& roots, LinkedPtx* out,
              std::string* error);
-
-// The end of the .global variables `module` (parsed from a link's text) places for its kernel.
-uint64_t kernelGlobalsEnd(const Module& module, const LinkedPtx& linked);
 
 }  // namespace mcsim::ptx

@@ -101,7 +101,7 @@ TEST(PtxLinker, ResolvesAcrossObjectsAndRuns) {
   ASSERT_TRUE(linkPtx({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}}, {"k"}, &linked, &error)) << error;
   EXPECT_EQ(linked.objectsScanned, 3u);
   EXPECT_EQ(linked.functionsDefined, 4u);   // k, scale, helper, never_called (named by the table)
-  EXPECT_EQ(linked.functionsDeclared, 0u);
+  EXPECT_EQ(linked.functionsDeclared, 1u);  // orphan: every link of a kernel declares every function
   EXPECT_FALSE(linked.tablesDeclaredOnly);
   EXPECT_EQ(linked.variables, 5u);          // both $str, bias (c's), ops, common (not dyn: unused)
   EXPECT_EQ(linked.text.find("frobnicate"), std::string::npos);
@@ -180,6 +180,80 @@ TEST(PtxLinker, AProgramIsLinkedWhole) {
   ASSERT_TRUE(empty.scan(&error)) << error;
   EXPECT_FALSE(empty.linkProgram(&whole, &error));
   EXPECT_EQ(error, "the 1 objects define no kernel and no variable");
+}
+
+// Two kernels of one image, linked one by one, and the image's variables linked alone: every link
+// lays out every .global and .const variable in the same places, under the same names, with the
+// same initial bytes (a table's function addresses included), so that one placement of them serves
+// every kernel (docs/ptx.md, "Linking relocatable PTX").
+TEST(PtxLinker, KernelsLinkedOneByOneLayOutTheImagesVariablesAlike) {
+  const std::string box = std::string(kHeader) + R"(
+.visible .global .align 4 .u32 box = 3;
+.const .align 4 .u32 coeff[2] = {1, 2};
+.global .align 1 .b8 $str[3] = {120, 121, 0};
+.visible .func (.param .b32 func_retval0) plus_one(.param .b32 p)
+{
+  .reg .b32 %r<3>;
+  ld.param.u32 %r1, [p];
+  add.s32 %r2, %r1, 1;
+  st.param.b32 [func_retval0+0], %r2;
+  ret;
+}
+.visible .global .align 8 .u64 box_ops[1] = {plus_one};
+.visible .entry writer(.param .u32 v)
+{
+  .reg .b32 %r<2>;
+  ld.param.u32 %r1, [v];
+  st.global.u32 [box], %r1;
+  ret;
+}
+.visible .entry reader(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.global.u32 %r1, [box];
+  ld.const.u32 %r2, [coeff+4];
+  add.s32 %r1, %r1, %r2;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  PtxLinker linker({{"a.ptx", &kA}, {"b.ptx", &kB}, {"c.ptx", &kC}, {"box.ptx", &box}});
+  std::string error;
+  ASSERT_TRUE(linker.scan(&error)) << error;
+  LinkedPtx writer, reader, k, variables;
+  ASSERT_TRUE(linker.link({"writer"}, &writer, &error)) << error;
+  ASSERT_TRUE(linker.link({"reader"}, &reader, &error)) << error;
+  ASSERT_TRUE(linker.link({"k"}, &k, &error)) << error;
+  ASSERT_TRUE(linker.linkVariables(&variables, &error)) << error;
+  EXPECT_EQ(variables.functionsDefined, 0u);
+  EXPECT_EQ(variables.text.find("frobnicate"), std::string::npos);
+  Module image;
+  ASSERT_TRUE(parseModule(variables.text, "variables.ptx", &image, &error)) << variables.translate(error);
+  // Every variable that stands: box, coeff, the three $str, c's bias, ops, box_ops.
+  size_t placed = 0;
+  for (const ModuleVariable& v : image.variables) placed += v.space == Space::kGlobal || v.space == Space::kConst;
+  EXPECT_EQ(placed, 8u);
+  for (const LinkedPtx* l : {&writer, &reader, &k}) {
+    Module m;
+    ASSERT_TRUE(parseModule(l->text, "linked.ptx", &m, &error)) << l->translate(error);
+    EXPECT_EQ(m.globalInit, image.globalInit);
+    EXPECT_EQ(m.constInit, image.constInit);
+    for (const ModuleVariable& v : m.variables) {
+      if (v.space != Space::kGlobal && v.space != Space::kConst) continue;
+      auto same = std::find_if(image.variables.begin(), image.variables.end(),
+                               [&](const ModuleVariable& w) { return w.name == v.name; });
+      ASSERT_NE(same, image.variables.end()) << v.name;
+      EXPECT_EQ(same->space, v.space) << v.name;
+      EXPECT_EQ(same->offset, v.offset) << v.name;
+      EXPECT_EQ(same->size, v.size) << v.name;
+    }
+    // The functions at the same addresses: the image's declarations come first, in one order.
+    ASSERT_GE(m.functionNames.size(), image.functionNames.size());
+    EXPECT_TRUE(std::equal(image.functionNames.begin(), image.functionNames.end(), m.functionNames.begin()));
+  }
+  // (runtime.rdc.kernel_by_kernel runs two such kernels on one placement of the variables.)
 }
 
 // An indirect call to a function the table names but no code does: linked while the table's

@@ -4,7 +4,10 @@
 // reads and writes the other unit's variable. nvcc device-links the objects into an image of SASS
 // only, or, built with PTX only (code=compute_90), of no code at all; either way the wrapper lists
 // the relocatable objects with their PTX, which mcsim links whole when the runtime loads the
-// image (docs/ptx.md, "Linking relocatable PTX" and "Linking with cuLink*").
+// image (docs/ptx.md, "Linking relocatable PTX" and "Linking with cuLink*"), or kernel by kernel at
+// their first launches with MCSIM_RDC_WHOLE_LINK_BYTES=0 (as NCCL's large image is). Either way the
+// image has one copy of each variable: a kernel reads what another wrote (rdc_put, rdc_get) and
+// what the host wrote by symbol.
 // Prints "rt_rdc: correct" or what went wrong.
 #include <cuda_runtime.h>
 
@@ -15,6 +18,10 @@ typedef int (*IntOp)(int);
 extern __device__ int rdc_offset;
 extern __device__ IntOp rdc_table[2];
 extern __device__ int rdc_scale(int x);
+extern __device__ int rdc_mailbox;
+
+__global__ void rdc_put(int v) { rdc_mailbox = v; }
+__global__ void rdc_get(int* out) { *out = rdc_mailbox; }
 
 __global__ void rdc_kernel(int* out) {
   const int t = threadIdx.x;
@@ -32,6 +39,13 @@ int main() {
   int* d = nullptr;
   if (cudaMalloc(&d, n * sizeof(int)) != cudaSuccess) {
     std::printf("rt_rdc: cudaMalloc failed\n");
+    return 1;
+  }
+  // The other unit's variable from the host before any kernel ran (none linked yet: the image's
+  // variables are placed without one).
+  int early = 0;
+  if (cudaMemcpyFromSymbol(&early, rdc_mailbox, sizeof early) != cudaSuccess || early != 7) {
+    std::printf("rt_rdc: rdc_mailbox reads %d through cudaMemcpyFromSymbol before any launch, expected 7\n", early);
     return 1;
   }
   rdc_kernel<<<1, n>>>(d);
@@ -73,6 +87,40 @@ int main() {
   cudaMemcpy(h.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost);
   for (int t = 0; t < n; ++t) {
     if (h[t] != 10 * t && bad++ < 5) std::printf("rt_rdc: the template's out[%d] = %d, expected %d\n", t, h[t], 10 * t);
+  }
+  // One kernel writes the other unit's variable, another kernel and the host read it; the host
+  // writes it and the reading kernel sees that.
+  int got = 0;
+  rdc_get<<<1, 1>>>(d);
+  cudaMemcpy(&got, d, sizeof got, cudaMemcpyDeviceToHost);
+  if (got != 7) {
+    std::printf("rt_rdc: rdc_get reads %d before any write, expected the initialiser's 7\n", got);
+    ++bad;
+  }
+  rdc_put<<<1, 1>>>(41);
+  rdc_get<<<1, 1>>>(d);
+  if (cudaDeviceSynchronize() != cudaSuccess) ++bad;
+  cudaMemcpy(&got, d, sizeof got, cudaMemcpyDeviceToHost);
+  if (got != 41) {
+    std::printf("rt_rdc: rdc_get reads %d after rdc_put(41): the kernels do not share the variable\n", got);
+    ++bad;
+  }
+  got = 0;
+  if (cudaMemcpyFromSymbol(&got, rdc_mailbox, sizeof got) != cudaSuccess || got != 41) {
+    std::printf("rt_rdc: rdc_mailbox reads %d through cudaMemcpyFromSymbol after rdc_put(41)\n", got);
+    ++bad;
+  }
+  const int mail = 1234;
+  if (cudaMemcpyToSymbol(rdc_mailbox, &mail, sizeof mail) != cudaSuccess) {
+    std::printf("rt_rdc: cudaMemcpyToSymbol(rdc_mailbox) failed\n");
+    ++bad;
+  }
+  rdc_get<<<1, 1>>>(d);
+  if (cudaDeviceSynchronize() != cudaSuccess) ++bad;
+  cudaMemcpy(&got, d, sizeof got, cudaMemcpyDeviceToHost);
+  if (got != mail) {
+    std::printf("rt_rdc: rdc_get reads %d after cudaMemcpyToSymbol(%d)\n", got, mail);
+    ++bad;
   }
   cudaFree(d);
   if (bad == 0) std::printf("rt_rdc: correct\n");

@@ -11,6 +11,9 @@
 #   fork          a child forked after cuInit is refused and not recorded, its parent replays
 #                 exactly; one forked before cuInit records a trace of its own, and on a shared
 #                 node the parent's trace alone is refused at once, the two replay exactly
+#   ipc           on a shared node, a child forked before cuInit opens the IPC memory and event
+#                 handles its parent exported (issue 18): the two traces replay exactly, the
+#                 importer given the handles the replaying exporter made
 #   minimized     a minimised trace (SAMPLE under PLAN) replays with the failure as its only
 #                 differences
 #   cmake -DMCSIM=... -DPROGRAM=... -DWORK=dir -DSCENARIO=... [-DSAMPLE=... -DPLAN=...] -P user_program.cmake
@@ -115,6 +118,44 @@ elseif(SCENARIO STREQUAL "fork")
     message(FATAL_ERROR "expected the child's trace beside the parent's, found: ${children}")
   endif()
   run(COMMAND ${MCSIM} replay ${t} --timeout 20 EXIT 2 MATCH "the traces of some processes of the run are missing")
+  run(COMMAND ${MCSIM} replay ${t} ${children} --timeout 60 EXIT 0
+      MATCH "replayed 2 processes on a shared node \\(the recorded admission order\\): 0 differences")
+elseif(SCENARIO STREQUAL "ipc")
+  set(ENV{MCSIM_NODE_DIR} ${WORK}/nodes)
+  file(REMOVE_RECURSE ${WORK})
+  file(MAKE_DIRECTORY ${WORK}/nodes)
+  file(CHMOD ${WORK}/nodes DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+  set(node ipc-node)
+  run(COMMAND ${MCSIM} node start --name ${node} --topology single-h100 EXIT 0)
+  set(ENV{MCSIM_NODE} ${node})
+  set(t ${WORK}/ipc.jsonl)
+  execute_process(COMMAND ${MCSIM} run --record ${t} -- ${PROGRAM} --bytes 65536 --ipc RESULT_VARIABLE status
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  unset(ENV{MCSIM_NODE})
+  execute_process(COMMAND ${MCSIM} node stop --name ${node})
+  if(NOT status EQUAL 0 OR NOT "${out}${err}" MATCHES "the importer read the exporter's buffer")
+    message(FATAL_ERROR "the program passing IPC handles failed on a shared node (status ${status})")
+  endif()
+  file(GLOB children ${WORK}/ipc-*.jsonl)
+  list(LENGTH children n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "expected the importer's trace beside the exporter's, found: ${children}")
+  endif()
+  # The handles are recorded as shareable handles: the export's bytes by name, the import's with
+  # the identity the replay hands the new bytes over by.
+  file(READ ${t} exporter)
+  file(READ ${children} importer)
+  foreach(call cuIpcGetMemHandle cuIpcGetEventHandle)
+    if(NOT exporter MATCHES "\"call\":\"${call}\"[^\n]*\"out\":{\"pHandle\":\"ipc[0-9]+\"}[^\n]*\"shared\":\"ipc:")
+      message(FATAL_ERROR "the exporter's ${call} does not record the handle")
+    endif()
+  endforeach()
+  foreach(call cuIpcOpenMemHandle_v2 cuIpcOpenEventHandle)
+    if(NOT importer MATCHES "\"call\":\"${call}\"[^\n]*\"handle\":{\"data\":\"[0-9a-f]+\"}[^\n]*\"shared\":\"ipc:")
+      message(FATAL_ERROR "the importer's ${call} does not record the handle it opens")
+    endif()
+  endforeach()
   run(COMMAND ${MCSIM} replay ${t} ${children} --timeout 60 EXIT 0
       MATCH "replayed 2 processes on a shared node \\(the recorded admission order\\): 0 differences")
 elseif(SCENARIO STREQUAL "minimized")

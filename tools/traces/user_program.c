@@ -2,14 +2,19 @@
  * over with traces and campaigns (docs/traces.md, docs/faults.md). One GPU, cuda.h and mcsim's
  * kernel library only; it checks every call and exits 1 at the first that fails, as programs do.
  *
- *   mcsim_sample_user_program [--bytes N] [--kernel copy|reduce] [--fork] [--fork-early] [--hang] [--leak]
+ *   mcsim_sample_user_program [--bytes N] [--kernel copy|reduce] [--fork] [--fork-early] [--ipc] [--hang] [--leak]
  *
  * It copies N bytes (default 1 MiB: more than a trace used to hold by default) from the host to
  * the device, runs one kernel of the library over them (mcsim_copy into a second buffer, or
  * mcsim_reduce adding the buffer to itself), copies the result back and checks it, then frees
  * everything. --fork: before the copies it forks a child that does not exec, which makes a driver
  * call of its own and exits; the parent waits for it. --fork-early: it forks before cuInit, and
- * the child runs the whole program too (a CUDA process of its own); the parent waits for it. --hang: after the kernel the stream waits
+ * the child runs the whole program too (a CUDA process of its own); the parent waits for it. --ipc: it
+ * forks before cuInit a child that imports the result: the parent exports the kernel's output
+ * buffer (cuIpcGetMemHandle) and an interprocess event recorded after the kernel
+ * (cuIpcGetEventHandle) and sends both handles through a pipe; the child opens them, makes its
+ * stream wait for the event, copies the buffer back and checks it, closes both and tells the
+ * parent, which then frees the buffer (a shared node: MCSIM_NODE). --hang: after the kernel the stream waits
  * for a value nothing writes, and the program synchronises (a hang mcsim reports).
  * --leak: the second buffer is never freed. Prints "user-program: ok" when the data read back is
  * what the kernel should have made. */
@@ -33,6 +38,39 @@
       return 1;                                                                   \
     }                                                                             \
   } while (0)
+
+/* --ipc's child: a CUDA process that opens the parent's IPC handles, read from `in`, checks the
+ * buffer against `want` and writes one byte to `out` when done with the handles. */
+static int ipcImporter(int in, int out, const uint32_t* want, uint32_t* back, size_t bytes) {
+  CUipcMemHandle mh;
+  CUipcEventHandle eh;
+  if (read(in, &mh, sizeof mh) != (ssize_t)sizeof mh || read(in, &eh, sizeof eh) != (ssize_t)sizeof eh) return 1;
+  CUdevice dev;
+  CUcontext ctx;
+  CUdeviceptr p = 0;
+  CUevent ev = NULL;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  CHECK(cuIpcOpenMemHandle(&p, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  CHECK(cuIpcOpenEventHandle(&ev, eh));
+  CHECK(cuStreamWaitEvent(NULL, ev, 0));
+  CHECK(cuMemcpyDtoH(back, p, bytes));
+  for (size_t i = 0; i < bytes / 4; ++i) {
+    if (back[i] != want[i]) {
+      fprintf(stderr, "user-program: the importer reads word %zu as 0x%08x, expected 0x%08x\n", i, back[i], want[i]);
+      return 1;
+    }
+  }
+  CHECK(cuIpcCloseMemHandle(p));
+  CHECK(cuEventDestroy(ev));
+  CHECK(cuDevicePrimaryCtxRelease(dev));
+  const char done = 1;
+  if (write(out, &done, 1) != 1) return 1;
+  fprintf(stderr, "user-program: the importer read the exporter's buffer\n");
+  return 0;
+}
 
 static int forkChild(void) {
   fflush(NULL);
@@ -58,7 +96,7 @@ static int forkChild(void) {
 int main(int argc, char** argv) {
   size_t bytes = 1u << 20;
   const char* kernel = "copy";
-  int doFork = 0, forkEarly = 0, hang = 0, leak = 0;
+  int doFork = 0, forkEarly = 0, ipc = 0, hang = 0, leak = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
       bytes = (size_t)strtoull(argv[++i], NULL, 10);
@@ -68,6 +106,8 @@ int main(int argc, char** argv) {
       doFork = 1;
     } else if (strcmp(argv[i], "--fork-early") == 0) {
       forkEarly = 1;
+    } else if (strcmp(argv[i], "--ipc") == 0) {
+      ipc = 1;
     } else if (strcmp(argv[i], "--hang") == 0) {
       hang = 1;
     } else if (strcmp(argv[i], "--leak") == 0) {
@@ -95,6 +135,19 @@ int main(int argc, char** argv) {
     fflush(NULL);
     child = fork();
     if (child < 0) return 2;
+  }
+  /* --ipc: the child imports what the parent exports (handles one way, "done" the other). */
+  int toChild[2] = {-1, -1}, toParent[2] = {-1, -1};
+  if (ipc) {
+    if (pipe(toChild) != 0 || pipe(toParent) != 0) return 2;
+    fflush(NULL);
+    child = fork();
+    if (child < 0) return 2;
+    if (child == 0) {
+      /* The data the kernel makes: the copy kernel's output is the input. */
+      /* A process of its own: exit() writes its trace's end record (atexit). */
+      exit(ipcImporter(toChild[0], toParent[1], host, back, bytes));
+    }
   }
   CUdevice dev;
   CUcontext ctx;
@@ -130,6 +183,24 @@ int main(int argc, char** argv) {
   if (hang) {
     /* The stream waits until the first word of `a` (0) is 12345, which nothing writes. */
     CHECK(cuStreamWaitValue32(NULL, a, 12345u, CU_STREAM_WAIT_VALUE_EQ));
+  }
+  CUevent ipcEvent = NULL;
+  if (ipc) {
+    /* The output buffer and an event recorded after the kernel, to the child. */
+    CUipcMemHandle mh;
+    CUipcEventHandle eh;
+    CHECK(cuEventCreate(&ipcEvent, CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS));
+    CHECK(cuEventRecord(ipcEvent, NULL));
+    CHECK(cuIpcGetMemHandle(&mh, b));
+    CHECK(cuIpcGetEventHandle(&eh, ipcEvent));
+    if (write(toChild[1], &mh, sizeof mh) != (ssize_t)sizeof mh || write(toChild[1], &eh, sizeof eh) != (ssize_t)sizeof eh)
+      return 1;
+    char done = 0;
+    if (read(toParent[0], &done, 1) != 1) {
+      fprintf(stderr, "user-program: the importer stopped before it was done with the handles\n");
+      return 1;
+    }
+    CHECK(cuEventDestroy(ipcEvent));
   }
   CHECK(cuCtxSynchronize());
   CHECK(cuMemcpyDtoH(back, b, bytes));

@@ -36,8 +36,8 @@ enum class Kind : uint8_t {
   kStructIn,      // a descriptor the call reads (sub: StructKind)
   kStructOut,     // a descriptor the call writes
   kAccessDescs,   // `ref` CUmemAccessDesc
-  kShareableOut,  // an OS handle written by the call, of handle type `ref`
-  kShareableIn,   // an OS handle the call reads, of handle type `ref`
+  kShareableOut,  // an OS handle written by the call, of handle type `ref` (no `ref`: an IPC handle)
+  kShareableIn,   // an OS handle the call reads, of handle type `ref` (no `ref`: an IPC handle)
   kPtrAttr,       // the value of CUpointer_attribute `ref`
   kPtrAttrs,      // cuPointerGetAttributes' values: `ref` attributes listed by parameter `ref2`
   kPoolAttr,      // the value of CUmemPool_attribute `ref`
@@ -67,6 +67,17 @@ struct ParamDesc {
   int8_t ref2;  // a second one, or -1
 };
 
+// The handle type of a shareable handle without a handle-type parameter: an IPC handle
+// (CUipcMemHandle, CUipcEventHandle), 64 opaque bytes as a FABRIC handle is. No
+// CUmemAllocationHandleType has this value.
+constexpr uint64_t kIpcHandleType = ~uint64_t{0};
+static_assert(sizeof(CUipcMemHandle) == sizeof(CUmemFabricHandle) && sizeof(CUipcEventHandle) == sizeof(CUmemFabricHandle),
+              "IPC handles travel as FABRIC handles do: 64 bytes");
+// The handle type of shareable parameter `p` of a call with arguments `slots`.
+inline uint64_t shareableType(const ParamDesc& p, const uint64_t* slots) {
+  return p.ref >= 0 ? slots[p.ref] : kIpcHandleType;
+}
+
 // Calls an entry point of this signature with the arguments held in 64-bit slots.
 using Thunk = CUresult (*)(void* fn, const uint64_t* slots);
 
@@ -87,14 +98,17 @@ int findCall(std::string_view symbol);
 
 // Arguments to and from slots, so that one thunk type serves every signature.
 template <typename T>
-inline uint64_t toSlot(T v) {
-  if constexpr (std::is_pointer_v<T>) {
+inline uint64_t toSlot(const T& v) {
+  if constexpr (std::is_array_v<T>) {
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&v[0]));  // as it decays
+  } else if constexpr (std::is_pointer_v<T>) {
     return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v));
   } else if constexpr (std::is_enum_v<T>) {
     return static_cast<uint64_t>(static_cast<std::underlying_type_t<T>>(v));
   } else if constexpr (std::is_class_v<T>) {
-    (void)v;
-    return 0;  // a struct by value (an IPC handle's 64 bytes) does not fit a slot: recorded as 0
+    // A struct by value (an IPC handle's 64 bytes) does not fit a slot: its address does, valid
+    // while the wrapper that holds the argument runs.
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&v));
   } else {
     return static_cast<uint64_t>(v);  // signed values sign-extend
   }
@@ -104,8 +118,8 @@ inline T fromSlot(uint64_t s) {
   if constexpr (std::is_pointer_v<T>) {
     return reinterpret_cast<T>(static_cast<uintptr_t>(s));
   } else if constexpr (std::is_class_v<T>) {
-    (void)s;
-    return T{};  // a struct by value replays as zeros (its call is recorded raw)
+    // A struct by value: the slot holds its address (zeros without one).
+    return s == 0 ? T{} : *reinterpret_cast<const T*>(static_cast<uintptr_t>(s));
   } else {
     return static_cast<T>(s);
   }

@@ -427,12 +427,12 @@ void encodeInputs(const CallDesc& d, const uint64_t* slots, const Names& names, 
         break;
       }
       case Kind::kShareableIn: {
-        const uint64_t type = slots[p.ref];
+        const uint64_t type = shareableType(p, slots);
         if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
           const int fd = static_cast<int>(static_cast<intptr_t>(s));
           std::string n = names.fd(fd);
           a = n.empty() ? Json{{"raw_fd", fd}} : Json(n);
-        } else if (type == CU_MEM_HANDLE_TYPE_FABRIC && s != 0) {
+        } else if ((type == CU_MEM_HANDLE_TYPE_FABRIC || type == kIpcHandleType) && s != 0) {
           const std::string bytes(static_cast<const char*>(ptr(s)), sizeof(CUmemFabricHandle));
           std::string n = names.blob(bytes);
           a = n.empty() ? Json{{"data", toHex(bytes.data(), bytes.size())}} : Json(n);
@@ -561,11 +561,12 @@ void encodeOutputs(const CallDesc& d, const uint64_t* slots, Names& names, const
       case Kind::kOutBytes: v = toHex(ptr(s), p.sub); break;
       case Kind::kStructOut: v = structValue(static_cast<StructKind>(p.sub), ptr(s)); break;
       case Kind::kShareableOut: {
-        const uint64_t type = slots[p.ref];
+        const uint64_t type = shareableType(p, slots);
         if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
           v = names.newFd(load<int>(s));
-        } else if (type == CU_MEM_HANDLE_TYPE_FABRIC) {
-          v = names.newBlob(std::string(static_cast<const char*>(ptr(s)), sizeof(CUmemFabricHandle)));
+        } else if (type == CU_MEM_HANDLE_TYPE_FABRIC || type == kIpcHandleType) {
+          v = names.newBlob(std::string(static_cast<const char*>(ptr(s)), sizeof(CUmemFabricHandle)),
+                            type == kIpcHandleType ? "ipc" : "fabric");
         }
         break;
       }
@@ -921,7 +922,7 @@ int shareableParam(const CallDesc& d, const uint64_t* slots, bool output, uint64
   for (int i = 0; i < d.nparams; ++i) {
     const ParamDesc& p = d.params[i];
     if (p.kind != (output ? Kind::kShareableOut : Kind::kShareableIn)) continue;
-    *type = slots[p.ref];
+    *type = shareableType(p, slots);
     return i;
   }
   return -1;
@@ -939,6 +940,7 @@ std::string shareableIdentity(const CallDesc& d, const uint64_t* slots, bool out
     return "file:" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
   }
   if (type == CU_MEM_HANDLE_TYPE_FABRIC && s != 0) return "fabric:" + digestHex(ptr(s), sizeof(CUmemFabricHandle));
+  if (type == kIpcHandleType && s != 0) return "ipc:" + digestHex(ptr(s), sizeof(CUmemFabricHandle));
   return "";
 }
 

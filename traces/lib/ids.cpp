@@ -78,8 +78,8 @@ std::string Names::fd(int fd) const {
   return it == fds_.end() ? std::string() : it->second;
 }
 
-std::string Names::newBlob(const std::string& bytes) {
-  std::string name = "fabric" + std::to_string(++blobCount_);
+std::string Names::newBlob(const std::string& bytes, const char* prefix) {
+  std::string name = prefix + std::to_string(++blobCount_);
   blobs_[bytes] = name;
   return name;
 }

@@ -42,7 +42,8 @@ class Names {
 
   std::string newFd(int fd);
   std::string fd(int fd) const;
-  std::string newBlob(const std::string& bytes);  // FABRIC handles: 64 opaque bytes
+  // FABRIC and IPC handles: 64 opaque bytes, named "fabric1" / "ipc1" (`prefix`), numbered together.
+  std::string newBlob(const std::string& bytes, const char* prefix = "fabric");
   std::string blob(const std::string& bytes) const;
 
  private:

@@ -16,7 +16,7 @@ namespace {
 // name, a file path) are left alone.
 void renameIn(Json& j, std::map<std::string, std::string>& renamed, std::map<std::string, int>& count) {
   static const std::set<std::string> kinds = {"ctx",  "mem",    "pool",    "stream", "event", "module", "func",
-                                              "library", "kernel", "obj", "va",     "host",  "fd",     "fabric"};
+                                              "library", "kernel", "obj", "va",     "host",  "fd",     "fabric", "ipc"};
   if (j.is_object()) {
     for (auto& [key, v] : j.items()) {
       if (key == "data" || key == "digest" || key == "hex" || key == "path" || key == "format" || key == "library") continue;
