@@ -28,9 +28,10 @@
 // only polled a word cost nothing. The kernel ends when its last slice's instructions and traffic
 // are done.
 #include <algorithm>
-#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <queue>
 #include <shared_mutex>
 #include <utility>
 
@@ -290,18 +291,24 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // data): a 4-byte arrival holds 4 bytes of the window, not a whole chunk's place, and does not
   // hold a chunk of data back. (The models' steps stream equal chunks, for which the two counts
   // agree: with `window` chunks out, no more goes.)
+  // Bytes leave the window when their own access is done, in whatever order that is: a chunk that
+  // takes long (a multimem round trip through the switches' reduction engines) holds its own bytes,
+  // not the place of every chunk that went out after it and came back sooner (before 2026-11-29
+  // the window retired in the order chunks went out, and one such chunk stalled a whole window of
+  // local loads behind it).
   const uint64_t windowBytes = static_cast<uint64_t>(window) * chunk;
-  std::deque<std::pair<uint64_t, uint64_t>> outstanding;  // (when it leaves the window, bytes)
+  std::priority_queue<std::pair<uint64_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>, std::greater<>>
+      outstanding;  // (when it leaves the window, bytes), the first to leave on top
   uint64_t inFlight = 0;
   const auto admit = [&] {
     while (!outstanding.empty() && inFlight >= windowBytes) {
-      engine.waitUntil(outstanding.front().first);
-      inFlight -= outstanding.front().second;
-      outstanding.pop_front();
+      engine.waitUntil(outstanding.top().first);
+      inFlight -= outstanding.top().second;
+      outstanding.pop();
     }
   };
   const auto enter = [&](uint64_t leaves, uint64_t n) {
-    outstanding.emplace_back(leaves, n);
+    outstanding.emplace(leaves, n);
     inFlight += n;
   };
   // Where each allocation's reads and writes have got to. A slice that moved no more bytes than
