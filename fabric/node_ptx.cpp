@@ -24,13 +24,16 @@
 // behavioural model's copy step streams them (this GPU's HBM and L2, or a peer's over NVLink and
 // the switches), with the loads the resident threads keep in flight, and bounded by the SMs' own
 // bytes per second; its multimem traffic as the behavioural models' multimem steps stream theirs
-// (the switches replicate st and red, their reduction engines combine ld_reduce). Warp turns that
-// only polled a word cost nothing. The kernel ends when its last slice's instructions and traffic
+// (the switches replicate st and red, their reduction engines combine ld_reduce). The slice's
+// streams (each allocation's reads and writes, each multicast object's accesses) take turns chunk
+// by chunk in one window of bytes in flight, from which each chunk leaves when its own access is
+// done. Warp turns that only polled a word cost nothing. The kernel ends when its last slice's instructions and traffic
 // are done.
 #include <algorithm>
-#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <queue>
 #include <shared_mutex>
 #include <utility>
 
@@ -290,19 +293,42 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // data): a 4-byte arrival holds 4 bytes of the window, not a whole chunk's place, and does not
   // hold a chunk of data back. (The models' steps stream equal chunks, for which the two counts
   // agree: with `window` chunks out, no more goes.)
+  //
+  // Bytes leave the window when their own access is done, in whatever order that is: a chunk that
+  // takes long (a multimem round trip through the switches' reduction engines) holds its own bytes,
+  // not the place of every chunk that went out after it and came back sooner (before 2026-11-29
+  // the window retired in the order chunks went out, and one such chunk stalled a whole window of
+  // local loads behind it).
   const uint64_t windowBytes = static_cast<uint64_t>(window) * chunk;
-  std::deque<std::pair<uint64_t, uint64_t>> outstanding;  // (when it leaves the window, bytes)
+  std::priority_queue<std::pair<uint64_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>, std::greater<>>
+      outstanding;  // (when it leaves the window, bytes), the first to leave on top
   uint64_t inFlight = 0;
   const auto admit = [&] {
     while (!outstanding.empty() && inFlight >= windowBytes) {
-      engine.waitUntil(outstanding.front().first);
-      inFlight -= outstanding.front().second;
-      outstanding.pop_front();
+      engine.waitUntil(outstanding.top().first);
+      inFlight -= outstanding.top().second;
+      outstanding.pop();
     }
   };
   const auto enter = [&](uint64_t leaves, uint64_t n) {
-    outstanding.emplace_back(leaves, n);
+    outstanding.emplace(leaves, n);
     inFlight += n;
+  };
+
+  // A slice's traffic as streams: an allocation's reads or writes, or a multicast object's multimem
+  // accesses of one kind. The streams take turns chunk by chunk, so a slice's copies and its
+  // multimem traffic go out side by side, as the warps that issue them run side by side on a GPU
+  // (before 2026-11-29 a slice's streams went one after another, its multimem traffic last: NCCL's
+  // NVLS reductions waited for the slice's scatter and gather copies to be in flight).
+  enum class Mode { kRead, kWrite, kLoad, kStore, kReduce, kLoadStore };
+  struct Stream {
+    Mode mode;
+    model::AllocId id;  // the allocation, or the multicast object
+    uint64_t bytes;     // still to stream
+    // Reads and writes: the allocation's bytes stream through [from, to), wrapping to `from`; from
+    // the shared cursor (`cursor`) when the slice moved no more bytes than its range, else from `at`.
+    uint64_t from = 0, to = 0, at = 0;
+    bool rereads = false;
   };
   // Where each allocation's reads and writes have got to. A slice that moved no more bytes than
   // the range of the allocation it reached streams on from where the previous slice left off
@@ -311,44 +337,26 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // order, as one stream would. A slice that moved more bytes than its range (it read some twice:
   // a table, a tile) cycles through that range, and the L2 serves the second reading.
   std::map<std::pair<model::AllocId, bool>, uint64_t> cursor;
-  const auto stream = [&](const std::map<model::AllocId, LaunchMemory::Traffic>& traffic, uint64_t* end) {
+  std::vector<Stream> streams;
+  const auto addTraffic = [&](const std::map<model::AllocId, LaunchMemory::Traffic>& traffic) {
     for (const auto& [alloc, t] : traffic) {
       const PtxLaunch::Backing& b = launch.backing.at(alloc);
       // Host memory mapped for the device is not timed here (its path is PCIe, which kernels'
       // steps do not model either).
       if (!b.ref.device || b.ref.gpu < 0 || b.ref.gpu >= gpuCount()) continue;
       const uint64_t size = std::max<uint64_t>(b.size, 1);
-      const MemorySpan span{MemoryRun{b.ref, nullptr, size}};
       for (const bool write : {false, true}) {
         const LaunchMemory::Direction& d = write ? t.written : t.read;
         if (d.bytes == 0) continue;
         const uint64_t low = std::min(d.low, size - 1), high = std::min(std::max(d.high, low + 1), size);
-        const bool rereads = d.bytes > high - low;
+        Stream s{write ? Mode::kWrite : Mode::kRead, alloc, d.bytes};
+        s.rereads = d.bytes > high - low;
         auto [cur, fresh] = cursor.try_emplace({alloc, write}, low);
         if (!fresh && (cur->second < low || cur->second >= high)) cur->second = low;
-        // Bytes stream through [from, to), wrapping to `from`.
-        const uint64_t from = rereads ? low : 0, to = rereads ? high : size;
-        uint64_t off = rereads ? low : cur->second;
-        for (uint64_t left = d.bytes; left > 0;) {
-          const uint64_t n = std::min({chunk, left, to - off});
-          admit();
-          const uint64_t now = Engine::simNowPs();
-          horizon_.ps = now;
-          const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, n) : now;
-          uint64_t released = now, done = now;
-          if (write) {
-            done = writeSpan(w.engineGpu, span, off, n, now, false, "store", &released);
-          } else {
-            done = readSpan(w.engineGpu, span, off, n, now, "load");
-            released = done;
-          }
-          enter(std::max(released, smDone), n);
-          *end = std::max({*end, done, smDone});
-          off += n;
-          if (off == to) off = from;
-          left -= n;
-        }
-        if (!rereads) cur->second = off;
+        s.from = s.rereads ? low : 0;
+        s.to = s.rereads ? high : size;
+        s.at = low;
+        streams.push_back(s);
       }
     }
   };
@@ -356,8 +364,8 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // Multimem traffic: each multicast object's bytes as a behavioural model's multimem step
   // streams them (multicastOut for st and red: replicated by the switches, every member's port
   // down and memory, red a read-modify-write; multicastIn for ld_reduce: every member's memory
-  // and port up, the switches' reduction engines, this GPU's port down), chunk by chunk in the
-  // same window of loads in flight, from the lowest offset the slice accessed in the object.
+  // and port up, the switches' reduction engines, this GPU's port down), chunk by chunk, from the
+  // lowest offset the slice accessed in the object.
   std::map<model::AllocId, ResolvedStep> mcSteps;
   const auto stepOf = [&](model::AllocId id) -> const ResolvedStep& {
     auto [it, fresh] = mcSteps.try_emplace(id);
@@ -382,21 +390,12 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     }
     return st;
   };
-  // A slice's multimem streams take turns chunk by chunk. Its ld_reduce and st on one object are
-  // paired, chunk for chunk, as one load-reduce-store: the store leaves when the reduced data is
-  // back and the chunk holds its place in the window until the store has left the switches, as
-  // the behavioural model's multimemLoadReduceStore step (the data dependence of an all-reduce's
-  // loop, which stores what it has just reduced); the rest of either streams on its own.
-  enum class Mode { kLoad, kStore, kReduce, kLoadStore };
-  struct McStream {
-    model::AllocId object;
-    Mode mode;
-    uint64_t bytes;
-    uint64_t at;  // where in the object: from the lowest offset the slice accessed on
-  };
-  const auto streamMultimem = [&](const std::map<std::pair<model::AllocId, ptx::MultimemKind>, LaunchMemory::MultimemTraffic>& traffic,
-                                   uint64_t* end) {
-    std::vector<McStream> streams;
+  // A slice's ld_reduce and st on one object are paired, chunk for chunk, as one load-reduce-store:
+  // the store leaves when the reduced data is back and the chunk holds its place in the window
+  // until the store has left the switches, as the behavioural model's multimemLoadReduceStore step
+  // (the data dependence of an all-reduce's loop, which stores what it has just reduced); the rest
+  // of either streams on its own.
+  const auto addMultimem = [&](const std::map<std::pair<model::AllocId, ptx::MultimemKind>, LaunchMemory::MultimemTraffic>& traffic) {
     for (const auto& [key, t] : traffic) {
       const uint64_t bytes = t.bytes;
       const model::AllocId object = key.first;  // (a lambda cannot use a structured binding in C++17)
@@ -404,58 +403,93 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
         auto it = traffic.find({object, k});
         return it == traffic.end() ? uint64_t{0} : it->second.bytes;
       };
+      const auto add = [&](Mode mode, uint64_t n) {
+        Stream s{mode, object, n};
+        s.at = t.start;
+        streams.push_back(s);
+      };
       switch (key.second) {
         case ptx::MultimemKind::kLoadReduce: {
           const uint64_t paired = std::min(bytes, other(ptx::MultimemKind::kStore));
-          if (paired > 0) streams.push_back({key.first, Mode::kLoadStore, paired, t.start});
-          if (bytes > paired) streams.push_back({key.first, Mode::kLoad, bytes - paired, t.start});
+          if (paired > 0) add(Mode::kLoadStore, paired);
+          if (bytes > paired) add(Mode::kLoad, bytes - paired);
           break;
         }
         case ptx::MultimemKind::kStore: {
           const uint64_t paired = std::min(bytes, other(ptx::MultimemKind::kLoadReduce));
-          if (bytes > paired) streams.push_back({key.first, Mode::kStore, bytes - paired, t.start});
+          if (bytes > paired) add(Mode::kStore, bytes - paired);
           break;
         }
-        case ptx::MultimemKind::kReduce: streams.push_back({key.first, Mode::kReduce, bytes, t.start}); break;
+        case ptx::MultimemKind::kReduce: add(Mode::kReduce, bytes); break;
       }
     }
+  };
+
+  // One chunk of stream `s`, going out now; the time it leaves the window. `end`: when all is done.
+  const auto issue = [&](Stream& s, uint64_t* end) {
+    const uint64_t now = Engine::simNowPs();
+    horizon_.ps = now;
+    uint64_t n = 0, released = now, done = now, smBytes = 0;
+    if (s.mode == Mode::kRead || s.mode == Mode::kWrite) {
+      const bool write = s.mode == Mode::kWrite;
+      const PtxLaunch::Backing& b = launch.backing.at(s.id);
+      const MemorySpan span{MemoryRun{b.ref, nullptr, std::max<uint64_t>(b.size, 1)}};
+      uint64_t& off = s.rereads ? s.at : cursor.at({s.id, write});
+      n = std::min({chunk, s.bytes, s.to - off});
+      smBytes = n;
+      if (write) {
+        done = writeSpan(w.engineGpu, span, off, n, now, false, "store", &released);
+      } else {
+        done = readSpan(w.engineGpu, span, off, n, now, "load");
+        released = done;
+      }
+      off += n;
+      if (off == s.to) off = s.from;
+    } else {
+      const ResolvedStep& st = stepOf(s.id);
+      if (st.bytes == 0) {
+        s.bytes = 0;
+        return now;
+      }
+      s.at %= st.bytes;
+      n = std::min({chunk, s.bytes, st.bytes - s.at});
+      smBytes = s.mode == Mode::kLoadStore ? 2 * n : n;
+      switch (s.mode) {
+        case Mode::kLoad:
+          done = multicastIn(w.engineGpu, st, s.at, n, now);
+          released = done;
+          break;
+        case Mode::kStore:
+        case Mode::kReduce:
+          done = multicastOut(w.engineGpu, st, s.at, n, now, s.mode == Mode::kReduce, &released);
+          break;
+        case Mode::kLoadStore:
+          done = multicastOut(w.engineGpu, st, s.at, n, multicastIn(w.engineGpu, st, s.at, n, now), false, &released);
+          break;
+        case Mode::kRead:
+        case Mode::kWrite: break;
+      }
+      s.at = (s.at + n) % st.bytes;
+    }
+    const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, smBytes) : now;
+    s.bytes -= n;
+    *end = std::max({*end, done, smDone});
+    return std::max(released, smDone);
+  };
+  // The slice's streams, chunk by chunk, in turn.
+  const auto streamAll = [&](uint64_t* end) {
     for (bool more = true; more;) {
       more = false;
-      for (McStream& m : streams) {
-        if (m.bytes == 0) continue;
-        const ResolvedStep& st = stepOf(m.object);
-        if (st.bytes == 0) {
-          m.bytes = 0;
-          continue;
-        }
-        uint64_t& off = m.at;
-        off %= st.bytes;
-        const uint64_t n = std::min({chunk, m.bytes, st.bytes - off});
+      for (Stream& s : streams) {
+        if (s.bytes == 0) continue;
         admit();
-        const uint64_t now = Engine::simNowPs();
-        horizon_.ps = now;
-        const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, m.mode == Mode::kLoadStore ? 2 * n : n) : now;
-        uint64_t released = now, done = now;
-        switch (m.mode) {
-          case Mode::kLoad:
-            done = multicastIn(w.engineGpu, st, off, n, now);
-            released = done;
-            break;
-          case Mode::kStore:
-          case Mode::kReduce:
-            done = multicastOut(w.engineGpu, st, off, n, now, m.mode == Mode::kReduce, &released);
-            break;
-          case Mode::kLoadStore:
-            done = multicastOut(w.engineGpu, st, off, n, multicastIn(w.engineGpu, st, off, n, now), false, &released);
-            break;
-        }
-        enter(std::max(released, smDone), n);
-        *end = std::max({*end, done, smDone});
-        off = (off + n) % st.bytes;
-        m.bytes -= n;
-        more = more || m.bytes > 0;
+        const uint64_t before = s.bytes;
+        const uint64_t leaves = issue(s, end);
+        enter(leaves, before - s.bytes);
+        more = more || s.bytes > 0;
       }
     }
+    streams.clear();
   };
 
   uint64_t timed = 0;                       // warp instructions timed so far
@@ -481,8 +515,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     issued = std::max(issued, Engine::simNowPs()) + issuePs(work - timed);
     timed = work;
     end = std::max(end, issued);
-    stream(memory.takeTraffic(), &end);
-    streamMultimem(memory.takeMultimemTraffic(), &end);
+    addTraffic(memory.takeTraffic());
+    addMultimem(memory.takeMultimemTraffic());
+    streamAll(&end);
     if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
     if (state == ptx::RunState::kWaiting) {
       // Every warp spins: the kernel waits, from when its slice's instructions have issued, until

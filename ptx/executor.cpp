@@ -594,6 +594,7 @@ class Executor::Run {
   // What the warp now taking its turn has done: whether it may be spinning.
   struct SpinWatch {
     bool changed = false;   // stored, changed a word atomically, arrived at a barrier or exited
+    uint64_t changedAt = 0;  // LaunchResult::warpInstructions at the latest change
     bool overflow = false;  // read more distinct words than a spin does
     Watched words;
     Park last;  // its latest read of global or shared memory
@@ -777,6 +778,13 @@ class Executor::Run {
       park(w);
       result_.pollingInstructions += n;
       polled_ = true;
+    } else if (n == kQuantum && w.active != 0 && spin_.changed && !spin_.overflow && !spin_.words.words.empty() &&
+               spin_.words.rereads() && result_.warpInstructions - spin_.changedAt > kWatchTail) {
+      // A turn that changed memory and then, for the rest of it (at least its watched tail), only
+      // re-read a few words: it began to spin at its last change (a barrier's arrival, then the
+      // wait for the others). Those instructions poll, as a parked warp's do, and cost no issue
+      // time; the next turn, which spins throughout, parks the warp.
+      result_.pollingInstructions += result_.warpInstructions - spin_.changedAt;
     }
   }
 
@@ -880,6 +888,7 @@ class Executor::Run {
   void noteWrite() {
     if (locSpace_ != Space::kGlobal && locSpace_ != Space::kShared) return;
     spin_.changed = true;
+    spin_.changedAt = result_.warpInstructions;
     ++writes_;
     wroteGlobal_ = wroteGlobal_ || locSpace_ == Space::kGlobal;
   }

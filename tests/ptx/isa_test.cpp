@@ -352,6 +352,49 @@ WAIT:
   EXPECT_EQ(r.pollingInstructions, 0u);
 }
 
+// Two warps: warp 0 stores a word (as a barrier's arrival does), then spins on a flag that warp
+// 1 sets in its later turn. The rest of warp 0's first turn after its store is a spin: it polls,
+// and costs no issue time (LaunchResult::pollingInstructions), as the turns of a parked warp do.
+// (Before 2026-11-29 only a turn that spun throughout was polling, so every barrier's first turn
+// of spinning cost a whole quantum of issue.)
+TEST(PtxIsa, TheSpinAfterAStoreInOneTurnIsPolling) {
+  Program p(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r0, %tid.x;
+  setp.ge.u32 %p1, %r0, 32;
+  @%p1 bra SETTER;
+  st.global.u32 [%rd1+4], 7;
+SPIN:
+  ld.volatile.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p2, %r1, 0;
+  @%p2 bra SPIN;
+  st.global.u32 [%rd1+8], %r1;
+  ret;
+SETTER:
+  st.global.u32 [%rd1], 5;
+  ret;
+}
+)");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(3 * 4);
+  const LaunchResult r = p.launch("k", {}, {64, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  const auto v = p.read<uint32_t>(out, 3);
+  EXPECT_EQ(v[0], 5u);
+  EXPECT_EQ(v[1], 7u);
+  EXPECT_EQ(v[2], 5u);
+  // Warp 0's first turn: its store, then a quantum (4096 instructions) of spinning, all but the
+  // few before the store polling.
+  EXPECT_GE(r.warpInstructions, 4096u);
+  EXPECT_GE(r.pollingInstructions, 4096u - 8);
+  EXPECT_LT(r.warpInstructions - r.pollingInstructions, 32u);
+}
+
 TEST(PtxIsa, AnMbarrierNeverCompletedIsReportedAsAWait) {
   Program p(std::string(kHeader) + R"(
 .visible .entry k()
