@@ -27,8 +27,9 @@ namespace mcsim::fabric::ipc {
 // relocatable objects a shared node links a kernel's functions from at their first call. 12: the
 // attaching process's compute tray (Hello::tray), and the host an IPC handle was made on. 13:
 // registerHost and unregisterHost (host memory the program registered). 14: unloadPtx (the driver
-// dropped a PTX module: the node forgets its parsed copy), NodeStats::ptxModules.
-constexpr uint32_t kProtocolVersion = 14;
+// dropped a PTX module: the node forgets its parsed copy), NodeStats::ptxModules. 16: a waitFor
+// the node gave up answers kHang with the node's report (it answered done = false, no report).
+constexpr uint32_t kProtocolVersion = 16;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver
 // attaches only to a node that has every capability it needs (kNeeded).
