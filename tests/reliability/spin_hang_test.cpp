@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -57,6 +58,7 @@ TEST_F(SpinHang, UnparkedSpinThatNothingReleasesIsReportedAsAHang) {
   testing::internal::CaptureStderr();
   EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(stream));
   const std::string report = testing::internal::GetCapturedStderr();
+  std::fputs(report.c_str(), stdout);  // for the record (docs/reliability.md shows it)
   EXPECT_TRUE(contains(report, "mcsim: suspected hang: every kernel running spun for 1 s on memory that did not change"))
       << report;
   EXPECT_TRUE(contains(report, "GPU 0: kernel 'spin' block (0,0,0) thread (0,0,0) waits on the global word at 0x")) << report;
