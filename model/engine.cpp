@@ -1,5 +1,6 @@
 #include "model/engine.h"
 #include "model/hang_abort.h"
+#include "model/thread_owned.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -149,8 +150,10 @@ thread_local Engine* tEngine = nullptr;
 // The calling thread's pin (Engine::pin), if it has one: the engine and the run count.
 thread_local Engine* tPinEngine = nullptr;
 thread_local uint64_t tPinAt = 0;
-// The report of the last wait this thread gave up (Engine::takeHangReport).
-thread_local std::string* tHangReport = nullptr;
+// The report of the last wait this thread gave up (Engine::takeHangReport): a ThreadOwned string,
+// since a wait may be given up in an atexit handler (model/thread_owned.h).
+struct HangReportTag;
+std::string& threadHangReport() { return threadOwned<std::string, HangReportTag>(); }
 
 // The SystemC lock (see engine.h): held by a simulation thread for all of its SystemC work.
 std::mutex& systemcMutex() {
@@ -628,10 +631,7 @@ uint64_t Engine::wait(const CompletionPtr& c, const std::atomic<bool>* cancelled
     }
     removeWaiter(&w);
     if (gaveUp || (cancelled != nullptr && cancelled->load() && !c->done())) {
-      if (gaveUp) {
-        if (tHangReport == nullptr) tHangReport = new std::string();  // leaked with the thread: trivially small
-        *tHangReport = lastReport_;
-      }
+      if (gaveUp) threadHangReport() = lastReport_;
       c->awaited.fetch_sub(1);
       return kGaveUp;
     }
@@ -645,10 +645,7 @@ void Engine::setStallPolicy(StallPolicy policy) {
   stallPolicy_ = std::move(policy);
 }
 
-std::string Engine::takeHangReport() {
-  if (tHangReport == nullptr) return std::string();
-  return std::exchange(*tHangReport, std::string());
-}
+std::string Engine::takeHangReport() { return std::exchange(threadHangReport(), std::string()); }
 
 void Engine::noteSpinOnly(bool only) {
   spinOnly_ = only;

@@ -68,7 +68,7 @@ TEST_F(SpinHang, UnparkedSpinThatNothingReleasesIsReportedAsAHang) {
   EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuCtxSynchronize());
 }
 
-// One thread fills 32 MiB, re-reading the same word (a scale factor a store might alias, as code
+// One thread fills 8 MiB, re-reading the same word (a scale factor a store might alias, as code
 // without __restrict__ does) at every element: it re-reads one unchanged word and writes, like the
 // spin above, but a new word each time, so it is work, not a spin, however long it takes beside a
 // grace period of 0.1 s.
@@ -107,7 +107,7 @@ TEST_F(SpinHangShortGrace, ALongKernelThatRereadsAWordIsNotAHang) {
   ASSERT_OK(cuModuleLoadData(&mod, kFillPtx));
   CUfunction fill = nullptr;
   ASSERT_OK(cuModuleGetFunction(&fill, mod, "fill"));
-  uint64_t n = uint64_t{1} << 22;
+  uint64_t n = uint64_t{1} << 20;
   CUdeviceptr out = 0, scale = 0;
   ASSERT_OK(cuMemAlloc(&out, n * 8));
   ASSERT_OK(cuMemAlloc(&scale, 8));
