@@ -235,6 +235,11 @@ void NodeModel::noteStuck(int change) {
   engine_.noteSpinOnly(executing_ > 0 && stuck_ == executing_);
 }
 
+void NodeModel::noteProgress() {
+  engine_.noteSpinOnly(false);  // breaks the engine's run of spinning ...
+  noteStuck(0);                 // ... and says again what the work does now
+}
+
 void NodeModel::executeWork(DeviceWork& w) {
   Engine& engine = engine_;
   const uint64_t start = Engine::simNowPs();

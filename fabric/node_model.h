@@ -307,6 +307,9 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   int executing_ = 0;
   int stuck_ = 0;
   void noteStuck(int change);
+  // Simulation thread: stuck work did something all the same (a PTX kernel released from a wait
+  // that waits again within one slice): the engine's run is not one of spinning only.
+  void noteProgress();
   OrderedMutex waitingMu_{LockRank::kNodeModelWaiting};
   std::map<uint64_t, WaitingKernel> waitingKernels_;
   uint64_t nextWaitingId_ = 0;

@@ -497,6 +497,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   for (;;) {
     if (memoryEpoch_ != seen) ptx::Executor::wake(*run);
     state = ptx::Executor::advance(*run, kSliceWarpInstructions);
+    // A kernel that waits before and after a slice may have worked in between (released, it
+    // answered and waits again): that breaks a run of spinning (NodeModel::noteProgress).
+    if (ptx::Executor::progressed(*run)) noteProgress();
     const ptx::LaunchResult& r = ptx::Executor::result(*run);
     if (ptx::Executor::wroteGlobal(*run)) memoryChanged();
     const uint64_t epoch = memoryEpoch_;

@@ -397,6 +397,7 @@ class Executor::Run {
 
   const LaunchResult& result() const { return result_; }
   bool wroteGlobal() const { return wroteGlobal_; }
+  bool progressed() const { return progressed_; }
 
   void wake() {
     for (Slot& s : slots_) lookAgain(s.parked);
@@ -412,6 +413,7 @@ class Executor::Run {
       openSlot();
     }
     wroteGlobal_ = false;
+    progressed_ = false;
     const uint64_t stopAt =
         budget > ~uint64_t{0} - result_.warpInstructions ? ~uint64_t{0} : result_.warpInstructions + budget;
     for (;;) {
@@ -431,6 +433,7 @@ class Executor::Run {
           // The block has exited: the next block of the grid takes its place on the SM.
           slot.used = nextBlock_ < blocks_;
           if (slot.used) initBlock(slot, nextBlock_++);
+          progressed_ = true;
         }
         left = left || slot.used;
       }
@@ -647,6 +650,7 @@ class Executor::Run {
   // turn (kBlockTurn) without finishing. So a grid of short blocks runs one block after another
   // in the host's caches, while blocks that wait for each other, or run long, share the SMs.
   void openSlot() {
+    progressed_ = true;
     const unsigned nwarps = (threadsPerBlock_ + 31) / 32;
     slots_.emplace_back();
     Slot& s = slots_.back();
@@ -748,7 +752,10 @@ class Executor::Run {
           parked = true;
           continue;
         }
+        // A word it waits on changed: released, which is progress (Run::progressed), however
+        // little it then does before it waits again.
         parked_[w.id] = Park{};
+        progressed_ = true;
       }
       *ran = true;
       runWarp(w);
@@ -803,6 +810,7 @@ class Executor::Run {
       if (in.op == Op::kBar && in.barMode != BarMode::kWarpSync) {
         watching_ = false;
         spins_[w.id].clear();
+        progressed_ = true;
         return;
       }
       // A failed mbarrier wait: the warp waits for the object to change (below, mbarrier()).
@@ -812,6 +820,7 @@ class Executor::Run {
         mbarrierPark_.on = false;
         watching_ = false;
         spins_[w.id].clear();
+        progressed_ = true;
         return;
       }
       if (cfg_.maxWarpInstructions != 0 && result_.warpInstructions > cfg_.maxWarpInstructions) {
@@ -832,16 +841,18 @@ class Executor::Run {
       result_.pollingInstructions += n;
       polled_ = true;
     } else {
-      noteBusySpin(w, rereads && !spin_.writeOverflow);
+      // Any turn but a spin's is progress (Run::progressed): it did something a spin does not.
+      if (!noteBusySpin(w, rereads && !spin_.writeOverflow)) progressed_ = true;
     }
   }
 
-  // After a turn that was not parked: whether the warp spins while it writes (BusySpin).
-  void noteBusySpin(Warp& w, bool candidate) {
+  // After a turn that was not parked: whether the warp spins while it writes (BusySpin). Returns
+  // whether it does.
+  bool noteBusySpin(Warp& w, bool candidate) {
     BusySpin& b = spins_[w.id];
     if (!candidate) {
       b.clear();
-      return;
+      return false;
     }
     std::sort(spin_.written.begin(), spin_.written.end());
     const auto wroteItself = [&](const uint8_t* host) {
@@ -866,11 +877,12 @@ class Executor::Run {
         b.on = true;
         b.last = spinReport(w);
       }
-      return;
+      return true;
     }
     b.on = false;
     b.reads = spin_.words.words;
     b.writes = spin_.written;
+    return false;
   }
 
   void park(Warp& w) {
@@ -2885,6 +2897,7 @@ class Executor::Run {
   bool multicastHit_ = false;         // ... and did: nullptr without a fault
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
+  bool progressed_ = false;   // ... or took a turn that was no spin's, or a block started (progressed)
   std::vector<uint64_t> regMask_;
   uint32_t localStride_ = 0;  // a lane's local memory: the kernel's localBytes when this run last grew
   std::deque<std::pair<std::string, uint64_t>> printfRecords_;  // (text, FIFO bytes)
@@ -2948,6 +2961,7 @@ const LaunchResult& Executor::result(const Run& run) { return run.result(); }
 bool Executor::wroteGlobal(const Run& run) { return run.wroteGlobal(); }
 std::string Executor::describeWait(const Run& run) { return run.describeWait(); }
 bool Executor::spinning(const Run& run) { return run.spinning(); }
+bool Executor::progressed(const Run& run) { return run.progressed(); }
 
 LaunchResult Executor::launch(const std::string& kernel, const LaunchConfig& config) {
   RunPtr run = start(kernel, config);

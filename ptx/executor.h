@@ -141,6 +141,10 @@ class Executor {
   // least one warp does the last, and no block is still to start. The node reports a hang when
   // every kernel stays so for its grace period with nothing else running.
   static bool spinning(const Run& run);
+  // Whether the last advance() made progress: a warp took a turn that was neither parked as a spin
+  // nor a spin that writes (above), or a block started. A kernel released from a wait, which may
+  // work and wait again within one advance (kWaiting before and after), made progress so.
+  static bool progressed(const Run& run);
 
   // The module's .global variables (their address is kModuleGlobalWindow + offset).
   std::vector<uint8_t>& moduleGlobals() { return globals_; }
