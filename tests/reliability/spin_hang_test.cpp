@@ -129,4 +129,84 @@ TEST_F(SpinHangShortGrace, ALongKernelThatRereadsAWordIsNotAHang) {
   EXPECT_OK(cuModuleUnload(mod));
 }
 
+// Two kernels that answer each other round after round through a flag each (ping writes pong's
+// flag and waits on its own; pong answers): each waits, parked, between its turns, and is released
+// and waits again within one slice, so that both wait before and after every slice. That is
+// progress, not a spin: before it was counted so (2026-11-29), bench/ptx_spin_bench's ping-pong
+// was reported as a hang once it had run for the grace period.
+const char* const kPingPongPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry ping(.param .u64 pmine, .param .u64 pother, .param .u64 prounds)
+{
+  .reg .b64 %rd<8>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [pmine];
+  ld.param.u64 %rd2, [pother];
+  ld.param.u64 %rd3, [prounds];
+  mov.u64 %rd4, 1;
+ROUND:
+  st.volatile.global.u64 [%rd2], %rd4;
+WAIT:
+  ld.volatile.global.u64 %rd5, [%rd1];
+  setp.ne.u64 %p1, %rd5, %rd4;
+  @%p1 bra WAIT;
+  add.s64 %rd4, %rd4, 1;
+  setp.le.u64 %p2, %rd4, %rd3;
+  @%p2 bra ROUND;
+  ret;
+}
+.visible .entry pong(.param .u64 pmine, .param .u64 pother, .param .u64 prounds)
+{
+  .reg .b64 %rd<8>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [pmine];
+  ld.param.u64 %rd2, [pother];
+  ld.param.u64 %rd3, [prounds];
+  mov.u64 %rd4, 1;
+ROUND:
+  ld.volatile.global.u64 %rd5, [%rd1];
+  setp.ne.u64 %p1, %rd5, %rd4;
+  @%p1 bra ROUND;
+  st.volatile.global.u64 [%rd2], %rd4;
+  add.s64 %rd4, %rd4, 1;
+  setp.le.u64 %p2, %rd4, %rd3;
+  @%p2 bra ROUND;
+  ret;
+}
+)";
+
+TEST_F(SpinHangShortGrace, KernelsAnsweringEachOtherAreNotAHang) {
+  CUmodule mod = nullptr;
+  ASSERT_OK(cuModuleLoadData(&mod, kPingPongPtx));
+  CUfunction ping = nullptr, pong = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&ping, mod, "ping"));
+  ASSERT_OK(cuModuleGetFunction(&pong, mod, "pong"));
+  CUdeviceptr flags = 0;
+  ASSERT_OK(cuMemAlloc(&flags, 16));
+  ASSERT_OK(cuMemsetD8(flags, 0, 16));
+  CUstream a = nullptr, b = nullptr;
+  ASSERT_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  ASSERT_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr pingFlag = flags, pongFlag = flags + 8;
+  uint64_t rounds = 200;
+  void* pingArgs[] = {&pingFlag, &pongFlag, &rounds};
+  void* pongArgs[] = {&pongFlag, &pingFlag, &rounds};
+  ASSERT_OK(cuLaunchKernel(pong, 1, 1, 1, 1, 1, 1, 0, b, pongArgs, nullptr));
+  ASSERT_OK(cuLaunchKernel(ping, 1, 1, 1, 1, 1, 1, 0, a, pingArgs, nullptr));
+  testing::internal::CaptureStderr();
+  EXPECT_OK(cuCtxSynchronize());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(contains(err, "hang")) << err;
+  uint64_t got[2] = {0, 0};
+  ASSERT_OK(cuMemcpyDtoH(got, flags, sizeof got));
+  EXPECT_EQ(rounds, got[0]);
+  EXPECT_EQ(rounds, got[1]);
+  EXPECT_OK(cuStreamDestroy(a));
+  EXPECT_OK(cuStreamDestroy(b));
+  EXPECT_OK(cuMemFree(flags));
+  EXPECT_OK(cuModuleUnload(mod));
+}
+
 }  // namespace
