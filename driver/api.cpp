@@ -103,6 +103,14 @@ mcsim_status mcsim_get_node_stats(mcsim_node_stats* stats) {
   return apiSuccess();
 }
 
+mcsim_status mcsim_get_node_module_stats(mcsim_node_module_stats* stats) {
+  if (stats == nullptr) return driver::nullArgument("stats");
+  *stats = mcsim_node_module_stats{};
+  if (!driver::initialized()) return driver::notInitialized();
+  stats->ptx_modules = node().stats().ptxModules;
+  return apiSuccess();
+}
+
 mcsim_status mcsim_get_driver_stats(mcsim_driver_stats* stats) {
   if (stats == nullptr) return driver::nullArgument("stats");
   *stats = mcsim_driver_stats{};

@@ -1094,6 +1094,9 @@ void NodeHost::setThreadCounter(std::function<int()> count) {
 
 
 std::string NodeHost::lastHangReport() {
+  // A wait for device work this thread gave up (Engine::wait), else a team wait's.
+  std::string device = model::Engine::takeHangReport();
+  if (!device.empty()) return device;
   std::lock_guard<OrderedMutex> lock(state_->mu);
   return state_->waiter.lastReport();
 }

@@ -458,7 +458,9 @@ void NodeModel::executeKernel(DeviceWork& w) {
       }
       const auto stopped = [&] { return w.abandoned != nullptr && w.abandoned->load(); };
       if (st.streamWait) ++valueWaiters_;
+      noteStuck(1);
       while (!reached() && !stopped()) sc_core::wait(signalled());
+      noteStuck(-1);
       if (st.streamWait) --valueWaiters_;
       std::lock_guard<OrderedMutex> lock(waitingMu_);
       waitingKernels_.erase(id);

@@ -221,9 +221,23 @@ void NodeModel::execute(DeviceWork& w) {
   // Work that never ends (a kernel still waiting when the program exits) leaves its slice open,
   // and so does a kernel stopped because its process died: neither finished.
   WorkSlice slice(w, Engine::simNowPs());
+  ++executing_;
+  noteStuck(0);
   executeWork(w);
+  --executing_;
+  noteStuck(0);
   if (w.abandoned != nullptr && w.abandoned->load()) return;
   slice.close(Engine::simNowPs(), w.sliceResult);
+}
+
+void NodeModel::noteStuck(int change) {
+  stuck_ += change;
+  engine_.noteSpinOnly(executing_ > 0 && stuck_ == executing_);
+}
+
+void NodeModel::noteProgress() {
+  engine_.noteSpinOnly(false);  // breaks the engine's run of spinning ...
+  noteStuck(0);                 // ... and says again what the work does now
 }
 
 void NodeModel::executeWork(DeviceWork& w) {

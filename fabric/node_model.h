@@ -303,6 +303,17 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   uint64_t memoryEpoch_ = 0;
   // Simulation thread: memory has changed; whoever waits for it looks again.
   void memoryChanged();
+  // Device work running (execute), and of it the work that can only wait or spin until memory
+  // changes: kernels at a wait step, stream memory operations waiting for a word, PTX kernels
+  // waiting or spinning (ptx::Executor::spinning). When all of it is so, nothing but a host's new
+  // work can change anything: noteStuck tells the engine (Engine::noteSpinOnly), which reports
+  // a suspected hang if that lasts for the grace period (docs/reliability.md).
+  int executing_ = 0;
+  int stuck_ = 0;
+  void noteStuck(int change);
+  // Simulation thread: stuck work did something all the same (a PTX kernel released from a wait
+  // that waits again within one slice): the engine's run is not one of spinning only.
+  void noteProgress();
   OrderedMutex waitingMu_{LockRank::kNodeModelWaiting};
   std::map<uint64_t, WaitingKernel> waitingKernels_;
   uint64_t nextWaitingId_ = 0;

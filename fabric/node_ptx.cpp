@@ -501,9 +501,39 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // warps look again before the next slice, or a write that released them would go unseen until a
   // later one, which may never come (a grid barrier of 132 blocks on 8 GPUs deadlocked so).
   uint64_t seen = memoryEpoch_;
+  // Whether the kernel can only wait or spin (NodeModel::noteStuck), and while it spins without
+  // waiting, its entry among the waiting kernels, for the hang report.
+  bool stuck = false;
+  uint64_t spinEntry = UINT64_MAX;
+  // Lists the kernel among the waiting kernels, with what its blocks wait on; returns the entry.
+  const auto listWaiting = [&] {
+    std::lock_guard<OrderedMutex> lock(waitingMu_);
+    const uint64_t id = nextWaitingId_++;
+    WaitingKernel k;
+    k.gpu = w.engineGpu;
+    k.label = w.label;
+    k.abandoned = w.abandoned.get();
+    k.ptxWait = ptx::Executor::describeWait(*run);
+    waitingKernels_[id] = std::move(k);
+    return id;
+  };
+  const auto dropSpinEntry = [&] {
+    if (spinEntry == UINT64_MAX) return;
+    std::lock_guard<OrderedMutex> lock(waitingMu_);
+    waitingKernels_.erase(spinEntry);
+    spinEntry = UINT64_MAX;
+  };
+  const auto setStuck = [&](bool now) {
+    if (now != stuck) noteStuck(now ? 1 : -1);
+    stuck = now;
+    if (!now) dropSpinEntry();
+  };
   for (;;) {
     if (memoryEpoch_ != seen) ptx::Executor::wake(*run);
     state = ptx::Executor::advance(*run, kSliceWarpInstructions);
+    // A kernel that waits before and after a slice may have worked in between (released, it
+    // answered and waits again): that breaks a run of spinning (NodeModel::noteProgress).
+    if (ptx::Executor::progressed(*run)) noteProgress();
     const ptx::LaunchResult& r = ptx::Executor::result(*run);
     if (ptx::Executor::wroteGlobal(*run)) memoryChanged();
     const uint64_t epoch = memoryEpoch_;
@@ -519,22 +549,19 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     addMultimem(memory.takeMultimemTraffic());
     streamAll(&end);
     if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
+    if (state == ptx::RunState::kProgress) {
+      const bool spinning = ptx::Executor::spinning(*run);
+      if (spinning && spinEntry == UINT64_MAX) spinEntry = listWaiting();
+      setStuck(spinning);
+    }
     if (state == ptx::RunState::kWaiting) {
+      dropSpinEntry();
+      setStuck(true);
       // Every warp spins: the kernel waits, from when its slice's instructions have issued, until
       // memory changes; it cannot resume earlier than the write that releases it. (Its traffic
       // still in flight goes on meanwhile, as a running kernel's does, and bounds its end.)
       engine.waitUntil(issued);
-      uint64_t id = 0;
-      {
-        std::lock_guard<OrderedMutex> lock(waitingMu_);
-        id = nextWaitingId_++;
-        WaitingKernel k;
-        k.gpu = w.engineGpu;
-        k.label = w.label;
-        k.abandoned = w.abandoned.get();
-        k.ptxWait = ptx::Executor::describeWait(*run);
-        waitingKernels_[id] = std::move(k);
-      }
+      const uint64_t id = listWaiting();
       ++memoryWatchers_;
       while (memoryEpoch_ == epoch && !stopped()) sc_core::wait(signalled());
       --memoryWatchers_;
@@ -549,6 +576,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     engine.waitUntil(issued);
     if (stopped()) break;
   }
+  setStuck(false);
   engine.waitUntil(end);
 
   const ptx::LaunchResult& result = ptx::Executor::result(*run);

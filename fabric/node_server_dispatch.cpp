@@ -283,8 +283,13 @@ void Dispatch::askDone(AttachedProcess& p, const channel::Request<op>& q, Answer
   a.done = true;
   if (const WorkDone work = workOf(p, q.work)) {
     if constexpr (op == Op::waitFor) {
-      // A wait given up is not done: the client must not take its work for finished.
-      a.done = n.waitFor(work, &a.ps) == Status::kOk;
+      // A wait given up is not done: the client must not take its work for finished. It is
+      // answered kHang with the report of the hang (the serving thread's, Engine::takeHangReport),
+      // which the process prints, as for a team wait given up.
+      if (n.waitFor(work, &a.ps) != Status::kOk) {
+        answer(Status::kHang);
+        return;
+      }
     } else {
       if constexpr (op == Op::poll) {
         n.poll(work, &a.done);

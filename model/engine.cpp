@@ -1,5 +1,6 @@
 #include "model/engine.h"
 #include "model/hang_abort.h"
+#include "model/thread_owned.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
@@ -148,6 +150,10 @@ thread_local Engine* tEngine = nullptr;
 // The calling thread's pin (Engine::pin), if it has one: the engine and the run count.
 thread_local Engine* tPinEngine = nullptr;
 thread_local uint64_t tPinAt = 0;
+// The report of the last wait this thread gave up (Engine::takeHangReport): a ThreadOwned string,
+// since a wait may be given up in an atexit handler (model/thread_owned.h).
+struct HangReportTag;
+std::string& threadHangReport() { return threadOwned<std::string, HangReportTag>(); }
 
 // The SystemC lock (see engine.h): held by a simulation thread for all of its SystemC work.
 std::mutex& systemcMutex() {
@@ -362,7 +368,10 @@ void Engine::simulate() {
       }
       batch.swap(posted_);
       unpinnedPosts_ = 0;
-      if (!batch.empty()) stalled_ = false;
+      if (!batch.empty()) {
+        stalled_ = false;
+        spinStalled_ = false;
+      }
       simIdle_ = false;
       ++runsStarted_;
       doneCv_.notify_all();  // a pinned post may wait for this run to have started
@@ -385,6 +394,7 @@ void Engine::simulate() {
       std::lock_guard<std::mutex> lock(mu_);
       run = needsRun() && unpinnedPosts_ == 0;
     }
+    spinBroken_ = !spinOnly_;
     if (run && sc_core::sc_pending_activity()) {
       // Runs until an awaited completion pauses it, nothing is left to simulate, or time reaches
       // the run's boundary (runBoundaryPs), whichever comes first.
@@ -395,10 +405,19 @@ void Engine::simulate() {
                         sc_core::SC_EXIT_ON_STARVATION);
     }
     const bool activityLeft = sc_core::sc_pending_activity();
+    // Only spinning work from this run's start to its end (noteSpinOnly): nothing but new work
+    // from a host thread can change that.
+    const bool onlySpun = run && activityLeft && spinOnly_ && !spinBroken_;
     std::lock_guard<std::mutex> lock(mu_);
     if (run && !activityLeft && !stalled_) {
       stalled_ = true;
       ++stallEpisode_;
+    }
+    if (onlySpun && !spinStalled_) {
+      spinStalled_ = true;
+      ++stallEpisode_;
+    } else if (run && !onlySpun) {
+      spinStalled_ = false;
     }
     simIdle_ = true;
     ++runs_;
@@ -596,18 +615,23 @@ uint64_t Engine::wait(const CompletionPtr& c, const std::atomic<bool>* cancelled
     std::chrono::steady_clock::time_point since;
     bool gaveUp = false;
     while (!doneCv_.wait_for(lock, kPoll, finished)) {
-      if (!(stalled_ && simIdle_ && posted_.empty())) continue;
+      // Stalled: the simulation has nothing left to do. Spinning: it goes on, every run with only
+      // spinning work, so it is not waited to be idle.
+      const bool stall = stalled_ && simIdle_ && posted_.empty();
+      const bool spin = !stall && spinStalled_ && posted_.empty();
+      if (!stall && !spin) continue;
       if (episode != stallEpisode_) {
         episode = stallEpisode_;
         since = std::chrono::steady_clock::now();
       }
-      if (gaveUpEpisode_ == stallEpisode_ || giveUp(since)) {
+      if (gaveUpEpisode_ == stallEpisode_ || giveUp(since, spin)) {
         gaveUp = true;
         break;
       }
     }
     removeWaiter(&w);
     if (gaveUp || (cancelled != nullptr && cancelled->load() && !c->done())) {
+      if (gaveUp) threadHangReport() = lastReport_;
       c->awaited.fetch_sub(1);
       return kGaveUp;
     }
@@ -619,6 +643,13 @@ uint64_t Engine::wait(const CompletionPtr& c, const std::atomic<bool>* cancelled
 void Engine::setStallPolicy(StallPolicy policy) {
   std::lock_guard<std::mutex> lock(mu_);
   stallPolicy_ = std::move(policy);
+}
+
+std::string Engine::takeHangReport() { return std::exchange(threadHangReport(), std::string()); }
+
+void Engine::noteSpinOnly(bool only) {
+  spinOnly_ = only;
+  spinBroken_ = spinBroken_ || !only;
 }
 
 int threadsOfProcess(int pid) {
@@ -640,16 +671,20 @@ int threadsOfProcess(int pid) {
 
 int Engine::applicationThreads() { return threadsOfProcess(static_cast<int>(getpid())) - internalThreads(); }
 
-bool Engine::giveUp(std::chrono::steady_clock::time_point stalledSince) {
+bool Engine::giveUp(std::chrono::steady_clock::time_point stalledSince, bool spinning) {
   size_t stuck = 0;
   for (const Waiter* w : waiters_) stuck += w->satisfied() ? 0 : 1;
-  const bool deadlock = static_cast<int>(stuck) >= applicationThreads();
+  const bool deadlock = !spinning && static_cast<int>(stuck) >= applicationThreads();
   const double quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - stalledSince).count();
   if (!deadlock && quiet < stallPolicy_.graceSeconds) return false;
-  char verdict[200];
+  char verdict[256];
   if (deadlock) {
     std::snprintf(verdict, sizeof verdict,
                   "deadlock: every thread of this process waits for GPU work that can never finish");
+  } else if (spinning) {
+    std::snprintf(verdict, sizeof verdict,
+                  "suspected hang: every kernel running spun for %g s on memory that did not change, and nothing else ran, while threads waited for it (MCSIM_HANG_GRACE_S)",
+                  stallPolicy_.graceSeconds);
   } else {
     std::snprintf(verdict, sizeof verdict,
                   "suspected hang: GPU work made no progress for %g s while threads waited for it (MCSIM_HANG_GRACE_S)",
@@ -664,6 +699,7 @@ bool Engine::giveUp(std::chrono::steady_clock::time_point stalledSince) {
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
   if (stallPolicy_.abortOnHang) abortOnHang();
+  lastReport_ = std::move(report);
   gaveUpEpisode_ = stallEpisode_;
   doneCv_.notify_all();
   return true;

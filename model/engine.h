@@ -105,6 +105,17 @@ class Engine {
     std::function<std::string()> describe;
   };
   void setStallPolicy(StallPolicy policy);
+  // The report of the last wait this thread gave up, taken (empty if none since the last take): a
+  // shared node's serving thread sends it to the process whose call it fails.
+  static std::string takeHangReport();
+
+  // Simulation thread: whether every piece of device work in flight can do nothing but spin (or
+  // wait) until memory changes, so that only a host thread's new work could end it (the node's
+  // model says: fabric/node_model.h). While it stays so for a whole run, the simulation is not
+  // stalled (a kernel that spins without being parked keeps simulated time going) but makes no
+  // progress: wait() gives such a run of runs up after the stall policy's grace period, as a
+  // suspected hang (docs/reliability.md, "Kernels that spin for ever").
+  void noteSpinOnly(bool only);
 
   // Threads of this process that are the application's (all of them but mcsim's own).
   static int applicationThreads();
@@ -213,11 +224,17 @@ class Engine {
   std::multiset<uint64_t> pins_;       // the pins of pinned threads: no run starts past the lowest
   uint64_t unpinnedPosts_ = 0;         // posts of unpinned threads since the last intake
   bool stalled_ = false; // the simulation ran out of activity with waiters left
+  bool spinStalled_ = false;  // ... or had only spinning work, for the whole of its last run
+  bool spinOnly_ = false;     // simulation thread: noteSpinOnly's latest
+  bool spinBroken_ = false;   // simulation thread: noteSpinOnly(false) came during this run
+  std::string lastReport_;    // the last hang report (takeHangReport)
   uint64_t stallEpisode_ = 0;     // counts the times the simulation stalled
   uint64_t gaveUpEpisode_ = 0;    // the stall whose waiters were given up (0: none)
   StallPolicy stallPolicy_;
   // Under mu_: whether `c`'s waiter should give up now; reports once per stall.
-  bool giveUp(std::chrono::steady_clock::time_point stalledSince);
+  // `spinning`: the waiters wait for work that only spins (spinStalled_): no deadlock is called,
+  // since a spin may end by itself (a loop that gives up after some tries), only the grace period.
+  bool giveUp(std::chrono::steady_clock::time_point stalledSince, bool spinning);
   // The simulation thread is between runs of the kernel: a waiter returns only then, so that the
   // host never acts while simulated time could still move (that would make timestamps depend on
   // thread timing).

@@ -397,6 +397,7 @@ class Executor::Run {
 
   const LaunchResult& result() const { return result_; }
   bool wroteGlobal() const { return wroteGlobal_; }
+  bool progressed() const { return progressed_; }
 
   void wake() {
     for (Slot& s : slots_) lookAgain(s.parked);
@@ -412,6 +413,7 @@ class Executor::Run {
       openSlot();
     }
     wroteGlobal_ = false;
+    progressed_ = false;
     const uint64_t stopAt =
         budget > ~uint64_t{0} - result_.warpInstructions ? ~uint64_t{0} : result_.warpInstructions + budget;
     for (;;) {
@@ -431,6 +433,7 @@ class Executor::Run {
           // The block has exited: the next block of the grid takes its place on the SM.
           slot.used = nextBlock_ < blocks_;
           if (slot.used) initBlock(slot, nextBlock_++);
+          progressed_ = true;
         }
         left = left || slot.used;
       }
@@ -459,12 +462,32 @@ class Executor::Run {
     }
   }
 
+  // Whether the run can do nothing but spin: every warp left is parked, waits at a barrier, or
+  // spins while it writes (BusySpin), at least one does the last, and no block is still to start
+  // beside them. Only the node's memory changing can make it do anything else.
+  bool spinning() const {
+    if (state_ != RunState::kProgress) return false;
+    if (slots_.size() < resident_ && nextBlock_ < blocks_) return false;
+    bool busy = false;
+    for (const Slot& s : slots_) {
+      if (!s.used) continue;
+      for (size_t i = 0; i < s.warps.size(); ++i) {
+        const Warp& w = s.warps[i];
+        if (w.live == 0 || (w.live & ~w.blocked) == 0 || s.parked[i].on) continue;
+        if (!s.spins[i].on) return false;
+        busy = true;
+      }
+    }
+    return busy;
+  }
+
   std::string describeWait() const {
     std::string out;
     for (const Slot& s : slots_) {
       if (!s.used) continue;
       for (size_t i = 0; i < s.parked.size(); ++i) {
-        const Park& p = s.parked[i];
+        const bool busy = !s.parked[i].on && s.spins[i].on && s.warps[i].live != 0;
+        const Park& p = busy ? s.spins[i].last : s.parked[i];
         if (!p.on) continue;
         const Instruction& in = fn_.code[p.pc];
         const uint32_t t = static_cast<uint32_t>(i) * 32 + p.lane;
@@ -485,7 +508,9 @@ class Executor::Run {
         line += " ('" + in.text + "' at " + ex_.module_.name + ":" + std::to_string(in.line);
         const std::string src = ex_.module_.sourceOf(in);
         if (!src.empty()) line += ", " + src;
-        out += line + ")\n";
+        line += ")";
+        if (busy) line += "; it spins unparked, writing memory as it waits";
+        out += line + "\n";
         break;  // one warp a block says what the block waits on
       }
     }
@@ -574,6 +599,23 @@ class Executor::Run {
     // Whether the reads look like a loop re-reading its words.
     bool rereads() const { return words.size() <= kSpinWords || reads >= 2 * words.size(); }
   };
+  // A warp that spins without being parked: it writes memory as it waits (an iteration counter, a
+  // heartbeat), so the parking rule above does not take it, but each of its last two whole turns
+  // ended re-reading the same few words, which held the same values both times (words it wrote
+  // itself aside), and writing only the same few words. `on` once two turns in a row were so;
+  // the run is then spinning (Run::spinning) if every other warp is too, or parked, or waits at
+  // a barrier: nothing it does can change what it reads.
+  struct BusySpin {
+    bool on = false;
+    std::vector<Word> reads;              // the last such turn's words, with the values read
+    std::vector<const uint8_t*> writes;   // ... and the words it wrote, sorted
+    Park last;                            // what it compares, for the report (describeWait)
+    void clear() {
+      on = false;
+      reads.clear();
+      writes.clear();
+    }
+  };
   // A resident block: an SM's share of the grid. Its state is swapped into the run's members
   // (warps_, shared_ ...) while its warps take their turns.
   struct Slot {
@@ -585,6 +627,7 @@ class Executor::Run {
     Barrier bars[kBarriers];
     std::vector<Park> parked;  // per warp
     std::vector<Watched> watched;  // per warp, while parked
+    std::vector<BusySpin> spins;   // per warp
   };
   // Memory changed: each parked warp looks at its words before its next turn.
   static void lookAgain(std::vector<Park>& parked) {
@@ -599,6 +642,8 @@ class Executor::Run {
     Watched words;
     Park last;  // its latest read of global or shared memory
     const uint8_t* lastHost = nullptr;  // ... and its bytes
+    std::vector<const uint8_t*> written;  // the words it wrote at the end of its turn (BusySpin)
+    bool writeOverflow = false;           // ... more than a spin writes, or a multicast store
   };
 
   // Blocks become resident as they are needed, up to the GPU's residency: the next block of the
@@ -606,6 +651,7 @@ class Executor::Run {
   // turn (kBlockTurn) without finishing. So a grid of short blocks runs one block after another
   // in the host's caches, while blocks that wait for each other, or run long, share the SMs.
   void openSlot() {
+    progressed_ = true;
     const unsigned nwarps = (threadsPerBlock_ + 31) / 32;
     slots_.emplace_back();
     Slot& s = slots_.back();
@@ -618,6 +664,7 @@ class Executor::Run {
     s.shared.resize(sharedBytes_);
     s.parked.resize(nwarps);
     s.watched.resize(nwarps);
+    s.spins.resize(nwarps);
     initBlock(s, nextBlock_++);
   }
 
@@ -630,6 +677,7 @@ class Executor::Run {
     std::fill(s.shared.begin(), s.shared.end(), 0);
     for (Barrier& b : s.bars) b = Barrier{};
     std::fill(s.parked.begin(), s.parked.end(), Park{});
+    for (BusySpin& b : s.spins) b.clear();
     for (Warp& w : s.warps) {
       const uint32_t first = w.id * 32;
       const uint32_t n = std::min<uint32_t>(32, threadsPerBlock_ - first);
@@ -657,6 +705,7 @@ class Executor::Run {
     shared_.swap(s.shared);
     parked_.swap(s.parked);
     watched_.swap(s.watched);
+    spins_.swap(s.spins);
     std::copy(std::begin(s.bars), std::end(s.bars), bars_);
   }
   void leave(Slot& s) {
@@ -664,6 +713,7 @@ class Executor::Run {
     shared_.swap(s.shared);
     parked_.swap(s.parked);
     watched_.swap(s.watched);
+    spins_.swap(s.spins);
     std::copy(std::begin(bars_), std::end(bars_), s.bars);
   }
 
@@ -703,7 +753,10 @@ class Executor::Run {
           parked = true;
           continue;
         }
+        // A word it waits on changed: released, which is progress (Run::progressed), however
+        // little it then does before it waits again.
         parked_[w.id] = Park{};
+        progressed_ = true;
       }
       *ran = true;
       runWarp(w);
@@ -737,6 +790,9 @@ class Executor::Run {
     spin_.changed = false;
     spin_.overflow = false;
     spin_.words.clear();
+    spin_.written.clear();
+    spin_.writeOverflow = false;
+    spins_[w.id].on = false;  // says what the turn that ends last did, nothing older
     waitLoop_.on = false;
     uint64_t n = 0;
     for (; n < kQuantum && w.active != 0; ++n) {
@@ -754,6 +810,8 @@ class Executor::Run {
       // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
       if (in.op == Op::kBar && in.barMode != BarMode::kWarpSync) {
         watching_ = false;
+        spins_[w.id].clear();
+        progressed_ = true;
         return;
       }
       // A failed mbarrier wait: the warp waits for the object to change (below, mbarrier()).
@@ -762,6 +820,8 @@ class Executor::Run {
         watched_[w.id] = mbarrierWatch_;
         mbarrierPark_.on = false;
         watching_ = false;
+        spins_[w.id].clear();
+        progressed_ = true;
         return;
       }
       if (cfg_.maxWarpInstructions != 0 && result_.warpInstructions > cfg_.maxWarpInstructions) {
@@ -771,24 +831,76 @@ class Executor::Run {
       }
     }
     watching_ = false;
-    // A whole turn that changed nothing and, at its end, only re-read a few words: the warp
-    // spins on them, and will until memory changes (wake).
-    if (n == kQuantum && w.active != 0 && !spin_.changed && !spin_.overflow && !spin_.words.words.empty() &&
-        spin_.words.rereads()) {
+    // A whole turn that, at its end, only re-read a few words: if it changed nothing, the warp
+    // spins on them, and will until memory changes (wake); if it wrote, it may be a spin that
+    // writes as it waits (BusySpin).
+    const bool rereads = n == kQuantum && w.active != 0 && !spin_.overflow && !spin_.words.words.empty() &&
+                         spin_.words.rereads();
+    if (rereads && !spin_.changed) {
       park(w);
+      spins_[w.id].clear();
       result_.pollingInstructions += n;
       polled_ = true;
-    } else if (n == kQuantum && w.active != 0 && spin_.changed && !spin_.overflow && !spin_.words.words.empty() &&
-               spin_.words.rereads() && result_.warpInstructions - spin_.changedAt > kWatchTail) {
-      // A turn that changed memory and then, for the rest of it (at least its watched tail), only
-      // re-read a few words: it began to spin at its last change (a barrier's arrival, then the
-      // wait for the others). Those instructions poll, as a parked warp's do, and cost no issue
-      // time; the next turn, which spins throughout, parks the warp.
-      result_.pollingInstructions += result_.warpInstructions - spin_.changedAt;
+    } else {
+      if (n == kQuantum && w.active != 0 && spin_.changed && !spin_.overflow && !spin_.words.words.empty() &&
+          spin_.words.rereads() && result_.warpInstructions - spin_.changedAt > kWatchTail) {
+        // A turn that changed memory and then, for the rest of it (at least its watched tail), only
+        // re-read a few words: it began to spin at its last change (a barrier's arrival, then the
+        // wait for the others). Those instructions poll, as a parked warp's do, and cost no issue
+        // time; the next turn, which spins throughout, parks the warp.
+        result_.pollingInstructions += result_.warpInstructions - spin_.changedAt;
+      }
+      // Any turn but a spin's is progress (Run::progressed): it did something a spin does not.
+      if (!noteBusySpin(w, rereads && !spin_.writeOverflow)) progressed_ = true;
     }
   }
 
+  // After a turn that was not parked: whether the warp spins while it writes (BusySpin). Returns
+  // whether it does.
+  bool noteBusySpin(Warp& w, bool candidate) {
+    BusySpin& b = spins_[w.id];
+    if (!candidate) {
+      b.clear();
+      return false;
+    }
+    std::sort(spin_.written.begin(), spin_.written.end());
+    const auto wroteItself = [&](const uint8_t* host) {
+      return std::binary_search(spin_.written.begin(), spin_.written.end(), host);
+    };
+    // The same words as the last turn, each holding what it held then, but for words the warp
+    // writes itself (a counter it reads back); and the same words written.
+    bool same = b.writes == spin_.written && b.reads.size() == spin_.words.words.size();
+    for (size_t i = 0; same && i < spin_.words.words.size(); ++i) {
+      const Word& now = spin_.words.words[i];
+      const Word* before = nullptr;
+      for (const Word& x : b.reads) {
+        if (x.host == now.host && x.size == now.size) {
+          before = &x;
+          break;
+        }
+      }
+      same = before != nullptr && (wroteItself(now.host) || std::memcmp(before->value, now.value, now.size) == 0);
+    }
+    if (same) {
+      if (!b.on) {
+        b.on = true;
+        b.last = spinReport(w);
+      }
+      return true;
+    }
+    b.on = false;
+    b.reads = spin_.words.words;
+    b.writes = spin_.written;
+    return false;
+  }
+
   void park(Warp& w) {
+    parked_[w.id] = spinReport(w);
+    watched_[w.id] = spin_.words;
+  }
+
+  // What the warp that just ended its turn spins on (its last read), and what it compares it with.
+  Park spinReport(Warp& w) {
     Park p = spin_.last;
     p.on = true;
     // What the warp compares the word with: the setp that reads the loaded register, just after
@@ -825,8 +937,7 @@ class Executor::Run {
         break;
       }
     }
-    parked_[w.id] = p;
-    watched_[w.id] = spin_.words;
+    return p;
   }
 
   // Notes the word at host bytes `p` (and the value there) in `ws`; false when it is full.
@@ -891,6 +1002,15 @@ class Executor::Run {
     spin_.changedAt = result_.warpInstructions;
     ++writes_;
     wroteGlobal_ = wroteGlobal_ || locSpace_ == Space::kGlobal;
+    if (!watching_ || spin_.writeOverflow) return;
+    // The words a turn's tail writes (BusySpin): a few, the same each turn, for a spin that writes.
+    std::vector<const uint8_t*>& ws = spin_.written;
+    if (locHost_ == nullptr) {
+      spin_.writeOverflow = true;  // a multicast store: every member's memory
+    } else if (std::find(ws.begin(), ws.end(), locHost_) == ws.end()) {
+      if (ws.size() == kSpinWords) spin_.writeOverflow = true;
+      else ws.push_back(locHost_);
+    }
   }
 
   // ---- control flow: min-PC reconvergence
@@ -1139,6 +1259,7 @@ class Executor::Run {
               // A plain store to a multicast address: the caller stores to every member
               // (multicastStore), as the hardware does (docs/ptx.md, "Multimem").
               locSpace_ = Space::kGlobal;
+              locHost_ = nullptr;
               multicastHit_ = true;
               return nullptr;
             }
@@ -1161,6 +1282,7 @@ class Executor::Run {
         break;
     }
     locSpace_ = space;
+    locHost_ = p;
     if (p == nullptr) {
       fail(linkDown ? Fault::kNvlink : Fault::kIllegalAddress, w, lane, &in,
            std::string(linkDown ? "uncorrectable NVLink error at " : "illegal address ") + hex(addr) + " (" + spaceName(space) +
@@ -1291,6 +1413,7 @@ class Executor::Run {
     at.va = a;
     ex_.memory_.accessedMulticast(at, MultimemKind::kStore, bytes);
     locSpace_ = Space::kGlobal;
+    locHost_ = nullptr;
     return true;
   }
 
@@ -1434,6 +1557,7 @@ class Executor::Run {
         else multimemCombine(in, p + off, value, bytes);
       }
       locSpace_ = Space::kGlobal;
+      locHost_ = nullptr;
       noteWrite();
     }
     flush();
@@ -2747,6 +2871,7 @@ class Executor::Run {
   std::vector<Slot> slots_;  // the resident blocks
   std::vector<Park> parked_;  // the entered block's, per warp
   std::vector<Watched> watched_;  // the entered block's, per warp
+  std::vector<BusySpin> spins_;   // the entered block's, per warp
   SpinWatch spin_;
   // A failed mbarrier wait of the running warp (mbarrier()): the loop it may be waiting in, and
   // where it parks at the end of the instruction once that is clear.
@@ -2763,10 +2888,12 @@ class Executor::Run {
   bool watching_ = false;     // the running warp's reads are noted (watch)
   bool polled_ = false;       // the running warp's turn ended with it parked (runWarp)
   Space locSpace_ = Space::kGlobal;  // the space locate() resolved last
+  const uint8_t* locHost_ = nullptr;  // ... and the bytes (nullptr: none, or a multicast address)
   bool plainMulticastStore_ = false;  // locate() may answer a multicast address (store)
   bool multicastHit_ = false;         // ... and did: nullptr without a fault
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
+  bool progressed_ = false;   // ... or took a turn that was no spin's, or a block started (progressed)
   std::vector<uint64_t> regMask_;
   uint32_t localStride_ = 0;  // a lane's local memory: the kernel's localBytes when this run last grew
   std::deque<std::pair<std::string, uint64_t>> printfRecords_;  // (text, FIFO bytes)
@@ -2829,6 +2956,8 @@ void Executor::wake(Run& run) { run.wake(); }
 const LaunchResult& Executor::result(const Run& run) { return run.result(); }
 bool Executor::wroteGlobal(const Run& run) { return run.wroteGlobal(); }
 std::string Executor::describeWait(const Run& run) { return run.describeWait(); }
+bool Executor::spinning(const Run& run) { return run.spinning(); }
+bool Executor::progressed(const Run& run) { return run.progressed(); }
 
 LaunchResult Executor::launch(const std::string& kernel, const LaunchConfig& config) {
   RunPtr run = start(kernel, config);

@@ -131,8 +131,20 @@ class Executor {
   // that changed its word): the caller wakes other runs waiting on memory.
   static bool wroteGlobal(const Run& run);
   // For a run in kWaiting: what each waiting block waits on, one line each: the word's address,
-  // the value it holds and the value the warp compares it with, the block and the PTX line.
+  // the value it holds and the value the warp compares it with, the block and the PTX line. For a
+  // spinning run, the same, a warp that spins while it writes saying so.
   static std::string describeWait(const Run& run);
+  // Whether the last advance() of a run in kProgress left it able to do nothing but spin until
+  // memory changes: every warp left is parked or waits at a barrier, or spins on a few words that
+  // held the same values over its last two turns while writing only the same few words (an
+  // iteration counter: a spin the parking rule does not take, docs/ptx.md "Spin parking"), at
+  // least one warp does the last, and no block is still to start. The node reports a hang when
+  // every kernel stays so for its grace period with nothing else running.
+  static bool spinning(const Run& run);
+  // Whether the last advance() made progress: a warp took a turn that was neither parked as a spin
+  // nor a spin that writes (above), or a block started. A kernel released from a wait, which may
+  // work and wait again within one advance (kWaiting before and after), made progress so.
+  static bool progressed(const Run& run);
 
   // The module's .global variables (their address is kModuleGlobalWindow + offset).
   std::vector<uint8_t>& moduleGlobals() { return globals_; }

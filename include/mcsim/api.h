@@ -67,6 +67,14 @@ inline DriverStats driverStats() {
                      s.events,   s.destroyed_stream_work};
 }
 
+// The PTX modules the node keeps parsed (API version 3; on a shared node, every process's): equal
+// before and after cycles of loading and unloading modules. 0 before cuInit.
+inline uint64_t nodePtxModules() {
+  mcsim_node_module_stats s{};
+  mcsim_get_node_module_stats(&s);
+  return s.ptx_modules;
+}
+
 // The preset the node was built from ("hgx-h100"); "" before cuInit.
 inline std::string presetName() { return mcsim_preset_name(); }
 

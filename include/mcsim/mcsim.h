@@ -26,7 +26,7 @@
 #include "mcsim/kernels.h" /* enum mcsim_dtype, enum mcsim_redop: the step operands below */
 
 /* The version of this header's API; mcsim_api_version() returns the library's. */
-#define MCSIM_API_VERSION 2
+#define MCSIM_API_VERSION 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +42,7 @@ typedef enum mcsim_status {
 
 /* ---- Versions and errors ---- */
 
-/* MCSIM_API_VERSION of the library (2). */
+/* MCSIM_API_VERSION of the library (3). */
 uint32_t mcsim_api_version(void);
 /* mcsim's release ("0.1.0"). */
 const char* mcsim_version(void);
@@ -96,6 +96,16 @@ typedef struct mcsim_driver_stats {
   uint64_t destroyed_stream_work; /* work of destroyed streams kept for cuCtxSynchronize */
 } mcsim_driver_stats;
 mcsim_status mcsim_get_driver_stats(mcsim_driver_stats* stats);
+
+/* Version 3. What the node holds for programs' kernels: the PTX modules it keeps parsed, one for
+ * each loaded module whose PTX it was given, until the driver drops the module (cuModuleUnload,
+ * cuLibraryUnload, its context destroyed) and no kernel launched from it still runs. On a shared
+ * node, every attached process's together. Equal before and after cycles of loading and
+ * unloading modules (docs/reliability.md). */
+typedef struct mcsim_node_module_stats {
+  uint64_t ptx_modules;
+} mcsim_node_module_stats;
+mcsim_status mcsim_get_node_module_stats(mcsim_node_module_stats* stats);
 
 /* ---- Simulated time ---- */
 
@@ -288,6 +298,7 @@ typedef struct mcsim_api {
                                         void (*)(void*));
   int (*has_kernel_model)(const char*);
   mcsim_status (*get_driver_stats)(mcsim_driver_stats*); /* version 2 */
+  mcsim_status (*get_node_module_stats)(mcsim_node_module_stats*); /* version 3 */
 } mcsim_api;
 
 /* 1 with every member of `api` set when the process's libcuda.so.1 is mcsim's and offers API
@@ -323,6 +334,7 @@ static inline int mcsim_load_api(mcsim_api* api) {
   MCSIM_LOAD_(register_kernel_model)
   MCSIM_LOAD_(has_kernel_model)
   MCSIM_LOAD_(get_driver_stats)
+  MCSIM_LOAD_(get_node_module_stats)
 #undef MCSIM_LOAD_
   if (!complete) {
     memset(api, 0, sizeof *api);

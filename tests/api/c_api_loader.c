@@ -34,6 +34,7 @@ static void under_mcsim(const mcsim_api* sim) {
   check(strcmp(sim->last_error(), "cuInit has not succeeded") == 0, "last_error");
   check(sim->get_simulated_time_ps(&ps) == MCSIM_ERROR_NOT_INITIALIZED && ps == 0, "time before cuInit");
   check(sim->get_driver_stats(NULL) == MCSIM_ERROR_INVALID_VALUE, "driver stats without a destination");
+  check(sim->get_node_module_stats(NULL) == MCSIM_ERROR_INVALID_VALUE, "node module stats without a destination");
   check(sim->register_kernel_model("loader_kernel", NULL, 0, &expand_nothing, NULL, NULL) == MCSIM_SUCCESS,
         "register_kernel_model");
   check(sim->has_kernel_model("loader_kernel") == 1, "has_kernel_model");

@@ -59,6 +59,10 @@ TEST(CApiBeforeInit, VersionsAnswerAndNodeQueriesAreRefused) {
   std::memset(&ds, 0xff, sizeof ds);
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_get_driver_stats(&ds));
   EXPECT_EQ(0u, ds.streams);
+  mcsim_node_module_stats ms;
+  std::memset(&ms, 0xff, sizeof ms);
+  EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_get_node_module_stats(&ms));
+  EXPECT_EQ(0u, ms.ptx_modules);
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_install_fault_plan("cuMemAlloc : always -> return CUDA_ERROR_UNKNOWN", 0));
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_clear_fault_plan());
   EXPECT_EQ(MCSIM_ERROR_NOT_INITIALIZED, mcsim_advance_simulated_time(1000, nullptr));
@@ -76,6 +80,7 @@ TEST_F(CApi, NullOutputsAreRefused) {
   EXPECT_STREQ("digest is NULL", mcsim_last_error());
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_node_stats(nullptr));
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_driver_stats(nullptr));
+  EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_node_module_stats(nullptr));
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_simulated_time_ps(nullptr));
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_get_simulation_stats(nullptr));
   EXPECT_EQ(MCSIM_ERROR_INVALID_VALUE, mcsim_install_fault_plan(nullptr, 0));

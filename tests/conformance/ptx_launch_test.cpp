@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/unparked_spin_ptx.h"
 #include "tests/conformance/conformance.h"
 
 namespace {
@@ -123,43 +124,9 @@ TEST_F(PtxLaunch, VectorAddFromPtxText) {
   EXPECT_OK(cuModuleUnload(mod));
 }
 
-// A kernel that spins without being parked (docs/ptx.md, "Spin parking": it writes a counter on
-// every turn) until the word at `buf` equals `flag`, then copies the word after it to `out`; and
-// the kernel that writes that word and then the flag.
-const char* const kUnparkedSpinPtx = R"(
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry spin(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
-{
-  .reg .b64 %rd<8>;
-  .reg .pred %p<2>;
-  ld.param.u64 %rd1, [pbuf];
-  ld.param.u64 %rd2, [pout];
-  ld.param.u64 %rd3, [pflag];
-  mov.u64 %rd5, 0;
-SPIN:
-  add.s64 %rd5, %rd5, 1;
-  st.volatile.global.u64 [%rd2+8], %rd5;
-  ld.volatile.global.u64 %rd4, [%rd1];
-  setp.ne.u64 %p1, %rd4, %rd3;
-  @%p1 bra SPIN;
-  ld.volatile.global.u64 %rd6, [%rd1+8];
-  st.global.u64 [%rd2], %rd6;
-  ret;
-}
-.visible .entry release(.param .u64 pbuf, .param .u64 pflag)
-{
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [pbuf];
-  ld.param.u64 %rd2, [pflag];
-  mov.u64 %rd3, 3776;
-  st.volatile.global.u64 [%rd1+8], %rd3;
-  membar.sys;
-  st.volatile.global.u64 [%rd1], %rd2;
-  ret;
-}
-)";
+// A kernel that spins without being parked until a flag is set, and the kernel that sets it
+// (tests/common/unparked_spin_ptx.h).
+const std::string kUnparkedSpinPtx = cutest::unparkedSpinPtx("spin", "release");
 
 // One thread waits in cuStreamSynchronize for a kernel that spins unparked; another thread then
 // launches, on another stream, the kernel that releases it. On mcsim the simulation's runs end at
@@ -168,7 +135,7 @@ SPIN:
 // the spinning kernel never ended: the release was never taken in, and the test timed out.
 TEST_F(PtxLaunch, UnparkedSpinIsReleasedByAnotherThreadsLaunch) {
   CUmodule mod = nullptr;
-  ASSERT_OK(cuModuleLoadData(&mod, kUnparkedSpinPtx));
+  ASSERT_OK(cuModuleLoadData(&mod, kUnparkedSpinPtx.c_str()));
   CUfunction spin = nullptr, release = nullptr;
   ASSERT_OK(cuModuleGetFunction(&spin, mod, "spin"));
   ASSERT_OK(cuModuleGetFunction(&release, mod, "release"));
@@ -197,7 +164,7 @@ TEST_F(PtxLaunch, UnparkedSpinIsReleasedByAnotherThreadsLaunch) {
   ASSERT_OK(r);
   uint64_t got[2] = {0, 0};
   ASSERT_OK(cuMemcpyDtoH(got, out, sizeof got));
-  EXPECT_EQ(3776u, got[0]);
+  EXPECT_EQ(cutest::kUnparkedSpinPayload, got[0]);
   EXPECT_GT(got[1], 1u) << "the kernel spun";
   EXPECT_OK(cuStreamDestroy(waiting));
   EXPECT_OK(cuStreamDestroy(releasing));

@@ -26,6 +26,7 @@
 #include "mcsim/api.h"
 #include "mcsim/kernels.h"
 #include "nvml/nvml_api.h"
+#include "tests/common/unparked_spin_ptx.h"
 #include "tests/common/vmm_props.h"
 #include "tests/multiprocess/messages.h"
 
@@ -993,46 +994,13 @@ STORE:
 }
 )";
 
-// A kernel that spins without being parked (docs/ptx.md, "Spin parking"): one thread waits for
-// the flag word at the buffer's start to equal `flag`, writing an iteration counter to memory on
-// every turn (a waiting loop that writes is never parked), then stores the word after the flag.
-// Rank 1's kernel, launched while rank 0 waits for this one, writes the word and then the flag.
-// Before 2026-11-29 the node's run that awaited the spinning kernel never ended, so rank 1's
-// launch was never taken in and both hung (docs/multiprocess.md, "Simulated times replay exactly").
-const char* kUnparkedPtx = R"(
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry recv_lines(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
-{
-  .reg .b64 %rd<12>;
-  .reg .pred %p<4>;
-  ld.param.u64 %rd1, [pbuf];
-  ld.param.u64 %rd2, [pout];
-  ld.param.u64 %rd3, [pflag];
-  mov.u64 %rd5, 0;
-SPIN:
-  add.s64 %rd5, %rd5, 1;
-  st.volatile.global.u64 [%rd2+8], %rd5;
-  ld.volatile.global.u64 %rd4, [%rd1];
-  setp.ne.u64 %p1, %rd4, %rd3;
-  @%p1 bra SPIN;
-  ld.volatile.global.u64 %rd6, [%rd1+8];
-  st.global.u64 [%rd2], %rd6;
-  ret;
-}
-.visible .entry send_lines(.param .u64 pbuf, .param .u64 pflag)
-{
-  .reg .b64 %rd<8>;
-  ld.param.u64 %rd1, [pbuf];
-  ld.param.u64 %rd3, [pflag];
-  mov.u64 %rd4, 3776;
-  st.volatile.global.u64 [%rd1+8], %rd4;
-  membar.sys;
-  st.volatile.global.u64 [%rd1], %rd3;
-  ret;
-}
-)";
+// A kernel that spins without being parked (tests/common/unparked_spin_ptx.h: it writes an
+// iteration counter on every turn) until the flag word at the buffer's start equals `flag`, then
+// copies the word after the flag. Rank 1's kernel, launched while rank 0 waits for this one, writes
+// the word and then the flag. Before 2026-11-29 the node's run that awaited the spinning kernel
+// never ended, so rank 1's launch was never taken in and both hung (docs/multiprocess.md,
+// "Simulated times replay exactly").
+const std::string kUnparkedPtx = cutest::unparkedSpinPtx("recv_lines", "send_lines");
 
 // `unparked`: the kernels of kUnparkedPtx, one thread each, instead of kLinesPtx's warps.
 int ll128Lines(bool unparked = false) {
@@ -1040,7 +1008,7 @@ int ll128Lines(bool unparked = false) {
   const unsigned threads = unparked ? 1 : 32;
   enter(gRank);
   CUmodule module = nullptr;
-  CU(cuModuleLoadData(&module, unparked ? kUnparkedPtx : kLinesPtx));
+  CU(cuModuleLoadData(&module, unparked ? kUnparkedPtx.c_str() : kLinesPtx));
   CUstream stream = nullptr;
   CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CUmemGenericAllocationHandle h = 0;
@@ -1104,6 +1072,29 @@ int ll128Lines(bool unparked = false) {
   return 0;
 }
 
+// A kernel that spins unparked on a flag that nothing will ever set (kUnparkedPtx's, one thread):
+// the node gives the synchronisation up after its grace period with a report naming the kernel,
+// which reaches this process too. Notes the synchronisation's result and that a fresh stream's
+// copy still works.
+int unreleased() {
+  enter(0);
+  CUmodule module = nullptr;
+  CU(cuModuleLoadData(&module, kUnparkedPtx.c_str()));
+  CUfunction recv = nullptr;
+  CU(cuModuleGetFunction(&recv, module, "recv_lines"));
+  CUstream stream = nullptr;
+  CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr buf = 0;
+  CU(cuMemAlloc(&buf, 64));
+  CU(cuMemsetD8(buf, 0, 64));
+  CUdeviceptr out = buf + 32;
+  uint64_t flag = 1;
+  void* args[] = {&buf, &out, &flag};
+  CU(cuLaunchKernel(recv, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr));
+  note("sync", name(cuStreamSynchronize(stream)));
+  return 0;
+}
+
 int counts() {
   CU(cuInit(0));
   const mcsim::api::NodeStats s = mcsim::api::nodeStats();
@@ -1142,6 +1133,7 @@ int main(int argc, char** argv) {
   if (gScenario == "counts") return counts();
   if (gScenario == "ll128") return ll128Lines();
   if (gScenario == "unparked") return ll128Lines(true);
+  if (gScenario == "unreleased") return unreleased();
   if (gScenario == "orphaned") return orphaned();
   if (gScenario == "copier") return copier();
   if (gScenario == "small") return small();

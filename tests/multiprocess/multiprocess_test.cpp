@@ -497,6 +497,30 @@ TEST_F(SharedNode, UnparkedSpinIsReleasedByAnotherProcessesLaunch) {
   EXPECT_EQ("yes", b.noted(0, "spun"));
 }
 
+// A kernel that spins unparked (it writes a counter as it waits) on a flag that nothing will ever
+// set keeps simulated time going, so the node's simulation never stalls. The node sees that every
+// kernel running has only spun on unchanged memory, with nothing else running, and gives the
+// synchronisation up after its grace period: CUDA_ERROR_LAUNCH_TIMEOUT, with the report (kernel,
+// GPU, block, thread, word, PTX line) in the node's log and in the process's output. Before
+// 2026-11-29 the synchronisation waited for ever (the test timed out).
+TEST_F(SharedNode, UnparkedSpinThatNothingReleasesIsReportedAsAHang) {
+  startNode({}, {{"MCSIM_HANG_GRACE_S", "1"}});
+  Broker b(MCSIM_MP_RANK, dir_);
+  runRanks(b, "unreleased", 1, rankEnv());
+  EXPECT_EQ("CUDA_ERROR_LAUNCH_TIMEOUT", b.noted(0, "sync")) << b.output(0);
+  const std::string line =
+      "GPU 0: kernel 'recv_lines' block (0,0,0) thread (0,0,0) waits on the global word at 0x";
+  const std::string how = "it holds 0x0, the warp compares it with 0x1 ('ld.volatile.global.u64' at ";
+  const std::string unparked = "; it spins unparked, writing memory as it waits";
+  for (const std::string& out : {b.output(0), readFile(dir_ + "/" + name_ + ".log")}) {
+    EXPECT_TRUE(contains(out, "suspected hang: every kernel running spun for 1 s on memory that did not change")) << out;
+    EXPECT_TRUE(contains(out, line)) << out;
+    EXPECT_TRUE(contains(out, how)) << out;
+    EXPECT_TRUE(contains(out, unparked)) << out;
+  }
+  EXPECT_EQ("0 0 0 0 0 0", countsAfterwards());
+}
+
 // A process killed (SIGKILL) while it copies, at several points of its copies: each time the node
 // reclaims what it had in flight and serves a fresh process's copy. (Killed so, a copier used to
 // freeze the node in 3 of 8 kills: the engine's pins all at the runs started, posted work never

@@ -1,8 +1,11 @@
 // The driver's and the node's tables go back to where they were after cycles of making and
 // destroying handles of every kind (issue 19, item 9; docs/reliability.md, "What is freed when"):
 // a destroyed handle's entry is erased, not kept marked dead, and a stale handle is still refused.
-// The counts come from mcsim_get_driver_stats (the driver's tables) and mcsim_get_node_stats (the
-// node's); each test also prints the heap bytes a cycle left (mallinfo2), for the record only.
+// The counts come from mcsim_get_driver_stats (the driver's tables), mcsim_get_node_stats and
+// mcsim_get_node_module_stats (the node's: its allocations, handles ..., and the PTX modules it
+// keeps parsed); each test also prints the heap bytes a cycle left (mallinfo2), for the record only.
+// reliability.shared.Registries runs the module and context tests against a shared node, whose
+// parsed modules are in another process.
 #include <cuda.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -82,11 +85,13 @@ class Registries : public ::testing::Test {
     if (HasFatalFailure()) return;
     const mcsim::api::DriverStats driverBefore = mcsim::api::driverStats();
     const mcsim::api::NodeStats nodeBefore = mcsim::api::nodeStats();
+    const uint64_t ptxBefore = mcsim::api::nodePtxModules();
     const size_t heapBefore = mallinfo2().uordblks;
     for (int i = 0; i < kCycles && !HasFatalFailure(); ++i) cycle();
     const size_t heapAfter = mallinfo2().uordblks;
     const mcsim::api::DriverStats driverAfter = mcsim::api::driverStats();
     const mcsim::api::NodeStats nodeAfter = mcsim::api::nodeStats();
+    const uint64_t ptxAfter = mcsim::api::nodePtxModules();
     std::printf("%s: %lld heap bytes a cycle over %d cycles\n", what,
                 (static_cast<long long>(heapAfter) - static_cast<long long>(heapBefore)) / kCycles, kCycles);
     EXPECT_TRUE(driverBefore == driverAfter) << what << ": the driver's tables held\n  before: " << describe(driverBefore)
@@ -99,6 +104,7 @@ class Registries : public ::testing::Test {
                           nodeBefore.freeMulticastSlots == nodeAfter.freeMulticastSlots;
     EXPECT_TRUE(nodeSame) << what << ": the node held\n  before: " << describe(nodeBefore)
                           << "\n  after:  " << describe(nodeAfter);
+    EXPECT_EQ(ptxBefore, ptxAfter) << what << ": PTX modules the node keeps parsed";
   }
 
   CUcontext ctx_ = nullptr;
@@ -115,13 +121,17 @@ TEST_F(Registries, ModulesFromPtxWithTheirFunctionsAndVariables) {
     ASSERT_OK(cuModuleLoadData(&m, kPtx));
     CUfunction f = nullptr;
     ASSERT_OK(cuModuleGetFunction(&f, m, "addbias"));
+    const uint64_t parsed = mcsim::api::nodePtxModules();
     void* params[] = {&word};
     ASSERT_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr));
     ASSERT_OK(cuCtxSynchronize());
+    // The launch gave the node the module's PTX, which it holds until the unload.
+    EXPECT_EQ(parsed + 1, mcsim::api::nodePtxModules());
     CUdeviceptr global = 0;
     size_t bytes = 0;
     ASSERT_OK(cuModuleGetGlobal(&global, &bytes, m, "bias"));
     ASSERT_OK(cuModuleUnload(m));
+    EXPECT_EQ(parsed, mcsim::api::nodePtxModules());
     stale = m;
     staleFunction = f;
   });
@@ -232,6 +242,30 @@ TEST_F(Registries, ContextsWithWhatWasMadeInThem) {
   ASSERT_OK(cuCtxGetCurrent(&current));
   EXPECT_EQ(ctx_, current);
   EXPECT_NE(CUDA_SUCCESS, cuCtxDestroy(stale));
+}
+
+// A PTX module whose kernel ran, left loaded in a context that is then destroyed: the module goes
+// with the context, and the node's parsed copy with it (unloadPtx), on a shared node too.
+TEST_F(Registries, PtxModulesLeftInADestroyedContext) {
+  cycles("context with a PTX module left loaded", [&] {
+    CUcontext c = nullptr;
+    ASSERT_OK(cuCtxCreate(&c, nullptr, 0, 0));
+    CUdeviceptr word = 0;
+    ASSERT_OK(cuMemAlloc(&word, 4));
+    ASSERT_OK(cuMemsetD32(word, 0, 1));
+    CUmodule m = nullptr;
+    ASSERT_OK(cuModuleLoadData(&m, kPtx));
+    CUfunction f = nullptr;
+    ASSERT_OK(cuModuleGetFunction(&f, m, "addbias"));
+    void* params[] = {&word};
+    ASSERT_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr));
+    ASSERT_OK(cuCtxSynchronize());
+    uint32_t got = 0;
+    ASSERT_OK(cuMemcpyDtoH(&got, word, 4));
+    EXPECT_EQ(5u, got);
+    ASSERT_OK(cuCtxDestroy(c));  // the module and the memory go with it
+  }, kContextWarmUp);
+  ASSERT_OK(cuCtxSetCurrent(ctx_));
 }
 
 // A thread whose current context another thread destroyed is told so, and knows its device, even
