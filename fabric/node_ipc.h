@@ -27,8 +27,9 @@ namespace mcsim::fabric::ipc {
 // relocatable objects a shared node links a kernel's functions from at their first call. 12: the
 // attaching process's compute tray (Hello::tray), and the host an IPC handle was made on. 13:
 // registerHost and unregisterHost (host memory the program registered). 14: unloadPtx (the driver
-// dropped a PTX module: the node forgets its parsed copy), NodeStats::ptxModules.
-constexpr uint32_t kProtocolVersion = 14;
+// dropped a PTX module: the node forgets its parsed copy), NodeStats::ptxModules. 15: the host's simulated clock (docs/model.md, "What the host costs"):
+// DeviceOp::notBeforePs, and poll's hostPs.
+constexpr uint32_t kProtocolVersion = 15;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver
 // attaches only to a node that has every capability it needs (kNeeded).

@@ -287,7 +287,7 @@ void Dispatch::askDone(AttachedProcess& p, const channel::Request<op>& q, Answer
       a.done = n.waitFor(work, &a.ps) == Status::kOk;
     } else {
       if constexpr (op == Op::poll) {
-        n.poll(work, &a.done);
+        n.poll(work, q.hostPs, &a.done);
       } else {
         n.isDone(work, &a.done);
       }

@@ -1,0 +1,104 @@
+// The host's simulated clock (host_clock.h; docs/model.md, "What the host costs").
+#include "driver/host_clock.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "driver/driver.h"
+#include "fabric/fault_injector.h"
+
+namespace mcsim::driver::hostclock {
+
+namespace {
+
+// The default cost of each family in nanoseconds, each with its source (docs/model.md, "What the
+// host costs").
+uint64_t defaultNs(Family f) {
+  switch (f) {
+    case Family::kFree: return 0;
+    case Family::kLaunch: return 4000;
+    case Family::kGraphLaunch: return 4000;
+    case Family::kCopy: return 1250;
+    case Family::kMemset: return 1250;
+    case Family::kEventRecord: return 3000;
+    case Family::kStreamWait: return 3000;
+    case Family::kStreamMemOp: return 1000;
+    case Family::kHostFunction: return 1000;
+    case Family::kQuery: return 250;
+    case Family::kSynchronize: return 250;
+  }
+  return 0;
+}
+
+uint64_t percent() {
+  static const uint64_t p = driverSettings().hostCostPercent;
+  return p;
+}
+
+thread_local uint64_t tClock = 0;
+thread_local uint64_t tCall = 0;
+
+}  // namespace
+
+Family familyOf(const char* symbol) {
+  const std::string base = fabric::FaultInjector::baseName(exportedName(symbol));
+  struct Entry {
+    const char* name;
+    Family family;
+  };
+  static const Entry kTable[] = {
+      {"cuLaunchKernel", Family::kLaunch},
+      {"cuLaunchKernelEx", Family::kLaunch},
+      {"cuLaunchCooperativeKernel", Family::kLaunch},
+      {"cuGraphLaunch", Family::kGraphLaunch},
+      {"cuEventRecord", Family::kEventRecord},
+      {"cuEventRecordWithFlags", Family::kEventRecord},
+      {"cuStreamWaitEvent", Family::kStreamWait},
+      {"cuStreamWaitValue32", Family::kStreamMemOp},
+      {"cuStreamWaitValue64", Family::kStreamMemOp},
+      {"cuStreamWriteValue32", Family::kStreamMemOp},
+      {"cuStreamWriteValue64", Family::kStreamMemOp},
+      {"cuStreamBatchMemOp", Family::kStreamMemOp},
+      {"cuLaunchHostFunc", Family::kHostFunction},
+      {"cuStreamAddCallback", Family::kHostFunction},
+      {"cuStreamQuery", Family::kQuery},
+      {"cuEventQuery", Family::kQuery},
+      {"cuStreamSynchronize", Family::kSynchronize},
+      {"cuEventSynchronize", Family::kSynchronize},
+      {"cuCtxSynchronize", Family::kSynchronize},
+  };
+  for (const Entry& e : kTable) {
+    if (base == e.name) return e.family;
+  }
+  // Every copy and memset, asynchronous or not, of any shape (cuMemcpy, cuMemcpyHtoDAsync,
+  // cuMemcpy2DUnaligned, cuMemcpy3DPeerAsync, cuMemsetD2D8Async ...).
+  if (base.rfind("cuMemcpy", 0) == 0) return Family::kCopy;
+  if (base.rfind("cuMemsetD", 0) == 0) return Family::kMemset;
+  return Family::kFree;
+}
+
+uint64_t costPs(Family f) { return defaultNs(f) * 1000 * percent() / 100; }
+
+bool enabled() { return percent() != 0; }
+
+uint64_t nowPs() { return tClock; }
+
+void charge(uint64_t costPs) {
+  tCall = tClock;
+  tClock += costPs;
+}
+
+uint64_t callPs() { return enabled() ? tCall : 0; }
+
+uint64_t endPs() { return enabled() ? tClock : 0; }
+
+void reached(uint64_t ps) {
+  if (enabled()) tClock = std::max(tClock, ps);
+}
+
+void polled() {
+  if (enabled()) tClock += driverSettings().hostPollNs * 1000;
+}
+
+}  // namespace mcsim::driver::hostclock
