@@ -7,10 +7,13 @@
 // completion it waited for. Work a call queues starts on the device no earlier than the clock at
 // which the call was made (DeviceOp::notBeforePs): the call's own cost comes after, since the
 // model's fitted device-side figures (a copy's set-up, a kernel's launch) were measured as one
-// operation between two event records, its own call's host time included. A query answers
-// CUDA_ERROR_NOT_READY for work done later than the clock, and moves the clock on by the host
-// polling interval (MCSIM_HOST_POLL_NS). Costs are fixed per call, never wall time: the same
-// program gets the same clocks on every run, whatever the host machine.
+// operation between two event records and hold its own call's host time. An event record is the
+// exception: the event is stamped no earlier than the clock after its call (the record reaches the
+// device as the call ends), so two records back to back are one record's cost apart, and a pair
+// around one operation measures what it did before (the operation starts when the first record is
+// stamped). A query answers CUDA_ERROR_NOT_READY for work done later than the clock, and moves the
+// clock on by the host polling interval (MCSIM_HOST_POLL_NS). Costs are fixed per call, never wall
+// time: the same program gets the same clocks on every run, whatever the host machine.
 #pragma once
 
 #include <cstdint>
