@@ -120,12 +120,14 @@ TEST_F(TimingTest, PeerCopiesShareTheLinksTheyCross) {
   EXPECT_LT(one, 268.4e6 / 396e3 + 20);
 }
 
-TEST_F(TimingTest, TheHostTakesNoSimulatedTimeBetweenItsWaits) {
+TEST_F(TimingTest, QueuedWorkRunsWhenTheHostWaits) {
   const uint64_t t0 = mcsim::api::simulatedTimePs();
   for (int i = 0; i < 10; ++i) ASSERT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
-  EXPECT_EQ(mcsim::api::simulatedTimePs(), t0);  // queued, not yet run
+  // Queued, not yet run: the thread's time moved on by its calls' cost only (docs/model.md, "What
+  // the host costs"), far less than one 256 MiB copy (about 180 us).
+  EXPECT_LT(mcsim::api::simulatedTimePs() - t0, 20'000'000u);
   ASSERT_OK(cuStreamSynchronize(s[0][0]));
-  EXPECT_GT(mcsim::api::simulatedTimePs(), t0);
+  EXPECT_GT(mcsim::api::simulatedTimePs() - t0, 1'000'000'000u);  // ten copies ran
 }
 
 TEST_F(TimingTest, PollingAStreamLetsTimeRunUntilItIsIdle) {
