@@ -131,12 +131,15 @@ mcsim_status mcsim_get_driver_stats(mcsim_driver_stats* stats) {
   return apiSuccess();
 }
 
-// The node's clock from the first cuInit on, even one a fault plan failed (the node is up).
+// The node's clock from the first cuInit on, even one a fault plan failed (the node is up); with
+// the host's clock (docs/model.md, "What the host costs"), the calling thread's clock when it is
+// later: the time the thread has reached.
 mcsim_status mcsim_get_simulated_time_ps(uint64_t* ps) {
   if (ps == nullptr) return driver::nullArgument("ps");
   *ps = 0;
   if (!driver::state().node) return driver::notInitialized();
   *ps = node().nowPs();
+  if (driver::hostclock::enabled()) *ps = std::max(*ps, driver::hostclock::nowPs());
   return apiSuccess();
 }
 
@@ -147,6 +150,7 @@ mcsim_status mcsim_advance_simulated_time(uint64_t ps, uint64_t* reachedPs) {
     return apiFailure(MCSIM_ERROR_NOT_SUPPORTED,
                       "simulated time cannot be advanced from a process attached to a shared node (MCSIM_NODE)");
   }
+  driver::hostclock::reached(reached);  // the thread waited for the time to pass
   if (reachedPs != nullptr) *reachedPs = reached;
   return apiSuccess();
 }

@@ -298,7 +298,9 @@ const char* exportedName(const char* symbol) {
 void noteCall(const char* symbol) {
   symbol = exportedName(symbol);
   static const model::TimelineTrack track = model::Timeline::active()->track("Host", "driver calls");
-  track.instant(node().nowPs(), symbol);
+  // With the host's clock, a call is made at its thread's clock (docs/model.md, "What the host
+  // costs"); without, at the node's simulated time.
+  track.instant(hostclock::enabled() ? hostclock::callPs() : node().nowPs(), symbol);
 }
 
 uint64_t timelineFlow() {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "driver/cuda_names.h"
+#include "driver/host_clock.h"
 #include "fabric/node.h"
 #include "fabric/tray_node.h"
 #include "model/status.h"
@@ -129,6 +130,8 @@ inline bool planLoaded() { return state().nodeUp.load(std::memory_order_acquire)
 // simulated time it was made.
 bool timelineActive();
 void noteCall(const char* symbol);
+// An entry point's exported name from its __func__ (mcsim_impl_<symbol>).
+const char* exportedName(const char* symbol);
 // The timeline's arrow from the driver call this thread is in to the work it queues (0: no
 // timeline is kept).
 uint64_t timelineFlow();
@@ -149,6 +152,7 @@ uint64_t timelineFlow();
   do {                                                                          \
     if (!::mcsim::driver::initialized()) return ::mcsim::driver::refuseUninitialized(); \
     if (::mcsim::driver::node().lost()) return ::mcsim::driver::refuseNodeLost();     \
+    MCSIM_CHARGE_HOST_();                                                       \
     if (::mcsim::driver::timelineActive()) ::mcsim::driver::noteCall(__func__); \
     MCSIM_CONSULT_FAULTS_(device, true, __VA_ARGS__)                            \
   } while (0)

@@ -17,7 +17,11 @@ namespace {
 
 model::Timeline* timeline() { return model::Timeline::active(); }
 
-uint64_t nowPs() { return initialized() ? node().nowPs() : 0; }
+// The host's clock when it is kept (docs/model.md, "What the host costs"), else the node's time.
+uint64_t nowPs() {
+  if (!initialized()) return 0;
+  return hostclock::enabled() ? hostclock::nowPs() : node().nowPs();
+}
 
 // This thread's row number (1, 2, ...), given the first time it speaks NVTX.
 int threadNumber() {

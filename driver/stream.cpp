@@ -301,6 +301,7 @@ CUresult enqueueFollowing(CUstream_st* st, fabric::DeviceOp op, fabric::WorkDone
   op.engineDevice = st->ctx->device;
   op.stream = st->name;
   op.flowId = timelineFlow();
+  op.notBeforePs = std::max(op.notBeforePs, hostclock::callPs());
   fabric::WorkDone w;
   const Status s = node().submit(op, after, &w);
   if (submitted != nullptr) *submitted = s;
@@ -351,6 +352,7 @@ CUresult submitAfter(CUstream_st* st, CUctx_st* ctx, fabric::DeviceOp op, const 
   op.engineDevice = ctx->device;
   op.stream = st->name;
   op.flowId = timelineFlow();
+  op.notBeforePs = std::max(op.notBeforePs, hostclock::callPs());
   std::lock_guard<mcsim::OrderedMutex> order(ctx->submitOrder);
   fabric::WorkDone w;
   const Status s = node().submit(op, pendingAfter, &w);
@@ -390,12 +392,16 @@ CUresult workResult(const fabric::WorkDone& w, CUctx_st* ctx) {
 
 CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
   if (!pending(w)) {
-    if (w) flushPrintf(w);
+    if (w) {
+      hostclock::reached(w->donePs());  // done, but perhaps later than the host's clock
+      flushPrintf(w);
+    }
     return workResult(w, ctx);
   }
   uint64_t ps = 0;
   const Status s = node().waitFor(w, &ps);
   if (s == Status::kOk) {
+    hostclock::reached(ps);
     flushPrintf(w);
     return workResult(w, ctx);
   }
@@ -407,11 +413,23 @@ CUresult waitWork(const fabric::WorkDone& w, CUctx_st* ctx) {
 namespace {
 
 // A query of `w`: CUDA_ERROR_NOT_READY while it runs; once done, its fault if it has one.
+// With the host's clock, work done later than the clock is not done yet for the host; each
+// query that finds it unfinished moves the clock on by the polling interval.
 CUresult pollWork(const fabric::WorkDone& w, CUctx_st* ctx) {
-  if (!pending(w)) return workResult(w, ctx);
+  if (!pending(w)) {
+    if (w && hostclock::enabled() && w->donePs() > hostclock::nowPs()) {
+      hostclock::polled();
+      return CUDA_ERROR_NOT_READY;
+    }
+    return workResult(w, ctx);
+  }
   bool done = false;
-  MCSIM_TRY(toResult(node().poll(w, &done)));
-  return done ? workResult(w, ctx) : CUDA_ERROR_NOT_READY;
+  MCSIM_TRY(toResult(node().poll(w, hostclock::enabled() ? std::max<uint64_t>(1, hostclock::nowPs()) : 0, &done)));
+  if (!done) {
+    hostclock::polled();
+    return CUDA_ERROR_NOT_READY;
+  }
+  return workResult(w, ctx);
 }
 
 }  // namespace
@@ -532,6 +550,9 @@ CUresult recordEvent(CUevent_st* ev, CUstream_st* st, bool external) {
   if (handled) return CUDA_SUCCESS;
   fabric::DeviceOp op;
   op.kind = fabric::DeviceOp::Kind::kMarker;
+  // An event is stamped at the host's clock after its record call: the record reaches the device
+  // as the call ends (other work starts no earlier than its call began: host_clock.h).
+  op.notBeforePs = hostclock::endPs();
   fabric::WorkDone w;
   MCSIM_TRY(enqueue(st, op, &w));
   return setEventRecordPoint(ev, w);

@@ -148,6 +148,10 @@ struct DeviceOp {
   // The timeline's arrow from the driver call that queued it (model::Timeline::flowFromLastCall;
   // 0: none). Not sent to a shared node, which keeps a timeline of its own.
   uint64_t flowId = 0;
+  // The submitting host thread's simulated clock when it made the call (docs/model.md, "What the
+  // host costs"): the operation starts on the device no earlier. 0: no such bound (the host's
+  // cost off, MCSIM_HOST_COST_PERCENT=0), as before host time was modelled.
+  uint64_t notBeforePs = 0;
 };
 
 class Node {

@@ -168,7 +168,7 @@ MCSIM_WIRE_FIELDS(DeviceOp, s.kind, s.engineDevice, s.dst, s.src, s.dstDevice, s
                   s.dstAccessor, s.srcAccessor, s.bytes, s.value, s.elementBytes, s.count, s.callerWaits,
                   s.stageSource, s.crossGpu, s.peers, s.steps, s.threads, s.blocks, s.bytesInFlightPerThread, s.waitCompare,
                   s.waitValue, s.label, s.stream, s.ptxModule, s.gridX, s.gridY, s.gridZ, s.blockX, s.blockY, s.blockZ,
-                  s.dynamicShared, s.params, s.globalsVa, s.residentBlocks, s.printfFifoBytes)
+                  s.dynamicShared, s.params, s.globalsVa, s.residentBlocks, s.printfFifoBytes, s.notBeforePs)
 MCSIM_WIRE_FIELDS(ArgValue, s.number, s.symbol)
 MCSIM_WIRE_FIELDS(ArgFilter, s.name, s.op, s.text, s.values)
 MCSIM_WIRE_FIELDS(FaultRule, s.file, s.line, s.text, s.point, s.entry, s.prefix, s.devices, s.ranks, s.gpu, s.args,

@@ -223,9 +223,9 @@ class ClientNode final : public Node {
     if (s != Status::kOk) return s;
     return done ? Status::kOk : Status::kHang;  // the node gave the wait up
   }
-  Status poll(const WorkDone& w, bool* done) override {
+  Status poll(const WorkDone& w, uint64_t hostPs, bool* done) override {
     uint64_t ps = 0;
-    return askDone<Op::poll>(w, done, &ps);
+    return askDone<Op::poll>(w, done, &ps, hostPs);
   }
   Status isDone(const WorkDone& w, bool* done) override {
     *done = w->done();
@@ -550,7 +550,7 @@ class ClientNode final : public Node {
   // its bytes. (Each call used to take the whole list for itself: a thread whose copy another
   // thread's call had taken returned before its bytes were out and read stale memory.)
   template <Op op>
-  Status askDone(const WorkDone& w, bool* isDone, uint64_t* ps) {
+  Status askDone(const WorkDone& w, bool* isDone, uint64_t* ps, uint64_t hostPs = 0) {
     std::vector<std::shared_ptr<CopyOut>> seen;  // every copy not out yet, claimed or not
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -559,6 +559,7 @@ class ClientNode final : public Node {
     channel::Request<op> q;
     q.work = remoteId(w);
     for (const auto& c : seen) q.pending.push_back(c->id);
+    if constexpr (op == Op::poll) q.hostPs = hostPs;
     channel::Reply<op> a;
     const Status s = ask<op>(q, &a);
     const bool done = s == Status::kOk && a.done;

@@ -469,6 +469,7 @@ class ProcessNode final : public AttachedNode {
     auto lock = n_.enter();
     const Status s = n_.planner.plan(space_.space(), abandoned_, op, work.get());
     if (s != Status::kOk) return s;
+    work->notBeforePs = op.notBeforePs;
     if (op.kind == DeviceOp::Kind::kKernel && op.ptxModule != 0) {
       const Status p = planPtxLaunch(op, work.get());
       if (p != Status::kOk) return p;
@@ -711,12 +712,21 @@ class ProcessNode final : public AttachedNode {
     return stopped;
   }
 
-  Status poll(const WorkDone& w, bool* done) override {
+  Status poll(const WorkDone& w, uint64_t hostPs, bool* done) override {
     const auto pinned = n_.admitRequest();
     model::Engine& engine = n_.engine;
     engine.settle();  // done or not as of the request's run
-    *done = w->done();
-    if (!*done) engine.advance(n_.pollIntervalPs, w);
+    if (hostPs == 0) {
+      *done = w->done();
+      if (!*done) engine.advance(n_.pollIntervalPs, w);
+      return Status::kOk;
+    }
+    // The host asks at its own clock: time runs up to it (or until the work is done), and work
+    // done later than the host's clock is not done yet for it. The driver moves its clock on by
+    // the polling interval for the next query.
+    const uint64_t now = engine.nowPs();
+    if (!w->done() && now < hostPs) engine.advance(hostPs - now, w);
+    *done = w->done() && w->donePs() <= hostPs;
     return Status::kOk;
   }
 

@@ -27,11 +27,12 @@ namespace mcsim::fabric::ipc {
 // relocatable objects a shared node links a kernel's functions from at their first call. 12: the
 // attaching process's compute tray (Hello::tray), and the host an IPC handle was made on. 13:
 // registerHost and unregisterHost (host memory the program registered). 14: unloadPtx (the driver
-// dropped a PTX module: the node forgets its parsed copy), NodeStats::ptxModules. 15: assigned
-// to work in progress. 16: a waitFor the node gave up answers kHang with the node's report (it
-// answered done = false, no report). 17: a linked kernel's text (loadPtx) ends with a marker of
-// the objects' key and the kernel alone: the driver places the image's variables whole, once per
-// context (docs/ptx.md). 18: a copy's DeviceOp::peers (a peer copy without peer access is staged).
+// dropped a PTX module: the node forgets its parsed copy), NodeStats::ptxModules. 15: the host's
+// simulated clock (docs/model.md, "What the host costs"): DeviceOp::notBeforePs, and poll's hostPs.
+// 16: a waitFor the node gave up answers kHang with the node's report (it answered done = false,
+// no report). 17: a linked kernel's text (loadPtx) ends with a marker of the objects' key and the
+// kernel alone: the driver places the image's variables whole, once per context (docs/ptx.md).
+// 18: a copy's DeviceOp::peers (a peer copy without peer access is staged).
 constexpr uint32_t kProtocolVersion = 18;
 
 // What a side of the connection can do, announced in the hello and the welcome: a driver

@@ -127,6 +127,8 @@ model::CompletionPtr NodeModel::submit(std::shared_ptr<DeviceWork> work, std::ve
         if (!fault) fault = c->fault();
       }
       if (!fault) {
+        // The host made the call that queued it no earlier than this (the host's clock).
+        if (work->notBeforePs > Engine::simNowPs()) self->engine_.waitUntil(work->notBeforePs);
         self->execute(*work);
         fault = work->fault;
         done->setOutput(work->output);

@@ -151,6 +151,7 @@ struct DeviceWork {
   uint64_t blocks = 0;
   uint32_t bytesInFlightPerThread = 0;  // 0: the GPU's default
   bool memoryOperation = false;     // a stream memory operation: the front end runs it, no launch
+  uint64_t notBeforePs = 0;         // it starts no earlier (DeviceOp::notBeforePs: the host's clock)
   // Set when the process that launched it died: a kernel waiting at a signal word stops there
   // and ends, as a real driver tears a dead process's kernels down (NodeModel::stopKernels).
   std::shared_ptr<const std::atomic<bool>> abandoned;

@@ -292,7 +292,7 @@ void Dispatch::askDone(AttachedProcess& p, const channel::Request<op>& q, Answer
       }
     } else {
       if constexpr (op == Op::poll) {
-        n.poll(work, &a.done);
+        n.poll(work, q.hostPs, &a.done);
       } else {
         n.isDone(work, &a.done);
       }

@@ -109,7 +109,8 @@ mcsim_status mcsim_get_node_module_stats(mcsim_node_module_stats* stats);
 
 /* ---- Simulated time ---- */
 
-/* Simulated time now, in picoseconds. */
+/* Simulated time now, in picoseconds: the node's clock, or the calling thread's host clock where
+ * it is later (docs/model.md, "What the host costs"). */
 mcsim_status mcsim_get_simulated_time_ps(uint64_t* ps);
 /* Lets `ps` picoseconds of simulated time pass, as a host thread sleeping that long would: device
  * work queued meanwhile runs. `reached_ps` (may be NULL) receives the time reached. On a node

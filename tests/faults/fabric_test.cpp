@@ -33,6 +33,12 @@ constexpr size_t kMiB = size_t{1} << 20;
 
 uint64_t now() { return mcsim::api::simulatedTimePs(); }
 
+// These tests time the fabric's shares of bandwidth, one thread driving eight GPUs: the host's
+// cost of eight launches in a row (docs/model.md, "What the host costs") would sit inside every
+// time they compare, so the host's clock is off in this test program (before cuInit reads the
+// settings).
+const bool kHostClockOff = setenv("MCSIM_HOST_COST_PERCENT", "0", 0) == 0;
+
 // --- The plan format ----------------------------------------------------------------------------
 
 TEST(FabricPlan, LinkAndSwitchRulesParse) {

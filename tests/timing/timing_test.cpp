@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -147,12 +148,14 @@ TEST_F(TimingTest, APeerCopyWithoutPeerAccessIsStagedThroughTheHost) {
   EXPECT_NEAR(elapsedUs([&] { EXPECT_OK(peer(0, 1, s[0][0])); }), direct, 0.02 * direct);
 }
 
-TEST_F(TimingTest, TheHostTakesNoSimulatedTimeBetweenItsWaits) {
+TEST_F(TimingTest, QueuedWorkRunsWhenTheHostWaits) {
   const uint64_t t0 = mcsim::api::simulatedTimePs();
   for (int i = 0; i < 10; ++i) ASSERT_OK(cuMemcpyDtoDAsync(dst[0], src[0], kBytes, s[0][0]));
-  EXPECT_EQ(mcsim::api::simulatedTimePs(), t0);  // queued, not yet run
+  // Queued, not yet run: the thread's time moved on by its calls' cost only (docs/model.md, "What
+  // the host costs"), far less than one 256 MiB copy (about 180 us).
+  EXPECT_LT(mcsim::api::simulatedTimePs() - t0, 20'000'000u);
   ASSERT_OK(cuStreamSynchronize(s[0][0]));
-  EXPECT_GT(mcsim::api::simulatedTimePs(), t0);
+  EXPECT_GT(mcsim::api::simulatedTimePs() - t0, 1'000'000'000u);  // ten copies ran
 }
 
 TEST_F(TimingTest, PollingAStreamLetsTimeRunUntilItIsIdle) {
@@ -328,6 +331,76 @@ TEST(Timeline, IsTraceEventJsonWithTheHardwareAndStreams) {
   std::stringstream second;
   second << std::ifstream(path).rdbuf();
   EXPECT_EQ(first.str(), second.str());
+}
+
+// The host's clock (docs/model.md, "What the host costs"): host_cost_workload's figures, in
+// picoseconds, under a given MCSIM_HOST_COST_PERCENT.
+std::map<std::string, long long> hostCostFigures(const std::string& percent) {
+  const std::string cmd = "MCSIM_HOST_COST_PERCENT=" + percent + " " + MCSIM_HOST_COST_WORKLOAD + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  if (p != nullptr) {
+    std::array<char, 4096> buf{};
+    size_t n = 0;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    EXPECT_EQ(pclose(p), 0) << out;
+  }
+  std::map<std::string, long long> figures;
+  std::istringstream lines(out);
+  std::string name, eq;
+  long long value = 0;
+  while (lines >> name >> eq >> value) figures[name] = value;
+  EXPECT_EQ(figures.size(), 8u) << out;
+  return figures;
+}
+
+TEST(HostCost, HostCallsBetweenTwoEventsShowAsTime) {
+  auto on = hostCostFigures("100");
+  // An event record costs the host a fixed time: after a blocking wait, two records on an idle
+  // stream are that far apart, and a pair around ten more records on another stream eleven times
+  // that (each record's work waits for the host's clock when the call was made).
+  const long long record = on["after_sync"];
+  EXPECT_GT(record, 0);
+  EXPECT_EQ(on["pair"], record);
+  EXPECT_EQ(on["records"], 11 * record);
+  // Ten launches on an idle GPU take at least ten launches' host cost, which is at least a
+  // record's; and more than one launch.
+  EXPECT_GE(on["launches"], 10 * record);
+  EXPECT_GT(on["launches"], on["launch"]);
+}
+
+TEST(HostCost, ScalesWithTheSettingAndLaunchesWaitForTheHost) {
+  auto on = hostCostFigures("100");
+  auto twice = hostCostFigures("200");
+  auto tenfold = hostCostFigures("1000");
+  EXPECT_EQ(twice["after_sync"], 2 * on["after_sync"]);
+  EXPECT_EQ(twice["records"], 2 * on["records"]);
+  // At ten times the cost the host is slower than the device: ten launches between two events
+  // take ten launches' host time, more than twice what they take at the default.
+  EXPECT_GT(tenfold["launches"], 2 * on["launches"]);
+  EXPECT_GE(tenfold["launches"], 10 * 10 * on["after_sync"]);
+  // A copy's own time does not change with the host's cost: its call's cost falls after it is
+  // queued (the copy engine's fitted set-up already holds it).
+  EXPECT_EQ(on["copy"], twice["copy"]);
+}
+
+TEST(HostCost, OffTheHostTakesNoSimulatedTime) {
+  auto off = hostCostFigures("0");
+  EXPECT_EQ(off["pair"], 0);
+  EXPECT_EQ(off["records"], 0);
+  EXPECT_EQ(off["after_sync"], 0);
+  // Launches run back to back on the device: ten take ten times one (to the nanosecond the
+  // figures are rounded to).
+  EXPECT_NEAR(static_cast<double>(off["launches"]), 10.0 * static_cast<double>(off["launch"]), 10000);
+  // With the clock on, the same copy takes the same device time, and the query that spins on it
+  // polls fewer times (each poll costs the host a query as well as the polling interval).
+  auto on = hostCostFigures("100");
+  EXPECT_EQ(off["copy"], on["copy"]);
+  EXPECT_GT(off["polls"], on["polls"]);
+}
+
+TEST(HostCost, TheSameProgramGetsTheSameClocks) {
+  EXPECT_EQ(hostCostFigures("100"), hostCostFigures("100"));
 }
 
 }  // namespace
