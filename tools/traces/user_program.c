@@ -9,7 +9,10 @@
  * mcsim_reduce adding the buffer to itself), copies the result back and checks it, then frees
  * everything. --fork: before the copies it forks a child that does not exec, which makes a driver
  * call of its own and exits; the parent waits for it. --fork-early: it forks before cuInit, and
- * the child runs the whole program too (a CUDA process of its own); the parent waits for it. --ipc: it
+ * the child runs the whole program too (a CUDA process of its own), started once the parent has
+ * attached (its context made) and waited for before the parent goes on: so the parent's later
+ * requests always come after the child's have finished, and its trace alone shows that another
+ * process's are missing, whatever the machine's load. --ipc: it
  * forks before cuInit a child that imports the result: the parent exports the kernel's output
  * buffer (cuIpcGetMemHandle) and an interprocess event recorded after the kernel
  * (cuIpcGetEventHandle) and sends both handles through a pipe; the child opens them, makes its
@@ -131,10 +134,20 @@ int main(int argc, char** argv) {
   /* --fork-early: a child forked before cuInit is a CUDA process of its own: it runs the program
    * too, and the parent waits for it at the end. */
   pid_t child = -1;
+  int go[2] = {-1, -1};
   if (forkEarly) {
+    if (pipe(go) != 0) return 2;
     fflush(NULL);
     child = fork();
     if (child < 0) return 2;
+    if (child == 0) {
+      char c = 0;
+      close(go[1]);
+      if (read(go[0], &c, 1) != 1) _exit(2);  /* the parent attached */
+      close(go[0]);
+    } else {
+      close(go[0]);
+    }
   }
   /* --ipc: the child imports what the parent exports (handles one way, "done" the other). */
   int toChild[2] = {-1, -1}, toParent[2] = {-1, -1};
@@ -155,6 +168,17 @@ int main(int argc, char** argv) {
   CHECK(cuDeviceGet(&dev, 0));
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
+  if (forkEarly && child > 0) {
+    int status = 0;
+    if (write(go[1], "g", 1) != 1) return 2;
+    close(go[1]);
+    waitpid(child, &status, 0);
+    child = -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "user-program: the child forked before cuInit failed\n");
+      return 1;
+    }
+  }
   if (doFork && forkChild() != 0) {
     fprintf(stderr, "user-program: the forked child failed\n");
     return 1;
