@@ -398,6 +398,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   const auto addMultimem = [&](const std::map<std::pair<model::AllocId, ptx::MultimemKind>, LaunchMemory::MultimemTraffic>& traffic) {
     for (const auto& [key, t] : traffic) {
       const uint64_t bytes = t.bytes;
+      const uint64_t startAt = t.start;
       const model::AllocId object = key.first;  // (a lambda cannot use a structured binding in C++17)
       const auto other = [&](ptx::MultimemKind k) {
         auto it = traffic.find({object, k});
@@ -405,7 +406,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
       };
       const auto add = [&](Mode mode, uint64_t n) {
         Stream s{mode, object, n};
-        s.at = t.start;
+        s.at = startAt;
         streams.push_back(s);
       };
       switch (key.second) {
