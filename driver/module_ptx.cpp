@@ -488,7 +488,9 @@ CUresult launchPtxKernel(ModulePtx& image, CUfunc_st* func, const std::string& n
     // A buffer shorter than the parameters gives their first bytes, the rest zero: NCCL passes
     // only the part of its 4096-byte argument storage it uses (docs/nccl.md), as real drivers take.
     params.assign(fn->paramBytes, 0);
-    std::memcpy(params.data(), buffer, std::min<size_t>(bytes, fn->paramBytes));
+    // (A kernel without parameters has no storage to copy into: memcpy's pointers must not be null.)
+    const size_t copied = std::min<size_t>(bytes, fn->paramBytes);
+    if (copied != 0) std::memcpy(params.data(), buffer, copied);
   } else if (fn->paramBytes != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }

@@ -191,6 +191,31 @@ TEST_F(PtxLaunch, ParametersInAnExtraBuffer) {
   for (int i = 0; i < kN; ++i) ASSERT_EQ(a[i] + b[i], c[i]) << "element " << i;
 }
 
+// A kernel without parameters given an extra buffer anyway (a replayed trace's launch did so): the
+// buffer is not read, and the launch runs. (mcsim copied zero bytes to a null pointer, which the
+// sanitizer builds refuse: found by the replay fuzzer.)
+TEST_F(PtxLaunch, AKernelWithoutParametersTakesAnExtraBuffer) {
+  static const char kNoParams[] = R"(
+.version 7.8
+.target sm_90
+.address_size 64
+.visible .entry none()
+{
+  ret;
+}
+)";
+  CUmodule mod = nullptr;
+  ASSERT_OK(cuModuleLoadData(&mod, kNoParams));
+  CUfunction f = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&f, mod, "none"));
+  uint64_t unused[2] = {0, 7};
+  size_t size = sizeof unused;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, unused, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  ASSERT_OK(cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra));
+  EXPECT_OK(cuCtxSynchronize());
+  EXPECT_OK(cuModuleUnload(mod));
+}
+
 TEST_F(PtxLaunch, DeviceVariableThroughModuleGetGlobal) {
   CUmodule mod = nullptr;
   ASSERT_OK(cuModuleLoadData(&mod, kPtx));

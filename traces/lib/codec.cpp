@@ -185,7 +185,7 @@ CUmemLocation toLocation(const Json& j) {
 
 void hexInto(const Json& j, const char* key, void* dst, size_t n) {
   std::vector<uint8_t> b;
-  if (j.contains(key) && fromHex(j.at(key).get<std::string>(), &b) && b.size() == n) std::memcpy(dst, b.data(), n);
+  if (n != 0 && j.contains(key) && fromHex(j.at(key).get<std::string>(), &b) && b.size() == n) std::memcpy(dst, b.data(), n);
 }
 
 // A descriptor back from JSON into `dst` (zeroed, structSize bytes). Pointers inside descriptors
@@ -782,7 +782,7 @@ std::string decodeInputs(const CallDesc& d, const Json& args, const Binder& b, A
         // The program's pinned buffer held these bytes when it made the call; so does the replay's.
         const uint64_t at = a.contains("at") ? pinnedAddress(a.at("at"), data.size(), b, &problem) : 0;
         if (at != 0) {
-          std::memcpy(reinterpret_cast<void*>(at), data.data(), data.size());
+          if (!data.empty()) std::memcpy(reinterpret_cast<void*>(at), data.data(), data.size());
           s = at;
           break;
         }
