@@ -205,9 +205,9 @@ CUresult transfer(uint64_t dst, uint64_t src, size_t bytes, bool dstKnown, bool 
   op.dstAccessor = dstDevice;
   op.srcAccessor = srcDevice;
   op.bytes = bytes;
-  // Whose cuMemAlloc memory the stream's context reaches directly; the node stages a copy
-  // through host memory when it reaches another's (fabric::DeviceOp::peers).
-  op.peers = peerDevicesOf(st->ctx);
+  // Between device memory: whose cuMemAlloc memory the stream's context reaches directly; the node
+  // stages a copy through host memory when it reaches another's (fabric::DeviceOp::peers).
+  if (op.dstDevice && op.srcDevice) op.peers = peerDevicesOf(st->ctx);
   // A copy into pageable host memory returns only once it is done, as the reference says for
   // the asynchronous calls too; synchronous calls always wait.
   op.callerWaits = !async || (!op.dstDevice && !op.dstPinned);
