@@ -842,8 +842,7 @@ class Executor::Run {
       result_.pollingInstructions += n;
       polled_ = true;
     } else {
-      if (n == kQuantum && w.active != 0 && spin_.changed && !spin_.overflow && !spin_.words.words.empty() &&
-          spin_.words.rereads() && result_.warpInstructions - spin_.changedAt > kWatchTail) {
+      if (rereads && result_.warpInstructions - spin_.changedAt > kWatchTail) {
         // A turn that changed memory and then, for the rest of it (at least its watched tail), only
         // re-read a few words: it began to spin at its last change (a barrier's arrival, then the
         // wait for the others). Those instructions poll, as a parked warp's do, and cost no issue
