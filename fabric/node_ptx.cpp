@@ -329,6 +329,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     // the shared cursor (`cursor`) when the slice moved no more bytes than its range, else from `at`.
     uint64_t from = 0, to = 0, at = 0;
     bool rereads = false;
+    MemorySpan span;  // reads and writes: the allocation's backing, as a span of one run
   };
   // Where each allocation's reads and writes have got to. A slice that moved no more bytes than
   // the range of the allocation it reached streams on from where the previous slice left off
@@ -350,6 +351,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
         if (d.bytes == 0) continue;
         const uint64_t low = std::min(d.low, size - 1), high = std::min(std::max(d.high, low + 1), size);
         Stream s{write ? Mode::kWrite : Mode::kRead, alloc, d.bytes};
+        s.span = MemorySpan{MemoryRun{b.ref, nullptr, size}};
         s.rereads = d.bytes > high - low;
         auto [cur, fresh] = cursor.try_emplace({alloc, write}, low);
         if (!fresh && (cur->second < low || cur->second >= high)) cur->second = low;
@@ -433,8 +435,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     uint64_t n = 0, released = now, done = now, smBytes = 0;
     if (s.mode == Mode::kRead || s.mode == Mode::kWrite) {
       const bool write = s.mode == Mode::kWrite;
-      const PtxLaunch::Backing& b = launch.backing.at(s.id);
-      const MemorySpan span{MemoryRun{b.ref, nullptr, std::max<uint64_t>(b.size, 1)}};
+      const MemorySpan& span = s.span;
       uint64_t& off = s.rereads ? s.at : cursor.at({s.id, write});
       n = std::min({chunk, s.bytes, s.to - off});
       smBytes = n;
