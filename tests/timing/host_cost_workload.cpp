@@ -9,15 +9,7 @@
 #include <cstdlib>
 
 #include "mcsim/api.h"
-
-#define CHECK(x)                                                         \
-  do {                                                                   \
-    CUresult r_ = (x);                                                   \
-    if (r_ != CUDA_SUCCESS) {                                            \
-      std::printf("error: %s -> %d (line %d)\n", #x, r_, __LINE__);      \
-      std::exit(1);                                                      \
-    }                                                                    \
-  } while (0)
+#include "tests/common/check_or_exit.h"
 
 namespace {
 

@@ -7,14 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                         \
-  do {                                                                   \
-    CUresult r_ = (x);                                                   \
-    if (r_ != CUDA_SUCCESS) {                                            \
-      std::printf("error: %s -> %d (line %d)\n", #x, r_, __LINE__);      \
-      std::exit(1);                                                      \
-    }                                                                    \
-  } while (0)
+#include "tests/common/check_or_exit.h"
 
 int main() {
   constexpr int kGpus = 4;
