@@ -2959,13 +2959,27 @@ bool Executor::spinning(const Run& run) { return run.spinning(); }
 bool Executor::progressed(const Run& run) { return run.progressed(); }
 
 LaunchResult Executor::launch(const std::string& kernel, const LaunchConfig& config) {
+  // Nothing but the kernel itself runs here, so what it waits for can never come: a run whose
+  // every warp waits (kWaiting) has hung, and so has one that can only spin while it writes
+  // (Run::spinning) for its grace period. The node gives such a spin wall time (a loop that gives
+  // up after some tries ends by itself); here, without other work to wait for, the grace is
+  // counted in the run's own warp instructions: kSpinGraceSlices slices in a row that made no
+  // progress. The run is advanced a slice at a time so that it is seen.
+  constexpr uint64_t kSlice = 1 << 16;
+  constexpr int kSpinGraceSlices = 256;  // at least 16 Mi warp instructions of spinning, about a second
   RunPtr run = start(kernel, config);
-  const RunState s = run->advance(~uint64_t{0});
+  RunState s = RunState::kProgress;
+  for (int spinningSlices = 0; s == RunState::kProgress;) {
+    s = run->advance(kSlice);
+    spinningSlices = s == RunState::kProgress && run->spinning() && !run->progressed() ? spinningSlices + 1 : 0;
+    if (spinningSlices == kSpinGraceSlices) break;
+  }
   LaunchResult r = run->result();
-  if (s == RunState::kWaiting) {
-    // Nothing but the kernel itself runs here: what it waits for can never come.
+  if (s == RunState::kWaiting || s == RunState::kProgress) {
     r.fault = Fault::kTimeout;
-    r.message = "every warp left waits for memory that nothing will change:\n" + run->describeWait();
+    r.message = std::string(s == RunState::kWaiting ? "every warp left waits for memory that nothing will change:\n"
+                                                    : "every warp left spins on memory that nothing will change:\n") +
+                run->describeWait();
   }
   return r;
 }

@@ -3,6 +3,7 @@
 // (Executor::start / advance), as the node does.
 #include <cstdio>
 
+#include "tests/common/unparked_spin_ptx.h"
 #include "tests/ptx/harness.h"
 
 namespace mcsim::ptx::test {
@@ -317,6 +318,28 @@ $L_done:
   const uint64_t none = p.buffer(blocks * 4);
   const Launched l = runPiecewise(p, "uneven", {1, 1, 1}, {64, 1, 1}, {none}, 1, 1000);
   EXPECT_EQ(l.last, RunState::kFinished);
+}
+
+// A kernel run alone (Executor::launch) that spins while it writes (an iteration counter: never
+// parked) on a word nothing else can change fails as a kernel that only waits does: kTimeout with
+// a report of the word, the value and the PTX line, long before its instruction limit. Before,
+// it ran until maxWarpInstructions (or for ever without one).
+TEST(PtxSchedule, AKernelAloneThatSpinsWhileItWritesFailsWithAReport) {
+  Program p(cutest::unparkedSpinPtx("spin", "release"), "spin.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t buf = p.buffer(16), out = p.buffer(16);
+  const uint64_t limit = 200000000;
+  const LaunchResult r = p.launch("spin", {}, {1, 1, 1}, {buf, out, 7}, 0, limit);
+  ASSERT_EQ(r.fault, Fault::kTimeout) << r.message;
+  EXPECT_LT(r.warpInstructions, limit / 2);
+  EXPECT_NE(r.message.find("spins"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("it holds 0x0, the warp compares it with 0x7"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("spin.ptx:"), std::string::npos) << r.message;
+  // The same kernel finds its flag already set: it finishes and copies the payload.
+  const uint64_t set = p.buffer(std::vector<uint64_t>{7, cutest::kUnparkedSpinPayload});
+  const LaunchResult done = p.launch("spin", {}, {1, 1, 1}, {set, out, 7}, 0, limit);
+  ASSERT_EQ(done.fault, Fault::kNone) << done.message;
+  EXPECT_EQ(p.read<uint64_t>(out, 1)[0], cutest::kUnparkedSpinPayload);
 }
 
 }  // namespace
