@@ -286,7 +286,7 @@ uint64_t NodeModel::readSpan(int gpu, const MemorySpan& span, uint64_t offset, u
     }
     // A load from a peer: the request crosses the fabric, the data comes back.
     const uint64_t a = gpus_[static_cast<size_t>(h)]->read(t + hopPs(), r.ref.alloc, r.ref.offset + in, n);
-    end = std::max(end, acrossFabric(h, gpu, n, a, what));
+    end = std::max(end, acrossFabric(h, gpu, n, a, what, nullptr, /*fromSms=*/true));
   });
   return end;
 }
@@ -298,7 +298,7 @@ uint64_t NodeModel::writeSpan(int gpu, const MemorySpan& span, uint64_t offset, 
   forPieces(span, offset, bytes, [&](const MemoryRun& r, uint64_t in, uint64_t n) {
     const int h = r.ref.gpu;
     uint64_t out = t;
-    const uint64_t a = h == gpu ? t : acrossFabric(gpu, h, n, t, what, &out);
+    const uint64_t a = h == gpu ? t : acrossFabric(gpu, h, n, t, what, &out, /*fromSms=*/true);
     *left = std::max(*left, out);
     model::Gpu& mem = *gpus_[static_cast<size_t>(h)];
     const uint64_t w = rmw ? mem.read(a, r.ref.alloc, r.ref.offset + in, n) : a;

@@ -1,6 +1,7 @@
 #include "fabric/node_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -103,6 +104,7 @@ NodeModel::NodeModel(const Preset& preset, Engine& engine)
     }
   }
   nvlinkLatencyPs_ = preset.nvlink.latencyNs * 1000;
+  smWireScale_ = preset.nvlink.efficiency / preset.nvlink.smEfficiency;
   reduceLatencyPs_ = preset.nvswitch.reduceLatencyNs * 1000;
   crossGpuSyncPs_ = preset.nvlink.crossGpuSyncNs * 1000;
   // A read of a peer's memory is set up with the peer, and sends its request across the fabric
@@ -286,7 +288,8 @@ void NodeModel::executeWork(DeviceWork& w) {
   memoryChanged();  // the copy or memset is in memory
 }
 
-uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left) {
+uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left,
+                                 bool fromSms) {
   model::Gpu& src = *gpus_[static_cast<size_t>(from)];
   model::Gpu& dst = *gpus_[static_cast<size_t>(to)];
   if (planes_.empty()) {
@@ -304,9 +307,10 @@ uint64_t NodeModel::acrossFabric(int from, int to, uint64_t bytes, uint64_t t, c
     const uint64_t share = shareOf(route, from, p, bytes, &sent);
     if (share == 0) continue;
     Plane& plane = planes_[p];
-    uint64_t a = ports_[static_cast<size_t>(from)][p].up.serve(t, portBytes(from, p, share), what) + nvlinkLatencyPs_;
-    a = plane.crossbar.serve(a, crossbarBytes(p, share), what) + plane.latencyPs;
-    a = ports_[static_cast<size_t>(to)][p].down.serve(a, portBytes(to, p, share), what);
+    const uint64_t wire = fromSms ? static_cast<uint64_t>(std::ceil(static_cast<double>(share) * smWireScale_)) : share;
+    uint64_t a = ports_[static_cast<size_t>(from)][p].up.serve(t, portBytes(from, p, wire), what) + nvlinkLatencyPs_;
+    a = plane.crossbar.serve(a, crossbarBytes(p, wire), what) + plane.latencyPs;
+    a = ports_[static_cast<size_t>(to)][p].down.serve(a, portBytes(to, p, wire), what);
     if (left != nullptr) *left = std::max(*left, a);
     a += nvlinkLatencyPs_;
     end = std::max(end, a);

@@ -246,7 +246,11 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   // or -1 when it can reach them all.
   int unreachable(int gpu, const ResolvedStep& st) const;
   // `left` (if given): when the last byte has left the switches for `to` (see writeSpan).
-  uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left = nullptr);
+  // `fromSms`: the chunk is SMs' loads or stores of a peer's memory, which move at
+  // nvlink.sm_efficiency of the line rate (the ports and crossbar book more bytes for them);
+  // otherwise a copy engine's, at nvlink.efficiency.
+  uint64_t acrossFabric(int from, int to, uint64_t bytes, uint64_t t, const char* what, uint64_t* left = nullptr,
+                        bool fromSms = false);
   // A chunk of a staged peer copy: out of `from` to pinned host memory, the driver's staging, and
   // into `to`.
   uint64_t throughHost(int from, int to, uint64_t bytes, uint64_t t);
@@ -329,6 +333,7 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   std::vector<Plane> planes_;             // none: no switch fabric
   std::vector<std::vector<Port>> ports_;  // [gpu][plane]
   uint64_t nvlinkLatencyPs_ = 0;
+  double smWireScale_ = 1;  // nvlink.efficiency / nvlink.sm_efficiency: wire bytes per byte of SM traffic
   uint64_t reduceLatencyPs_ = 0;  // the switches' reduction engines, per load-with-reduction
   uint64_t pullLatencyPs_ = 0;
   uint64_t crossGpuSyncPs_ = 0;

@@ -361,6 +361,7 @@ Preset loadPreset(const std::string& nameOrPath) {
     p.nvlink.gbytesPerSecPerLinkPerDirection =
         n.number("gbytes_per_s_per_link_per_direction", p.nvlink.linksPerGpu > 0, 0, 1000);
     p.nvlink.efficiency = n.number("efficiency", p.nvlink.linksPerGpu > 0, 0.01, 1, 1);
+    p.nvlink.smEfficiency = n.number("sm_efficiency", false, 0.01, 1, p.nvlink.efficiency);
     p.nvlink.latencyNs = static_cast<uint64_t>(n.integer("latency_ns", p.nvlink.linksPerGpu > 0, 0, 1000000));
     p.nvlink.crossGpuSyncNs =
         static_cast<uint64_t>(n.integer("cross_gpu_sync_ns", p.nvlink.linksPerGpu > 0, 0, 1000000000));

@@ -35,6 +35,10 @@ struct NvlinkSpec {
   int linksPerGpu = 0;
   double gbytesPerSecPerLinkPerDirection = 0;
   double efficiency = 1;     // the share of the signalling rate that data achieves
+  // The same for the loads and stores SMs make of a peer's memory (a kernel's, not a copy
+  // engine's): smaller requests, more of the link's packets spent on headers. Multimem traffic
+  // keeps `efficiency` (the switch reduction's rate was fitted with it). Defaults to `efficiency`.
+  double smEfficiency = 1;
   uint64_t latencyNs = 0;    // one hop, GPU port to switch port
   // What a GPU pays to act on another's signal: a stream waiting for an event recorded on
   // another GPU, a copy engine pulling from a peer's memory.

@@ -1,14 +1,18 @@
 // NCCL collectives over the GPUs named on the command line, in one process (ncclCommInitAll),
 // every element of every rank's result checked:
 //
-//   nccl_allreduce N COUNT [COLLECTIVE [TYPE [OP [REPEAT]]]]
+//   nccl_allreduce N COUNT [COLLECTIVE [TYPE [OP [REPEAT [BATCH]]]]]
 //
 // COLLECTIVE: allreduce (the default), allgather, reducescatter, broadcast (from rank 0), a
 // comma-separated list of them, or all (the four). TYPE: f32 (the default), bf16, f16, or a list.
 // OP (for all-reduce and reduce-scatter): sum (the default), max, or a list. Every combination
 // runs in turn on one set of communicators, collective by collective. COUNT elements a rank
 // contributes (receives, for reducescatter). REPEAT: each is run that many times (1 by default),
-// each run checked, each timed with events on rank 0's stream as nccl-tests does.
+// each run checked, each timed with events on rank 0's stream. BATCH (1 by default): each run
+// issues that many collectives back to back between its two events and reports their mean, as
+// nccl-tests times its iterations, so that the host's work for the next collective overlaps the
+// GPUs' work on this one (with one collective a run, the events also hold the host's launch
+// work, which for 8 GPUs of one thread is tens of microseconds).
 //
 // Rank r's element k is ((5r + 3k) mod 11) - 5 + (k mod 7): small integers of both signs, whose
 // sums over up to 8 ranks (|sum| <= 88) and every partial sum are exact in f32, bf16 (8 bits of
@@ -60,7 +64,7 @@ void encode(const Type& t, float f, void* out) {
 
 // One collective on communicators `comms`; 0 when every element is right.
 int run(std::vector<ncclComm_t>& comms, int n, size_t count, const std::string& coll, const Type& type,
-        const std::string& op, int repeat) {
+        const std::string& op, int repeat, int batch) {
   const size_t ranks = static_cast<size_t>(n);
   const ncclRedOp_t redOp = op == "max" ? ncclMax : ncclSum;
   // Elements each rank sends and receives.
@@ -112,14 +116,17 @@ int run(std::vector<ncclComm_t>& comms, int n, size_t count, const std::string& 
     cudaEventCreate(&start);
     cudaEventCreate(&stop);
     cudaEventRecord(start, streams[0]);
-    ncclGroupStart();
-    for (size_t r = 0; r < ranks; ++r) {
-      if (coll == "allreduce") ncclAllReduce(send[r], recv[r], count, type.nccl, redOp, comms[r], streams[r]);
-      if (coll == "allgather") ncclAllGather(send[r], recv[r], count, type.nccl, comms[r], streams[r]);
-      if (coll == "reducescatter") ncclReduceScatter(send[r], recv[r], count, type.nccl, redOp, comms[r], streams[r]);
-      if (coll == "broadcast") ncclBroadcast(send[r], recv[r], count, type.nccl, 0, comms[r], streams[r]);
+    ncclResult_t group = ncclSuccess;
+    for (int b = 0; b < batch && group == ncclSuccess; ++b) {
+      ncclGroupStart();
+      for (size_t r = 0; r < ranks; ++r) {
+        if (coll == "allreduce") ncclAllReduce(send[r], recv[r], count, type.nccl, redOp, comms[r], streams[r]);
+        if (coll == "allgather") ncclAllGather(send[r], recv[r], count, type.nccl, comms[r], streams[r]);
+        if (coll == "reducescatter") ncclReduceScatter(send[r], recv[r], count, type.nccl, redOp, comms[r], streams[r]);
+        if (coll == "broadcast") ncclBroadcast(send[r], recv[r], count, type.nccl, 0, comms[r], streams[r]);
+      }
+      group = ncclGroupEnd();
     }
-    const ncclResult_t group = ncclGroupEnd();
     cudaSetDevice(0);
     cudaEventRecord(stop, streams[0]);
     if (group != ncclSuccess) {
@@ -152,7 +159,10 @@ int run(std::vector<ncclComm_t>& comms, int n, size_t count, const std::string& 
     cudaEventElapsedTime(&ms, start, stop);
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
-    if (bad == 0) std::printf("nccl_allreduce: %s: correct (rank 0: %.1f us)\n", what.c_str(), static_cast<double>(ms) * 1e3);
+    if (bad == 0) {
+      std::printf("nccl_allreduce: %s: correct (rank 0: %.1f us", what.c_str(), static_cast<double>(ms) * 1e3 / batch);
+      std::printf(batch > 1 ? ", the mean of %d back to back)\n" : ")\n", batch);
+    }
   }
   for (int i = 0; i < n; ++i) {
     cudaSetDevice(i);
@@ -182,6 +192,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> typeNames = split(argc > 4 ? argv[4] : "f32");
   const std::vector<std::string> ops = split(argc > 5 ? argv[5] : "sum");
   const int repeat = argc > 6 ? std::atoi(argv[6]) : 1;
+  const int batch = argc > 7 ? std::atoi(argv[7]) : 1;
   if (colls.size() == 1 && colls[0] == "all") colls = {"allreduce", "allgather", "reducescatter", "broadcast"};
   for (const std::string& c : colls) {
     if (c != "allreduce" && c != "allgather" && c != "reducescatter" && c != "broadcast") {
@@ -205,8 +216,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (n < 1 || repeat < 1) {
-    std::printf("FAILED: a positive number of ranks and of repeats\n");
+  if (n < 1 || repeat < 1 || batch < 1) {
+    std::printf("FAILED: a positive number of ranks, of repeats and of collectives a run\n");
     return 2;
   }
   const size_t ranks = static_cast<size_t>(n);
@@ -223,7 +234,7 @@ int main(int argc, char** argv) {
   for (const std::string& c : colls) {
     const bool reduces = c == "allreduce" || c == "reducescatter";
     for (const Type& t : types)
-      for (size_t o = 0; o < (reduces ? ops.size() : 1); ++o) failed += run(comms, n, count, c, t, reduces ? ops[o] : "sum", repeat);
+      for (size_t o = 0; o < (reduces ? ops.size() : 1); ++o) failed += run(comms, n, count, c, t, reduces ? ops[o] : "sum", repeat, batch);
   }
   for (ncclComm_t c : comms) ncclCommDestroy(c);
   return failed == 0 ? 0 : 1;
