@@ -10,6 +10,9 @@
 //   grid     at one size (64 MiB or MAX_BYTES if smaller): `push` and a copy within GPU i (`local`)
 //            with 1 to 132 blocks of 1024 threads, printed as push_g<blocks> and local_g<blocks>:
 //            what one SM moves to a peer, against what it moves in its own memory
+//   bipush   the kernel library's copy on GPU i writing GPU j's memory and the same on GPU j writing
+//            GPU i's at once, each started after i's start event (i < j; bytes one way; 132 blocks,
+//            and at 64 MiB also 24 blocks as bipush_g24: NCCL's ring channels on two H200s)
 //   xwait    a cross-GPU round trip without work, timed on GPU i's stream: j's stream waits for
 //            i's start event, i's stream waits for an event j records then (two waits, i < j;
 //            printed with bytes 0)
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
   const std::string modes = argc > 2 ? argv[2] : "ce_off,ce,push,pull,bidir";
   {  // every mode named must be one of these
     std::string rest = ',' + modes + ',';
-    for (const char* m : {"ce_off", "ce", "push", "pull", "bidir", "reduce", "grid", "xwait"})
+    for (const char* m : {"ce_off", "ce", "push", "pull", "bidir", "bipush", "reduce", "grid", "xwait"})
       for (size_t at; (at = rest.find(std::string(",") + m + ',')) != std::string::npos;)
         rest.erase(at, std::strlen(m) + 1);
     if (rest != ",") {
@@ -194,7 +197,7 @@ int main(int argc, char** argv) {
     }
   // Both ways at once, timed on i's stream: j's stream starts after i's start event, and i's end
   // event waits for j's copy.
-  for (int i = 0; i < n && (wanted(modes, "bidir") || wanted(modes, "xwait")); ++i)
+  for (int i = 0; i < n && (wanted(modes, "bidir") || wanted(modes, "bipush") || wanted(modes, "xwait")); ++i)
     for (int j = i + 1; j < n; ++j) {
       Gpu& a = gpus[i];
       Gpu& b = gpus[j];
@@ -214,6 +217,34 @@ int main(int argc, char** argv) {
         };
         if (probe::medianMs(a.stream, roundTrip, &ms, 2, 10) != 0) return 1;
         print("xwait", i, j, 0, ms);
+      }
+      // Both GPUs' kernels push to each other at once.
+      const auto bothPush = [&](size_t bytes, unsigned blocks) {
+        return [&, bytes, blocks]() -> CUresult {
+          // Each launch from its own GPU's context.
+          CUresult r = cuEventRecord(started, a.stream);
+          if (r == CUDA_SUCCESS) r = launchCopy(a, b.dst, a.src, bytes, blocks);
+          if (r == CUDA_SUCCESS) r = cuCtxSetCurrent(b.ctx);
+          if (r == CUDA_SUCCESS) r = cuStreamWaitEvent(b.stream, started, 0);
+          if (r == CUDA_SUCCESS) r = launchCopy(b, a.dst, b.src, bytes, blocks);
+          if (r == CUDA_SUCCESS) r = cuEventRecord(done, b.stream);
+          if (r == CUDA_SUCCESS) r = cuCtxSetCurrent(a.ctx);
+          if (r == CUDA_SUCCESS) r = cuStreamWaitEvent(a.stream, done, 0);
+          return r;
+        };
+      };
+      CHECK(cuCtxSetCurrent(a.ctx));
+      for (size_t bytes : sizes) {
+        if (!wanted(modes, "bipush") || bytes < 4096) continue;
+        if (probe::medianMs(a.stream, bothPush(bytes, 132), &ms, 2, repeatsFor(bytes)) != 0) return 1;
+        print("bipush", i, j, bytes, ms);
+        if (bytes != (size_t{64} << 20)) continue;
+        if (probe::medianMs(a.stream, bothPush(bytes, 24), &ms, 2, repeatsFor(bytes)) != 0) return 1;
+        print("bipush_g24", i, j, bytes, ms);
+        CHECK(cuCtxSetCurrent(a.ctx));
+        if (probe::medianMs(a.stream, [&] { return launchCopy(a, b.dst, a.src, bytes, 24); }, &ms, 2, repeatsFor(bytes)) != 0)
+          return 1;
+        print("push_g24", i, j, bytes, ms);
       }
       for (size_t bytes : sizes) {
         if (!wanted(modes, "bidir")) break;

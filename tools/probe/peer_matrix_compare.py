@@ -42,7 +42,7 @@ def main():
     a = ap.parse_args()
     real, sim = read(a.real), read(a.sim)
     common = sorted(set(real) & set(sim))
-    order = ["ce", "bidir", "push", "pull", "ce_off", "reduce", "xwait"]
+    order = ["ce", "bidir", "push", "pull", "bipush", "ce_off", "reduce", "xwait"]
     modes = sorted({k[0] for k in common}, key=lambda m: (order.index(m) if m in order else len(order), m))
     worst = None
     print("| mode | bytes | real (us, median of pairs) | mcsim (us) | mcsim / real | pairs' range |")
