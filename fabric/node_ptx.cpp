@@ -576,9 +576,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // a slice writes is in memory, and signalled, at the slice's start, as before. Held stores
   // wait here, in order, their times non-decreasing.
   std::deque<std::pair<uint64_t, LaunchMemory::Released>> held;
-  // After the writes before it have landed, the fence waits for their acknowledgement's trip back
-  // across the fabric, and the flag then makes the trip out: two hops.
-  const uint64_t releasePs = 2 * hopPs();
+  // (Two trips across the fabric more, for the earlier stores' acknowledgement and the flag's own
+  // trip, were tried: neither NCCL's ring on two H200s nor on eight H100s came closer to the real
+  // figures with them; docs/ptx.md, "NCCL's ring on two H200s".)
   // Writes the held stores that have landed by now (all of them with `all`, waiting until each),
   // and signals them; the kernel's own parked warps look again too (`seen` stays behind).
   const auto writeLanded = [&](bool all) {
@@ -599,7 +599,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     for (LaunchMemory::Released& r : released) {
       auto at = std::upper_bound(progress.begin(), progress.end(), r.mark,
                                  [](uint64_t m, const std::pair<uint64_t, uint64_t>& p) { return m < p.first; });
-      uint64_t t = (at != progress.end() ? at->second : landed) + releasePs;
+      uint64_t t = at != progress.end() ? at->second : landed;
       if (!held.empty()) t = std::max(t, held.back().first);
       held.emplace_back(t, r);
     }
