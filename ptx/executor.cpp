@@ -697,6 +697,7 @@ class Executor::Run {
       for (auto& f : w.frames) f.clear();
       for (auto& st : w.stack) st.clear();
       std::fill(std::begin(w.shift), std::end(w.shift), 0);
+      w.fenced = false;
     }
   }
 
