@@ -569,8 +569,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // Release stores to another GPU's memory (a step flag after the data it publishes: a fence at
   // .gpu or .sys scope, then a store, or a st.release there; LaunchMemory::deferRelease) are
   // written, and signalled (memoryChanged), when the traffic the kernel issued before them has
-  // landed: the fence waits for the earlier writes to be acknowledged and the flag then crosses
-  // the link behind them, so a flag cannot pass the data before it. A release is placed among its
+  // landed: on a GPU the fence holds the flag back until the earlier writes are performed, so a
+  // flag cannot pass the data before it (the trips of their acknowledgement and of the flag itself
+  // are not added: below). A release is placed among its
   // slice's chunks by the bytes the slice had moved before it (its mark): it lands when every chunk
   // up to the one holding that byte is done, and never before an earlier release. Everything else
   // a slice writes is in memory, and signalled, at the slice's start, as before. Held stores
