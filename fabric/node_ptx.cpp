@@ -6,7 +6,10 @@
 // it waits until the slice's instructions have issued, and runs the next. The simulation thread
 // runs the processes in simulated-time order, so kernels that run at the same time interleave
 // slice by slice, deterministically: the order follows from simulated time alone. A slice's effects
-// on memory appear at its start. A kernel whose every warp spins (Executor::advance answers
+// on memory appear at its start, but for its release stores to another GPU's memory (a store after
+// a fence at .gpu or .sys scope, or a st.release there: the flag that publishes data), which are
+// written when the traffic the kernel issued before them has landed, so that a flag never passes
+// the data it publishes (LaunchMemory::deferRelease, `held` below). A kernel whose every warp spins (Executor::advance answers
 // kWaiting) waits for memory to change (NodeModel::memoryChanged: another kernel's store, a copy,
 // a behavioural kernel's step) and resumes then, at that simulated time; a kernel that waits on
 // a word nothing will write leaves the simulation with nothing to do, and the engine reports the
@@ -30,6 +33,8 @@
 // done. Warp turns that only polled a word cost nothing. The kernel ends when its last slice's instructions and traffic
 // are done.
 #include <algorithm>
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -79,11 +84,12 @@ class LaunchMemory : public ptx::GlobalMemory {
   LaunchMemory(const LaunchMemory&) = delete;
   LaunchMemory& operator=(const LaunchMemory&) = delete;
 
-  LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned, const model::LinkHealth& health)
+  LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned, const model::LinkHealth& health, int device)
       : launch_(launch), abandoned_(abandoned), health_(health),
         inner_(
             *launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); },
-            [this](model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) { return members(id, offset, out); }) {}
+            [this](model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) { return members(id, offset, out); }),
+        device_(device) {}
 
   ptx::MemoryError resolve(uint64_t va, ptx::AccessKind kind, int device, ptx::MemoryWindow* out) override {
     // One access at a time under the mappings lock: a map or unmap of another thread waits for
@@ -131,6 +137,7 @@ class LaunchMemory : public ptx::GlobalMemory {
   void accessed(const ptx::MemoryWindow& window, ptx::AccessKind kind, const ptx::AccessRun& run) override {
     auto it = windows_.find(window.host);
     if (it == windows_.end()) return;
+    sliceBytes_ += run.sectorBytes;
     Traffic& t = turn_[it->second];
     // Where in the allocation: the window's bytes are the allocation's from window.host on.
     const uint64_t base = static_cast<uint64_t>(window.host - launch_.backing.at(it->second).data) - window.va;
@@ -164,10 +171,54 @@ class LaunchMemory : public ptx::GlobalMemory {
     return e;
   }
 
+  // A release store to another GPU's memory is held until the traffic the kernel issued before it
+  // has landed (the node writes it then: Released, wrote); one to this GPU's memory, host memory or
+  // anything else is written at once. A later store to where a held one is to is held behind it,
+  // or the held one, landing after it, would put the older value back (a step counter posted
+  // once after a fence and once without).
+  bool deferRelease(const ptx::MemoryWindow& window, uint8_t* p, const uint8_t* bytes, unsigned n, bool release) override {
+    if (!release && heldAt_.count(p) == 0) return false;
+    if (p < window.host || p + n > window.host + window.size || n > sizeof(Released::bytes)) return false;
+    auto it = windows_.find(window.host);
+    if (it == windows_.end()) return false;
+    const PtxLaunch::Backing& b = launch_.backing.at(it->second);
+    if (!b.ref.device || b.ref.gpu == device_) return false;
+    Released r;
+    r.at = p;
+    r.n = n;
+    std::memcpy(r.bytes, bytes, n);
+    r.mark = sliceBytes_;
+    released_.push_back(r);
+    ++heldAt_[p];
+    return true;
+  }
+  bool holding() const override { return !heldAt_.empty(); }
+  // The node wrote a held store.
+  void wrote(const uint8_t* at) {
+    auto it = heldAt_.find(at);
+    if (it != heldAt_.end() && --it->second == 0) heldAt_.erase(it);
+  }
+
   void accessedMulticast(const ptx::MulticastWindow& window, ptx::MultimemKind kind, uint64_t bytes) override {
     auto [it, fresh] = multimem_.try_emplace({window.object, kind});
     it->second.start = fresh ? window.offset : std::min(it->second.start, window.offset);
     it->second.bytes += bytes;
+    sliceBytes_ += kind == ptx::MultimemKind::kLoadReduce ? 0 : bytes;  // (ld_reduce pairs with st)
+  }
+
+  // A release store held back: its bytes, and how many bytes of traffic the kernel had moved in
+  // its slice before it (`mark`), which places it among the slice's chunks.
+  struct Released {
+    uint8_t* at = nullptr;
+    unsigned n = 0;
+    uint8_t bytes[32] = {};
+    uint64_t mark = 0;
+  };
+  // The release stores held back since the last call, in the order they were made; the slice's
+  // count of bytes starts again.
+  std::vector<Released> takeReleased() {
+    sliceBytes_ = 0;
+    return std::exchange(released_, {});
   }
 
   // Per allocation, in id order, since the last call.
@@ -229,6 +280,10 @@ class LaunchMemory : public ptx::GlobalMemory {
   std::map<model::AllocId, Traffic> turn_;  // the running warp turn's, until turnEnded
   std::map<std::pair<model::AllocId, ptx::MultimemKind>, MultimemTraffic> multimem_;
   std::vector<PtxLaunch::Registered*> held_;  // held (shared) until the turn ends
+  int device_;                // the GPU the kernel runs on
+  uint64_t sliceBytes_ = 0;   // bytes of traffic told (accessed) this slice
+  std::vector<Released> released_;
+  std::map<const uint8_t*, int> heldAt_;  // where held stores are to, and how many to each
 };
 
 model::WorkFault::Kind faultKind(ptx::Fault f) {
@@ -265,7 +320,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // Its process is gone (the space with it): the kernel never runs.
   if (stopped()) return;
 
-  LaunchMemory memory(launch, w.abandoned.get(), health_);
+  LaunchMemory memory(launch, w.abandoned.get(), health_, w.engineGpu);
   ptx::Executor executor(*launch.module, memory);
   ptx::Executor::RunPtr run = executor.start(launch.kernel, launch.config);
 
@@ -479,7 +534,12 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     return std::max(released, smDone);
   };
   // The slice's streams, chunk by chunk, in turn.
+  // `progress`: after each chunk, the slice's bytes issued so far and when everything issued so
+  // far (the slice's and before) is done, for placing its release stores (below).
+  std::vector<std::pair<uint64_t, uint64_t>> progress;
   const auto streamAll = [&](uint64_t* end) {
+    progress.clear();
+    uint64_t moved = 0;
     for (bool more = true; more;) {
       more = false;
       for (Stream& s : streams) {
@@ -488,6 +548,8 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
         const uint64_t before = s.bytes;
         const uint64_t leaves = issue(s, end);
         enter(leaves, before - s.bytes);
+        moved += before - s.bytes;
+        progress.emplace_back(moved, *end);
         more = more || s.bytes > 0;
       }
     }
@@ -497,12 +559,52 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   uint64_t timed = 0;                       // warp instructions timed so far
   uint64_t issued = Engine::simNowPs();      // when those have issued
   uint64_t end = issued;                     // when everything so far is done
+  uint64_t landed = issued;                  // when the traffic issued so far is done
   ptx::RunState state = ptx::RunState::kProgress;
   // The memory epoch this kernel's parked warps have seen. Other kernels (other GPUs', the copy
   // engines) may write between two slices while this one still runs with some warps parked: those
   // warps look again before the next slice, or a write that released them would go unseen until a
   // later one, which may never come (a grid barrier of 132 blocks on 8 GPUs deadlocked so).
   uint64_t seen = memoryEpoch_;
+  // Release stores to another GPU's memory (a step flag after the data it publishes: a fence at
+  // .gpu or .sys scope, then a store, or a st.release there; LaunchMemory::deferRelease) are
+  // written, and signalled (memoryChanged), when the traffic the kernel issued before them has
+  // landed: on a GPU the fence holds the flag back until the earlier writes are performed, so a
+  // flag cannot pass the data before it (the trips of their acknowledgement and of the flag itself
+  // are not added: below). A release is placed among its
+  // slice's chunks by the bytes the slice had moved before it (its mark): it lands when every chunk
+  // up to the one holding that byte is done, and never before an earlier release. Everything else
+  // a slice writes is in memory, and signalled, at the slice's start, as before. Held stores
+  // wait here, in order, their times non-decreasing.
+  std::deque<std::pair<uint64_t, LaunchMemory::Released>> held;
+  // (Two trips across the fabric more, for the earlier stores' acknowledgement and the flag's own
+  // trip, were tried: neither NCCL's ring on two H200s nor on eight H100s came closer to the real
+  // figures with them; docs/ptx.md, "NCCL's ring on two H200s".)
+  // Writes the held stores that have landed by now (all of them with `all`, waiting until each),
+  // and signals them; the kernel's own parked warps look again too (`seen` stays behind).
+  const auto writeLanded = [&](bool all) {
+    while (!held.empty()) {
+      if (all) engine.waitUntil(held.front().first);
+      const uint64_t now = Engine::simNowPs();
+      if (held.front().first > now) return;
+      for (; !held.empty() && held.front().first <= now; held.pop_front()) {
+        const LaunchMemory::Released& r = held.front().second;
+        std::memcpy(r.at, r.bytes, r.n);
+        memory.wrote(r.at);
+      }
+      memoryChanged();
+    }
+  };
+  // Places the slice's release stores (after its traffic has been streamed: `progress`).
+  const auto holdReleased = [&](std::vector<LaunchMemory::Released> released) {
+    for (LaunchMemory::Released& r : released) {
+      auto at = std::upper_bound(progress.begin(), progress.end(), r.mark,
+                                 [](uint64_t m, const std::pair<uint64_t, uint64_t>& p) { return m < p.first; });
+      uint64_t t = at != progress.end() ? at->second : landed;
+      if (!held.empty()) t = std::max(t, held.back().first);
+      held.emplace_back(t, r);
+    }
+  };
   // Whether the kernel can only wait or spin (NodeModel::noteStuck), and while it spins without
   // waiting, its entry among the waiting kernels, for the hang report.
   bool stuck = false;
@@ -531,6 +633,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     if (!now) dropSpinEntry();
   };
   for (;;) {
+    writeLanded(false);
     if (memoryEpoch_ != seen) ptx::Executor::wake(*run);
     state = ptx::Executor::advance(*run, kSliceWarpInstructions);
     // A kernel that waits before and after a slice may have worked in between (released, it
@@ -538,8 +641,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     if (ptx::Executor::progressed(*run)) noteProgress();
     const ptx::LaunchResult& r = ptx::Executor::result(*run);
     if (ptx::Executor::wroteGlobal(*run)) memoryChanged();
-    const uint64_t epoch = memoryEpoch_;
-    seen = epoch;
+    seen = memoryEpoch_;
     // Instructions of warps that spun a whole turn and were parked are polling: on a GPU those
     // warps poll the word while the others work, and see a change within a poll, so they cost the
     // kernel no issue time (LaunchResult::pollingInstructions).
@@ -549,7 +651,10 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     end = std::max(end, issued);
     addTraffic(memory.takeTraffic());
     addMultimem(memory.takeMultimemTraffic());
-    streamAll(&end);
+    streamAll(&landed);
+    end = std::max(end, landed);
+    holdReleased(memory.takeReleased());
+    writeLanded(false);
     if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
     if (state == ptx::RunState::kProgress) {
       const bool spinning = ptx::Executor::spinning(*run);
@@ -563,9 +668,20 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
       // memory changes; it cannot resume earlier than the write that releases it. (Its traffic
       // still in flight goes on meanwhile, as a running kernel's does, and bounds its end.)
       engine.waitUntil(issued);
+      writeLanded(false);
       const uint64_t id = listWaiting();
       ++memoryWatchers_;
-      while (memoryEpoch_ == epoch && !stopped()) sc_core::wait(signalled());
+      // It waits for memory to change or its own next held store to land, whichever comes first
+      // (the kernel it waits on may wait on that store: a ring's two directions).
+      while (memoryEpoch_ == seen && !stopped()) {
+        if (held.empty()) {
+          sc_core::wait(signalled());
+        } else {
+          sc_core::wait(sc_core::sc_time(static_cast<double>(held.front().first - Engine::simNowPs()), sc_core::SC_PS),
+                        signalled());
+          writeLanded(false);
+        }
+      }
       --memoryWatchers_;
       {
         std::lock_guard<OrderedMutex> lock(waitingMu_);
@@ -579,6 +695,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     if (stopped()) break;
   }
   setStuck(false);
+  writeLanded(true);  // every held store is written, a stopped kernel's too
   engine.waitUntil(end);
 
   const ptx::LaunchResult& result = ptx::Executor::result(*run);

@@ -416,6 +416,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   std::vector<Type> ts;
   bool haveMulMode = false;
   bool haveIdx = false;  // brx.idx
+  bool ordering = false, wideScope = false;  // Instruction::release
   for (const std::string& m : mods) {
     auto bad = [&] { return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'"); };
     if (auto t = types().find(m); t != types().end()) {
@@ -497,10 +498,14 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
     } else if ((op == Op::kLd || op == Op::kSt || op == Op::kMov) && (m == ".v2" || m == ".v4")) {
       in->vec = m == ".v2" ? 2 : 4;
     } else if (ignoredModifiers().count(m) != 0) {
+      // Kept for the node's timing of visibility (Instruction::release); no result depends on it.
+      if (m == ".release" || m == ".acq_rel" || m == ".sc") ordering = true;
+      if (m == ".gpu" || m == ".sys" || m == ".gl") wideScope = true;
     } else {
       return bad();
     }
   }
+  in->release = wideScope && (op == Op::kMembar || (ordering && op == Op::kSt));
   if (op == Op::kCvt) {
     if (ts.size() != 2) return fail(error, "'" + in->text + "' needs a destination and a source type");
     in->type = ts[0];

@@ -553,6 +553,9 @@ class Executor::Run {
     // the offset of the innermost one from its function's linked local addresses (Operand::frame).
     std::vector<uint8_t> stack[32];
     uint64_t shift[32] = {};
+    // A fence at .gpu or .sys scope since its last global store: that store is a release
+    // (GlobalMemory::deferRelease).
+    bool fenced = false;
   };
   struct Barrier {
     uint32_t arrived = 0;
@@ -694,6 +697,7 @@ class Executor::Run {
       for (auto& f : w.frames) f.clear();
       for (auto& st : w.stack) st.clear();
       std::fill(std::begin(w.shift), std::end(w.shift), 0);
+      w.fenced = false;
     }
   }
 
@@ -1363,6 +1367,10 @@ class Executor::Run {
     win_ = MemoryWindow{};
     MulticastWindow mc;
     uint8_t value[32];  // the widest st: .v8 of 32 bits
+    // A release (st.release at .gpu / .sys, or the warp's first store after such a fence): the
+    // memory may hold its bytes back until the writes before it have landed.
+    const bool release = in.release || w.fenced;
+    const bool offer = release || ex_.memory_.holding();
     for (uint32_t m = exec; m != 0; m &= m - 1) {
       const unsigned l = static_cast<unsigned>(__builtin_ctz(m));
       plainMulticastStore_ = true;
@@ -1370,15 +1378,18 @@ class Executor::Run {
       uint8_t* p = locate(w, l, in, in.space, addr[l], esize * n, AccessKind::kWrite);
       plainMulticastStore_ = false;
       if (p == nullptr && !multicastHit_) return;
+      const bool held = p != nullptr && offer && locSpace_ == Space::kGlobal;
       for (unsigned e = 0; e < n; ++e) {
         uint64_t v;
         if (scalar != nullptr) v = scalar[l];
         else v = s.vec[e].isImm ? s.vec[e].imm : row(w, s.vec[e].reg)[l];
-        std::memcpy((p != nullptr ? p : value) + e * esize, &v, esize);
+        std::memcpy((p != nullptr && !held ? p : value) + e * esize, &v, esize);
       }
+      if (held && !ex_.memory_.deferRelease(win_, p, value, esize * n, release)) std::memcpy(p, value, esize * n);
       if (p == nullptr && !multicastStore(w, l, in, addr[l], value, esize * n, mc)) return;
       noteWrite();
     }
+    if (locSpace_ == Space::kGlobal) w.fenced = false;
   }
 
   // A plain st to a multicast address (locate found one): the value goes to every member's
@@ -2267,7 +2278,10 @@ class Executor::Run {
         break;
       case Op::kMembar:
         // Orders memory accesses: a sequential interpreter performs every access in program
-        // order, visible to all threads at once, so there is nothing to do.
+        // order, visible to all threads at once, so there is nothing to do for the results. A
+        // fence beyond the CTA makes the warp's next store a release, which a memory that times
+        // visibility publishes once the writes before it have landed (GlobalMemory::deferRelease).
+        if (in.release) w.fenced = true;
         break;
       case Op::kLd: if (exec) load(w, in, exec); break;
       case Op::kSt: if (exec) store(w, in, exec); break;

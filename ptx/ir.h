@@ -180,6 +180,10 @@ struct Instruction {
   bool fp8Dest = false;
   bool satfinite = false;   // cvt .satfinite
   uint8_t vec = 1;          // ld/st/mov/multimem vector width
+  // Memory ordering at a scope beyond the CTA: a st .release (or .acq_rel, .sc) at .gpu or .sys,
+  // or a fence / membar at .gpu, .gl or .sys (docs/ptx.md, "On the node": the store after it is
+  // seen once the writes before it have landed).
+  bool release = false;
   uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
   bool guardNegated = false;
   uint8_t nops = 0;

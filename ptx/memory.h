@@ -89,6 +89,22 @@ class GlobalMemory {
     (void)kind;
     (void)run;
   }
+  // A store of `n` bytes at `p`, in a window `resolve` gave, that is a release (Instruction::release)
+  // or made while the memory holds stores back (holding): a memory that times visibility may take
+  // the bytes and write them itself once the writes before them have landed (answering true), as
+  // it does for a release and for a later store to a word a held store is to (so that the later
+  // value stays); the executor then leaves them out. The default writes them at once (false: the
+  // executor does).
+  virtual bool deferRelease(const MemoryWindow& window, uint8_t* p, const uint8_t* bytes, unsigned n, bool release) {
+    (void)window;
+    (void)p;
+    (void)bytes;
+    (void)n;
+    (void)release;
+    return false;
+  }
+  // Whether stores are held back now (deferRelease): the executor then offers it every store.
+  virtual bool holding() const { return false; }
   // A warp's turn has ended, every access of it told (accessed). `polling`: the turn only re-read
   // a few words, changed nothing, and the warp was parked as spinning on them
   // (LaunchResult::pollingInstructions); a memory that times traffic may leave its reads out.

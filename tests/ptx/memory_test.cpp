@@ -311,6 +311,67 @@ TEST(PtxMemory, GlobalMemoryIsResolvedAtAccessTime) {
   EXPECT_NE(r.message.find("unmapped"), std::string::npos) << r.message;
 }
 
+// A memory that holds the stores offered as releases (GlobalMemory::deferRelease) and writes the
+// others at once, as the node does for another GPU's memory.
+class HoldingMemory : public FlatMemory {
+ public:
+  bool deferRelease(const MemoryWindow& window, uint8_t* p, const uint8_t* bytes, unsigned n, bool release) override {
+    (void)window;
+    if (!release) return false;
+    uint32_t v = 0;
+    std::memcpy(&v, bytes, std::min<unsigned>(n, 4));
+    held.push_back(v);
+    (void)p;
+    return true;
+  }
+  std::vector<uint32_t> held;
+};
+
+// Which stores are releases: a st.release (or .acq_rel, .sc) at .gpu or .sys scope, and a warp's
+// first store after a membar.gl / membar.sys or a fence at .gpu / .sys scope; not a relaxed or
+// CTA-scoped one, nor a store after a CTA fence, nor the second store after a fence. A held
+// release is the memory's to write: the executor leaves it out.
+TEST(PtxMemory, ReleaseStoresAreOfferedToTheMemoryToHold) {
+  const std::string text = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out) {
+  .reg .u64 %rd<3>;
+  .reg .u32 %r<2>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra DONE;
+  st.relaxed.sys.global.u32 [%rd1], 1;
+  st.release.cta.global.u32 [%rd1+4], 2;
+  st.release.sys.global.u32 [%rd1+8], 3;
+  st.release.gpu.global.u32 [%rd1+12], 4;
+  membar.cta;
+  st.global.u32 [%rd1+16], 5;
+  fence.acq_rel.sys;
+  st.volatile.global.u32 [%rd1+20], 6;
+  st.global.u32 [%rd1+24], 7;
+  membar.gl;
+  st.global.u32 [%rd1+28], 8;
+  fence.sc.gpu;
+  st.global.u32 [%rd1+32], 9;
+DONE:
+  ret;
+}
+)";
+  HoldingMemory mem;
+  Program p(text, "rel.ptx", &mem);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = mem.allocate(64);
+  ASSERT_EQ(p.launch("k", {}, {32, 1, 1}, {out}).fault, Fault::kNone);
+  EXPECT_EQ(mem.held, (std::vector<uint32_t>{3, 4, 6, 8, 9}));
+  std::vector<uint32_t> v(9);
+  std::memcpy(v.data(), mem.host(out), 36);
+  EXPECT_EQ(v, (std::vector<uint32_t>{1, 2, 0, 0, 5, 0, 7, 0, 0}));
+}
+
 // The node's path: mappings and rights in a model::AddressSpace, bytes in model::LazyRegions.
 TEST(PtxMemory, AddressSpaceMemoryFollowsMappingsAndRights) {
   model::AddressSpace space(0x100000000ull, 1ull << 32, /*deviceCount=*/2);

@@ -333,6 +333,100 @@ TEST_F(TimingTest, AFailingStreamCallChangesNothing) {
   EXPECT_EQ(mcsim::api::stateDigest(), before);
 }
 
+// A producer kernel on GPU 0 stores 4 MiB into GPU 1's memory, then (after a barrier and a
+// system-scope fence) sets a flag there; a consumer kernel on GPU 1 spins on the flag. The flag is
+// seen only once the stores before it have landed (docs/ptx.md, "On the node"): the consumer ends
+// after the producer's traffic is done and no sooner than the bytes take over NVLink. (Before
+// 2026-11-29 a slice's writes were seen at its start, and the consumer ended within a few
+// microseconds of the producer's start, with the data still on its way.)
+const char* const kFlagPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry producer(.param .u64 data, .param .u64 flag, .param .u32 iters) {
+  .reg .u64 %rd<4>;
+  .reg .u32 %r<5>;
+  .reg .pred %p<3>;
+  ld.param.u64 %rd1, [data];
+  ld.param.u64 %rd2, [flag];
+  ld.param.u32 %r1, [iters];
+  mov.u32 %r2, %tid.x;
+  mul.wide.u32 %rd3, %r2, 16;
+  add.u64 %rd1, %rd1, %rd3;
+  mov.u32 %r3, 0;
+STORE:
+  st.global.v4.u32 [%rd1], {%r2, %r2, %r2, %r2};
+  add.u64 %rd1, %rd1, 16384;
+  add.u32 %r3, %r3, 1;
+  setp.lt.u32 %p1, %r3, %r1;
+  @%p1 bra STORE;
+  bar.sync 0;
+  setp.ne.u32 %p2, %r2, 0;
+  @%p2 bra DONE;
+  membar.sys;
+  mov.u32 %r4, 1;
+  st.release.sys.global.u32 [%rd2], %r4;
+DONE:
+  ret;
+}
+.visible .entry consumer(.param .u64 flag) {
+  .reg .u64 %rd<2>;
+  .reg .u32 %r<2>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [flag];
+SPIN:
+  ld.acquire.sys.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra SPIN;
+  ret;
+}
+)";
+
+TEST_F(TimingTest, AFlagWrittenAfterPeerStoresIsSeenWhenTheyHaveLanded) {
+  constexpr uint32_t kThreads = 1024, kIters = 256;  // 16 B a thread an iteration: 4 MiB
+  constexpr size_t kData = size_t{kThreads} * 16 * kIters;
+  CUmodule m0 = nullptr, m1 = nullptr;
+  CUfunction producer = nullptr, consumer = nullptr;
+  ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  ASSERT_OK(cuModuleLoadData(&m1, kFlagPtx));
+  ASSERT_OK(cuModuleGetFunction(&consumer, m1, "consumer"));
+  ASSERT_OK(cuMemsetD32(src[1], 0, 1));
+  CUevent consumed = nullptr;
+  ASSERT_OK(cuEventCreate(&consumed, 0));
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  ASSERT_OK(cuModuleLoadData(&m0, kFlagPtx));
+  ASSERT_OK(cuModuleGetFunction(&producer, m0, "producer"));
+  CUevent start = nullptr, produced = nullptr;
+  ASSERT_OK(cuEventCreate(&start, 0));
+  ASSERT_OK(cuEventCreate(&produced, 0));
+
+  CUdeviceptr flag = src[1], data = dst[1];
+  uint32_t iters = kIters;
+  void* consumerArgs[] = {&flag};
+  void* producerArgs[] = {&data, &flag, &iters};
+  ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  ASSERT_OK(cuLaunchKernel(consumer, 1, 1, 1, 32, 1, 1, 0, s[1][0], consumerArgs, nullptr));
+  ASSERT_OK(cuEventRecord(consumed, s[1][0]));
+  ASSERT_OK(cuCtxSetCurrent(ctx[0]));
+  ASSERT_OK(cuEventRecord(start, s[0][0]));
+  ASSERT_OK(cuLaunchKernel(producer, 1, 1, 1, kThreads, 1, 1, 0, s[0][0], producerArgs, nullptr));
+  ASSERT_OK(cuEventRecord(produced, s[0][0]));
+  ASSERT_OK(cuEventSynchronize(produced));
+  ASSERT_OK(cuCtxSetCurrent(ctx[1]));
+  ASSERT_OK(cuEventSynchronize(consumed));
+
+  float producedMs = 0, consumedMs = 0;
+  ASSERT_OK(cuEventElapsedTime(&producedMs, start, produced));
+  ASSERT_OK(cuEventElapsedTime(&consumedMs, start, consumed));
+  // The flag lands last of the producer's stores, when its kernel's traffic is done.
+  EXPECT_GE(consumedMs, producedMs);
+  // 4 MiB at the preset's NVLink rate (396 GB/s) at least, however fast one SM issues them.
+  EXPECT_GT(consumedMs * 1e-3, static_cast<double>(kData) / 396e9);
+  uint32_t last = 0;
+  ASSERT_OK(cuMemcpyDtoH(&last, data + kData - 4, 4));
+  EXPECT_EQ(last, kThreads - 1);
+}
+
 // Runs the workload program with `env` prepended; returns its output.
 std::string runWorkload(const std::string& env) {
   const std::string cmd = env + " " + MCSIM_TIMING_WORKLOAD + " 2>&1";
