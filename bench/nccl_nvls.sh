@@ -4,9 +4,10 @@
 # 64 MiB) one program runs ncclAllReduce (f32, sum, NCCL_ALGO=NVLS; MCSIM_BENCH_NVLS_ALGO=Ring for
 # the ring, with NVLS off) MCSIM_BENCH_NVLS_REPEAT times (default 2: the first includes NCCL's NVLS
 # buffer set-up, done at its first collective), each run MCSIM_BENCH_NVLS_BATCH collectives back
-# to back (default 3) between events on rank 0's stream, their mean reported, every element
-# checked. nccl-tests times its iterations so: the host's launch work for 8 GPUs (tens of
-# microseconds of the host's clock, docs/model.md) overlaps the GPUs' work but for the first. Prints the program's wall, user
+# to back (default 3), events on rank 0's stream around all but the first, their mean reported,
+# every element checked: the figure nccl-tests' mean over many iterations approaches, in which the
+# host's launch work for 8 GPUs (tens of microseconds of the host's clock, docs/model.md)
+# overlaps the GPUs' work. Prints the program's wall, user
 # and system CPU time, its peak memory, each run's simulated time, and the last run's algorithm
 # and bus bandwidth (busbw = 2 (n-1)/n x bytes / time, nccl-tests' definition). For one size
 # with the timeline summary (simulated time per kernel, link and switch), set
