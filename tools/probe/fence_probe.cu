@@ -12,14 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::printf("error: %s -> %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-      return 1;                                                                       \
-    }                                                                                 \
-  } while (0)
+#include "probe_runtime.h"
 
 __device__ __forceinline__ uint64_t globaltimer() {
   uint64_t t;
@@ -59,7 +52,7 @@ __global__ void producer(uint4* dst, volatile uint64_t* flag, uint64_t chunk, in
 
 int main() {
   int count = 0;
-  CK(cudaGetDeviceCount(&count));
+  CHECK(cudaGetDeviceCount(&count));
   if (count < 2) {
     std::printf("meta.skipped = fewer than 2 GPUs\n");
     return 0;
@@ -68,39 +61,39 @@ int main() {
   uint4 *src = nullptr, *peerBig = nullptr, *peerSteps = nullptr;
   uint64_t* flag = nullptr;
   uint64_t* out = nullptr;
-  CK(cudaSetDevice(1));
-  CK(cudaMalloc(&peerBig, big));
-  CK(cudaMalloc(&peerSteps, 8 << 20));
-  CK(cudaMalloc(&flag, 64));
-  CK(cudaSetDevice(0));
-  CK(cudaDeviceEnablePeerAccess(1, 0));
-  CK(cudaMalloc(&src, big));
-  CK(cudaMemset(src, 1, big));
-  CK(cudaMallocManaged(&out, 2 * sizeof(uint64_t)));
+  CHECK(cudaSetDevice(1));
+  CHECK(cudaMalloc(&peerBig, big));
+  CHECK(cudaMalloc(&peerSteps, 8 << 20));
+  CHECK(cudaMalloc(&flag, 64));
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaDeviceEnablePeerAccess(1, 0));
+  CHECK(cudaMalloc(&src, big));
+  CHECK(cudaMemset(src, 1, big));
+  CHECK(cudaMallocManaged(&out, 2 * sizeof(uint64_t)));
   cudaStream_t bg, fg;
-  CK(cudaStreamCreateWithFlags(&bg, cudaStreamNonBlocking));
-  CK(cudaStreamCreateWithFlags(&fg, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&bg, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&fg, cudaStreamNonBlocking));
   const int steps = 200;
   for (const uint64_t chunk : {uint64_t{0}, uint64_t{16} << 10, uint64_t{64} << 10, uint64_t{512} << 10}) {
     for (const int blocks : {0, 24, 128}) {
       float bgMs = 0;
       cudaEvent_t a, b;
-      CK(cudaEventCreate(&a));
-      CK(cudaEventCreate(&b));
+      CHECK(cudaEventCreate(&a));
+      CHECK(cudaEventCreate(&b));
       if (blocks > 0) {
-        CK(cudaEventRecord(a, bg));
+        CHECK(cudaEventRecord(a, bg));
         streamToPeer<<<blocks, 1024, 0, bg>>>(peerBig, src, big / sizeof(uint4), 4);
-        CK(cudaGetLastError());
-        CK(cudaEventRecord(b, bg));
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(b, bg));
       }
       producer<<<1, 512, 0, fg>>>(peerSteps, flag, chunk, steps, out);
-      CK(cudaGetLastError());
-      CK(cudaStreamSynchronize(fg));
+      CHECK(cudaGetLastError());
+      CHECK(cudaStreamSynchronize(fg));
       const uint64_t fenceNs = out[0], stepNs = out[1];
-      CK(cudaStreamSynchronize(bg));
-      if (blocks > 0) CK(cudaEventElapsedTime(&bgMs, a, b));
-      CK(cudaEventDestroy(a));
-      CK(cudaEventDestroy(b));
+      CHECK(cudaStreamSynchronize(bg));
+      if (blocks > 0) CHECK(cudaEventElapsedTime(&bgMs, a, b));
+      CHECK(cudaEventDestroy(a));
+      CHECK(cudaEventDestroy(b));
       std::printf("fence.chunk%llu.bg%d = fence %.0f ns, step %.0f ns (background %.3f ms)\n",
                   static_cast<unsigned long long>(chunk), blocks, double(fenceNs) / steps, double(stepNs) / steps, bgMs);
     }

@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "probe_runtime.h"
+
 namespace {
 
 __global__ void vadd(const float* a, const float* b, float* c, int n) {
@@ -63,15 +65,6 @@ __global__ void strided(const unsigned* in, unsigned* out, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = in[(static_cast<size_t>(i) * 32) % static_cast<size_t>(n)] + 1;
 }
-
-#define CHECK(call)                                                                             \
-  do {                                                                                          \
-    const cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::printf("FAILED: %s = %s (line %d)\n", #call, cudaGetErrorName(e_), __LINE__);        \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
 
 uint64_t digestOf(const void* device, size_t bytes) {
   std::vector<unsigned char> h(bytes);
