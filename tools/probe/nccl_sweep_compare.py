@@ -11,6 +11,8 @@ import re
 import statistics
 import sys
 
+from peer_matrix_compare import size_text
+
 
 def read(path):
     cur, runs = None, {}
@@ -37,8 +39,7 @@ def main():
     for key in sorted(set(real) & set(sim), key=lambda k: (k[0], k[2], k[1])):
         config, floats, coll = key
         b = floats * 4
-        size = f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB" if b >= 1 << 10 else f"{b} B"
-        print(f"| {size} | {config} | {coll} | {real[key]:.1f} | {sim[key]:.1f} | {sim[key] / real[key]:.2f} | "
+        print(f"| {size_text(b)} | {config} | {coll} | {real[key]:.1f} | {sim[key]:.1f} | {sim[key] / real[key]:.2f} | "
               f"{b / real[key] / 1e3:.1f} / {b / sim[key] / 1e3:.1f} |")
 
 
