@@ -6,11 +6,18 @@
 // Plain device memory and peer access only: no cuMulticast* call. Built with nvcc for the real
 // GPUs (nvcc -O2 -arch=sm_90 fence_probe.cu -o fence_probe) and against mcsim alike.
 //
-//   fence_probe   (needs 2 GPUs with peer access)
+// `sweep` adds what a model of the fence needs: the four fences a program writes
+// (fence.sc.sys = __threadfence_system(), fence.acq_rel.sys = NCCL's step fence, fence.sc.gpu =
+// __threadfence(), fence.acq_rel.gpu), beside background traffic to the peer or within the GPU
+// (HBM to HBM), from 1 to 128 background blocks, with no data of the fencing block's own and with
+// 64 KiB a step: `sweep.<fence>.<peer|local>.chunk<bytes>.bg<blocks>` lines.
+//
+//   fence_probe [sweep]   (needs 2 GPUs with peer access)
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "probe_runtime.h"
 
@@ -27,8 +34,19 @@ __global__ void streamToPeer(uint4* dst, const uint4* src, uint64_t n, int loops
       dst[i] = src[i];
 }
 
+// The fences `sweep` times, by number.
+template <int Kind>
+__device__ __forceinline__ void fence() {
+  if (Kind == 0) asm volatile("fence.sc.sys;" ::: "memory");
+  if (Kind == 1) asm volatile("fence.acq_rel.sys;" ::: "memory");
+  if (Kind == 2) asm volatile("fence.sc.gpu;" ::: "memory");
+  if (Kind == 3) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+const char* const kFenceNames[] = {"sc_sys", "acq_rel_sys", "sc_gpu", "acq_rel_gpu"};
+
 // The producer: `steps` steps of `chunk` bytes to `dst` (a peer's), each published by a fence and a
-// flag. out[0] = total ns in fences, out[1] = total ns of the steps.
+// flag. out[0] = total ns in fences, out[1] = total ns of the steps. Kind < 0: __threadfence_system().
+template <int Kind = -1>
 __global__ void producer(uint4* dst, volatile uint64_t* flag, uint64_t chunk, int steps, uint64_t* out) {
   const uint64_t n = chunk / sizeof(uint4);
   uint64_t fenceNs = 0;
@@ -38,7 +56,8 @@ __global__ void producer(uint4* dst, volatile uint64_t* flag, uint64_t chunk, in
     __syncthreads();
     if (threadIdx.x == 0) {
       const uint64_t t0 = globaltimer();
-      __threadfence_system();
+      if (Kind < 0) __threadfence_system();
+      else fence<Kind>();
       fenceNs += globaltimer() - t0;
       *flag = s + 1;
     }
@@ -50,7 +69,8 @@ __global__ void producer(uint4* dst, volatile uint64_t* flag, uint64_t chunk, in
   }
 }
 
-int main() {
+int main(int argc, char** argv) {
+  const bool sweep = argc > 1 && std::strcmp(argv[1], "sweep") == 0;
   int count = 0;
   CHECK(cudaGetDeviceCount(&count));
   if (count < 2) {
@@ -69,11 +89,59 @@ int main() {
   CHECK(cudaDeviceEnablePeerAccess(1, 0));
   CHECK(cudaMalloc(&src, big));
   CHECK(cudaMemset(src, 1, big));
-  CHECK(cudaMallocManaged(&out, 2 * sizeof(uint64_t)));
+  // Device memory read back with a copy (mcsim does not model managed memory).
+  CHECK(cudaMalloc(&out, 2 * sizeof(uint64_t)));
+  uint64_t result[2] = {};
   cudaStream_t bg, fg;
   CHECK(cudaStreamCreateWithFlags(&bg, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&fg, cudaStreamNonBlocking));
   const int steps = 200;
+  if (sweep) {
+    // The background outlasts the producer: its time is printed to show it.
+    uint4* localDst = nullptr;
+    CHECK(cudaMalloc(&localDst, big));
+    const uint64_t chunks[] = {0, uint64_t{64} << 10};
+    const int depths[] = {0, 1, 2, 4, 8, 24, 128};
+    for (int kind = 0; kind < 4; ++kind) {
+      for (const bool peer : {true, false}) {
+        for (const uint64_t chunk : chunks) {
+          for (const int blocks : depths) {
+            if (blocks == 0 && !peer) continue;  // the same as the peer line's
+            cudaEvent_t a, b;
+            CHECK(cudaEventCreate(&a));
+            CHECK(cudaEventCreate(&b));
+            if (blocks > 0) {
+              CHECK(cudaEventRecord(a, bg));
+              // Local copies run about 8 times faster: more rounds keep them going as long.
+              streamToPeer<<<blocks, 1024, 0, bg>>>(peer ? peerBig : localDst, src, big / sizeof(uint4),
+                                                    peer ? 8 : 64);
+              CHECK(cudaGetLastError());
+              CHECK(cudaEventRecord(b, bg));
+            }
+            switch (kind) {
+              case 0: producer<0><<<1, 512, 0, fg>>>(peerSteps, flag, chunk, steps, out); break;
+              case 1: producer<1><<<1, 512, 0, fg>>>(peerSteps, flag, chunk, steps, out); break;
+              case 2: producer<2><<<1, 512, 0, fg>>>(peerSteps, flag, chunk, steps, out); break;
+              default: producer<3><<<1, 512, 0, fg>>>(peerSteps, flag, chunk, steps, out); break;
+            }
+            CHECK(cudaGetLastError());
+            CHECK(cudaStreamSynchronize(fg));
+            CHECK(cudaMemcpy(result, out, sizeof(result), cudaMemcpyDeviceToHost));
+            const uint64_t fenceNs = result[0], stepNs = result[1];
+            CHECK(cudaStreamSynchronize(bg));
+            float bgMs = 0;
+            if (blocks > 0) CHECK(cudaEventElapsedTime(&bgMs, a, b));
+            CHECK(cudaEventDestroy(a));
+            CHECK(cudaEventDestroy(b));
+            std::printf("sweep.%s.%s.chunk%llu.bg%d = fence %.0f ns, step %.0f ns (producer %.3f ms, background %.3f ms)\n",
+                        kFenceNames[kind], peer ? "peer" : "local", static_cast<unsigned long long>(chunk), blocks,
+                        double(fenceNs) / steps, double(stepNs) / steps, double(stepNs) / 1e6, bgMs);
+          }
+        }
+      }
+    }
+    return 0;
+  }
   for (const uint64_t chunk : {uint64_t{0}, uint64_t{16} << 10, uint64_t{64} << 10, uint64_t{512} << 10}) {
     for (const int blocks : {0, 24, 128}) {
       float bgMs = 0;
@@ -86,10 +154,11 @@ int main() {
         CHECK(cudaGetLastError());
         CHECK(cudaEventRecord(b, bg));
       }
-      producer<<<1, 512, 0, fg>>>(peerSteps, flag, chunk, steps, out);
+      producer<><<<1, 512, 0, fg>>>(peerSteps, flag, chunk, steps, out);
       CHECK(cudaGetLastError());
       CHECK(cudaStreamSynchronize(fg));
-      const uint64_t fenceNs = out[0], stepNs = out[1];
+      CHECK(cudaMemcpy(result, out, sizeof(result), cudaMemcpyDeviceToHost));
+      const uint64_t fenceNs = result[0], stepNs = result[1];
       CHECK(cudaStreamSynchronize(bg));
       if (blocks > 0) CHECK(cudaEventElapsedTime(&bgMs, a, b));
       CHECK(cudaEventDestroy(a));
