@@ -60,6 +60,7 @@ void fillBytes(uint8_t* p, uint64_t len, uint32_t value, unsigned elementBytes) 
 NodeModel::NodeModel(const Preset& preset, Engine& engine)
     : preset_(preset), engine_(engine), health_(healthyLinks(preset)) {
   for (int g = 0; g < preset.gpuCount; ++g) gpus_.push_back(std::make_unique<model::Gpu>(g, preset.gpu.timing, &horizon_));
+  smRemoteLanded_.assign(static_cast<size_t>(preset.gpuCount), 0);
   const double perLink = preset.nvlink.gbytesPerSecPerLinkPerDirection * preset.nvlink.efficiency * 1e9;
   // Switches reached over equally many links form a plane (node_model.h); switches no GPU links to
   // carry nothing.

@@ -306,6 +306,10 @@ class NodeModel : public std::enable_shared_from_this<NodeModel> {
   // Writes to memory so far (by a copy, a memset, a kernel's step or a PTX kernel's slice): a
   // waiting PTX kernel resumes once it has moved on.
   uint64_t memoryEpoch_ = 0;
+  // Per GPU (engine ordinal), when the NVLink traffic its PTX kernels have issued so far lands: a
+  // fence at .sys scope waits for it (executePtxKernel). Sized once, with the GPUs: a running
+  // kernel holds a reference to its GPU's.
+  std::vector<uint64_t> smRemoteLanded_;
   // Simulation thread: memory has changed; whoever waits for it looks again.
   void memoryChanged();
   // Device work running (execute), and of it the work that can only wait or spin until memory

@@ -39,6 +39,7 @@
 #include <map>
 #include <mutex>
 #include <queue>
+#include <set>
 #include <shared_mutex>
 #include <utility>
 
@@ -84,8 +85,9 @@ class LaunchMemory : public ptx::GlobalMemory {
   LaunchMemory(const LaunchMemory&) = delete;
   LaunchMemory& operator=(const LaunchMemory&) = delete;
 
-  LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned, const model::LinkHealth& health, int device)
-      : launch_(launch), abandoned_(abandoned), health_(health),
+  LaunchMemory(const PtxLaunch& launch, const std::atomic<bool>* abandoned, const model::LinkHealth& health, int device,
+               const model::SmSpec& sm)
+      : launch_(launch), abandoned_(abandoned), health_(health), sm_(sm),
         inner_(
             *launch.space, [this](model::AllocId id, uint64_t* size) { return backing(id, size); },
             [this](model::AllocId id, uint64_t offset, ptx::MulticastWindow* out) { return members(id, offset, out); }),
@@ -193,6 +195,24 @@ class LaunchMemory : public ptx::GlobalMemory {
     return true;
   }
   bool holding() const override { return !heldAt_.empty(); }
+
+  // A fence is timed when the GPU's preset gives its scope a cost: the node places it among the
+  // slice's chunks (`mark`, as a held release's) and completes it (fenceCompleted).
+  uint64_t fence(bool system) override {
+    if ((system ? sm_.fenceSysPs : sm_.fenceGpuPs) == 0) return 0;
+    fences_.push_back(Fence{++lastTicket_, sliceBytes_, system});
+    pendingFences_.insert(lastTicket_);
+    return lastTicket_;
+  }
+  bool fenceDone(uint64_t ticket) override { return pendingFences_.count(ticket) == 0; }
+  void fenceCompleted(uint64_t ticket) { pendingFences_.erase(ticket); }
+  struct Fence {
+    uint64_t ticket = 0;
+    uint64_t mark = 0;  // bytes of traffic the kernel had moved in its slice before it
+    bool system = false;
+  };
+  // The fences made since the last call, in the order they were made.
+  std::vector<Fence> takeFences() { return std::exchange(fences_, {}); }
   // The node wrote a held store.
   void wrote(const uint8_t* at) {
     auto it = heldAt_.find(at);
@@ -215,7 +235,7 @@ class LaunchMemory : public ptx::GlobalMemory {
     uint64_t mark = 0;
   };
   // The release stores held back since the last call, in the order they were made; the slice's
-  // count of bytes starts again.
+  // count of bytes starts again (call takeFences first).
   std::vector<Released> takeReleased() {
     sliceBytes_ = 0;
     return std::exchange(released_, {});
@@ -273,6 +293,7 @@ class LaunchMemory : public ptx::GlobalMemory {
   const PtxLaunch& launch_;
   const std::atomic<bool>* abandoned_;
   const model::LinkHealth& health_;
+  const model::SmSpec& sm_;
   ptx::AddressSpaceMemory inner_;
   model::AllocId lastAlloc_ = 0;
   std::map<const uint8_t*, model::AllocId> windows_;  // resolved window -> its allocation
@@ -284,6 +305,9 @@ class LaunchMemory : public ptx::GlobalMemory {
   uint64_t sliceBytes_ = 0;   // bytes of traffic told (accessed) this slice
   std::vector<Released> released_;
   std::map<const uint8_t*, int> heldAt_;  // where held stores are to, and how many to each
+  std::vector<Fence> fences_;
+  std::set<uint64_t> pendingFences_;  // fences made and not yet completed
+  uint64_t lastTicket_ = 0;
 };
 
 model::WorkFault::Kind faultKind(ptx::Fault f) {
@@ -320,13 +344,17 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // Its process is gone (the space with it): the kernel never runs.
   if (stopped()) return;
 
-  LaunchMemory memory(launch, w.abandoned.get(), health_, w.engineGpu);
-  ptx::Executor executor(*launch.module, memory);
-  ptx::Executor::RunPtr run = executor.start(launch.kernel, launch.config);
-
   // Instructions: the SMs the grid occupies issue them.
   const uint64_t blocks = uint64_t{launch.config.grid.x} * launch.config.grid.y * launch.config.grid.z;
   const uint64_t sms = std::min(std::max<uint64_t>(blocks, 1), sm.smCount);
+  // %globaltimer reads simulated time (Executor::setClock before each slice).
+  if (sm.warpInstructionsPerSecPerSm > 0) {
+    launch.config.warpInstructionPs = 1e12 / (sm.warpInstructionsPerSecPerSm * static_cast<double>(sms));
+  }
+  LaunchMemory memory(launch, w.abandoned.get(), health_, w.engineGpu, sm);
+  ptx::Executor executor(*launch.module, memory);
+  ptx::Executor::RunPtr run = executor.start(launch.kernel, launch.config);
+
   const auto issuePs = [&](uint64_t instructions) -> uint64_t {
     if (sm.warpInstructionsPerSecPerSm <= 0) return 0;
     return static_cast<uint64_t>(static_cast<double>(instructions) * 1e12 /
@@ -385,6 +413,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     uint64_t from = 0, to = 0, at = 0;
     bool rereads = false;
     MemorySpan span;  // reads and writes: the allocation's backing, as a span of one run
+    // Writes over NVLink (to another GPU's memory, or multimem st, red and the store of a
+    // load-reduce-store), which fences wait for (below); reads are done when their data is used.
+    bool remoteWrite = false;
   };
   // Where each allocation's reads and writes have got to. A slice that moved no more bytes than
   // the range of the allocation it reached streams on from where the previous slice left off
@@ -407,6 +438,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
         const uint64_t low = std::min(d.low, size - 1), high = std::min(std::max(d.high, low + 1), size);
         Stream s{write ? Mode::kWrite : Mode::kRead, alloc, d.bytes};
         s.span = MemorySpan{MemoryRun{b.ref, nullptr, size}};
+        s.remoteWrite = write && b.ref.gpu != w.engineGpu;
         s.rereads = d.bytes > high - low;
         auto [cur, fresh] = cursor.try_emplace({alloc, write}, low);
         if (!fresh && (cur->second < low || cur->second >= high)) cur->second = low;
@@ -464,6 +496,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
       const auto add = [&](Mode mode, uint64_t n) {
         Stream s{mode, object, n};
         s.at = startAt;
+        s.remoteWrite = mode != Mode::kLoad;
         streams.push_back(s);
       };
       switch (key.second) {
@@ -483,6 +516,10 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     }
   };
 
+  // When the kernel's writes over NVLink issued so far have left the GPU, and when those of every
+  // PTX kernel of its GPU have landed (what a .gpu and a .sys fence wait for: below).
+  uint64_t remoteLeft = start;
+  uint64_t& gpuRemoteLanded = smRemoteLanded_[static_cast<size_t>(w.engineGpu)];
   // One chunk of stream `s`, going out now; the time it leaves the window. `end`: when all is done.
   const auto issue = [&](Stream& s, uint64_t* end) {
     const uint64_t now = Engine::simNowPs();
@@ -531,15 +568,25 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     const uint64_t smDone = sm.bytesPerSecPerSm > 0 ? smIssue.serve(now, smBytes) : now;
     s.bytes -= n;
     *end = std::max({*end, done, smDone});
+    if (s.remoteWrite) {
+      remoteLeft = std::max(remoteLeft, released);
+      gpuRemoteLanded = std::max(gpuRemoteLanded, done);
+    }
     return std::max(released, smDone);
   };
   // The slice's streams, chunk by chunk, in turn.
-  // `progress`: after each chunk, the slice's bytes issued so far and when everything issued so
-  // far (the slice's and before) is done, for placing its release stores (below).
-  std::vector<std::pair<uint64_t, uint64_t>> progress;
+  // `progress`: before the first chunk and after each, the slice's bytes issued so far, when
+  // everything issued so far (the slice's and before) is done, when the kernel's NVLink writes
+  // have left the GPU and the GPU's have landed, and the time; for placing its release stores
+  // and fences (below).
+  struct Progress {
+    uint64_t moved, end, remoteLeft, gpuRemoteLanded, at;
+  };
+  std::vector<Progress> progress;
   const auto streamAll = [&](uint64_t* end) {
     progress.clear();
     uint64_t moved = 0;
+    progress.push_back(Progress{0, *end, remoteLeft, gpuRemoteLanded, Engine::simNowPs()});
     for (bool more = true; more;) {
       more = false;
       for (Stream& s : streams) {
@@ -549,7 +596,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
         const uint64_t leaves = issue(s, end);
         enter(leaves, before - s.bytes);
         moved += before - s.bytes;
-        progress.emplace_back(moved, *end);
+        progress.push_back(Progress{moved, *end, remoteLeft, gpuRemoteLanded, Engine::simNowPs()});
         more = more || s.bytes > 0;
       }
     }
@@ -599,11 +646,43 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   const auto holdReleased = [&](std::vector<LaunchMemory::Released> released) {
     for (LaunchMemory::Released& r : released) {
       auto at = std::upper_bound(progress.begin(), progress.end(), r.mark,
-                                 [](uint64_t m, const std::pair<uint64_t, uint64_t>& p) { return m < p.first; });
-      uint64_t t = at != progress.end() ? at->second : landed;
+                                 [](uint64_t m, const Progress& p) { return m < p.moved; });
+      uint64_t t = at != progress.end() ? at->end : landed;
       if (!held.empty()) t = std::max(t, held.back().first);
       held.emplace_back(t, r);
     }
+  };
+  // Fences (LaunchMemory::fence): a warp that makes one at .gpu or .sys scope waits, as on a GPU,
+  // while the writes before it are made visible at that scope. Measured on two H200s
+  // (docs/real-driver.md, section 17): on an idle GPU a .sys fence takes 0.8-1.3 us and a .gpu
+  // one 0.3 us, with or without a step of data to a peer before it; beside other kernels'
+  // traffic to a peer that fills the links, a .sys fence takes 6-13 us even with nothing of its
+  // own to order (it waits for the GPU's NVLink traffic queued before it, whoever issued it),
+  // while traffic within the GPU leaves it alone; a .gpu fence waits behind its own stores to a
+  // peer (8-11 us when they queue behind such traffic), little for other kernels' (0.8-2.5 us).
+  // So a .sys fence completes when every PTX kernel's writes over NVLink from the GPU issued
+  // before it have landed, a .gpu fence when its kernel's have left the GPU (its kernel's stands for its own,
+  // as the slice does not tell warps apart), each no sooner than the preset's cost for its scope
+  // after it (sm.fence_sys_ns, sm.fence_gpu_ns: the idle figures). Its place among the slice's
+  // chunks is its mark, as a held release's. Completion times, with their tickets, in time order.
+  std::multimap<uint64_t, uint64_t> fenceAt;
+  const auto placeFences = [&](const std::vector<LaunchMemory::Fence>& fences) {
+    for (const LaunchMemory::Fence& f : fences) {
+      auto at = std::lower_bound(progress.begin(), progress.end(), f.mark,
+                                 [](const Progress& p, uint64_t m) { return p.moved < m; });
+      const Progress& p = at != progress.end() ? *at : progress.back();
+      const uint64_t least = p.at + (f.system ? sm.fenceSysPs : sm.fenceGpuPs);
+      fenceAt.emplace(std::max(least, f.system ? p.gpuRemoteLanded : p.remoteLeft), f.ticket);
+    }
+  };
+  // Completes the fences due by now; returns whether one was.
+  const auto completeFences = [&] {
+    bool any = false;
+    for (; !fenceAt.empty() && fenceAt.begin()->first <= Engine::simNowPs(); fenceAt.erase(fenceAt.begin())) {
+      memory.fenceCompleted(fenceAt.begin()->second);
+      any = true;
+    }
+    return any;
   };
   // Whether the kernel can only wait or spin (NodeModel::noteStuck), and while it spins without
   // waiting, its entry among the waiting kernels, for the hang report.
@@ -634,7 +713,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   };
   for (;;) {
     writeLanded(false);
+    completeFences();
     if (memoryEpoch_ != seen) ptx::Executor::wake(*run);
+    ptx::Executor::setClock(*run, Engine::simNowPs() / 1000);
     state = ptx::Executor::advance(*run, kSliceWarpInstructions);
     // A kernel that waits before and after a slice may have worked in between (released, it
     // answered and waits again): that breaks a run of spinning (NodeModel::noteProgress).
@@ -653,6 +734,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     addMultimem(memory.takeMultimemTraffic());
     streamAll(&landed);
     end = std::max(end, landed);
+    placeFences(memory.takeFences());
     holdReleased(memory.takeReleased());
     writeLanded(false);
     if (state == ptx::RunState::kFinished || state == ptx::RunState::kFaulted) break;
@@ -663,22 +745,26 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     }
     if (state == ptx::RunState::kWaiting) {
       dropSpinEntry();
-      setStuck(true);
-      // Every warp spins: the kernel waits, from when its slice's instructions have issued, until
-      // memory changes; it cannot resume earlier than the write that releases it. (Its traffic
-      // still in flight goes on meanwhile, as a running kernel's does, and bounds its end.)
+      // A kernel whose warps wait on a fence goes on by itself when it completes.
+      setStuck(fenceAt.empty());
+      // Every warp spins or waits on a fence: the kernel waits, from when its slice's
+      // instructions have issued, until memory changes or a fence completes; it cannot resume
+      // earlier than the write that releases it. (Its traffic still in flight goes on meanwhile,
+      // as a running kernel's does, and bounds its end.)
       engine.waitUntil(issued);
       writeLanded(false);
       const uint64_t id = listWaiting();
       ++memoryWatchers_;
-      // It waits for memory to change or its own next held store to land, whichever comes first
-      // (the kernel it waits on may wait on that store: a ring's two directions).
-      while (memoryEpoch_ == seen && !stopped()) {
-        if (held.empty()) {
+      // It waits for memory to change, its own next held store to land or its next fence to
+      // complete, whichever comes first (the kernel it waits on may wait on that store: a ring's
+      // two directions).
+      while (memoryEpoch_ == seen && !stopped() && !completeFences()) {
+        uint64_t next = held.empty() ? UINT64_MAX : held.front().first;
+        if (!fenceAt.empty()) next = std::min(next, fenceAt.begin()->first);
+        if (next == UINT64_MAX) {
           sc_core::wait(signalled());
         } else {
-          sc_core::wait(sc_core::sc_time(static_cast<double>(held.front().first - Engine::simNowPs()), sc_core::SC_PS),
-                        signalled());
+          sc_core::wait(sc_core::sc_time(static_cast<double>(next - Engine::simNowPs()), sc_core::SC_PS), signalled());
           writeLanded(false);
         }
       }
@@ -691,7 +777,11 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
       issued = Engine::simNowPs();
       continue;  // its warps look again at the top of the loop (the epoch moved)
     }
-    engine.waitUntil(issued);
+    // A warp waiting on a fence resumes when it completes: the next slice starts no earlier, or
+    // the warp would wait for the whole next slice's traffic to be streamed (its warps run on
+    // while it waits, and a slice's traffic takes as long as it takes), however soon its fence
+    // completed: NCCL's step flag, posted after the fence, came a step late so.
+    engine.waitUntil(fenceAt.empty() ? issued : std::max(issued, fenceAt.begin()->first));
     if (stopped()) break;
   }
   setStuck(false);

@@ -227,6 +227,9 @@ model::GpuTimingSpec readGpuTiming(const JsonSource& src, const GpuSpec& g) {
     t.sm.maxResidentThreads = static_cast<uint64_t>(std::max<int64_t>(
         1, attributeOr(g, "MULTIPROCESSOR_COUNT", 1) * attributeOr(g, "MAX_THREADS_PER_MULTIPROCESSOR", 2048)));
     t.sm.bytesPerSecPerSm = m.number("gbytes_per_s_per_sm", false, 1, 1e5, 0) * 1e9;
+    // Optional: without them fences cost nothing beyond their ordering.
+    t.sm.fenceGpuPs = static_cast<uint64_t>(m.integer("fence_gpu_ns", false, 0, 1000000)) * 1000;
+    t.sm.fenceSysPs = static_cast<uint64_t>(m.integer("fence_sys_ns", false, 0, 1000000)) * 1000;
     t.sm.smCount = static_cast<uint64_t>(std::max<int64_t>(1, attributeOr(g, "MULTIPROCESSOR_COUNT", 1)));
     // Four warp schedulers per SM, each issuing one warp instruction a cycle (the SM of Volta and
     // every architecture since: NVIDIA's Volta, Ampere and Hopper architecture whitepapers, "four

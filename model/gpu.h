@@ -46,6 +46,10 @@ struct SmSpec {
   // Warp instructions one SM issues a second (a PTX kernel's instructions, docs/ptx.md): its warp
   // schedulers times the SM clock.
   double warpInstructionsPerSecPerSm = 0;
+  // What a fence at .gpu and at .sys scope costs the warp that makes it, beyond waiting for the
+  // traffic it orders to land (docs/ptx.md, "Fences"); 0: fences cost nothing.
+  uint64_t fenceGpuPs = 0;
+  uint64_t fenceSysPs = 0;
 };
 
 struct GpuTimingSpec {

@@ -416,7 +416,7 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
   std::vector<Type> ts;
   bool haveMulMode = false;
   bool haveIdx = false;  // brx.idx
-  bool ordering = false, wideScope = false;  // Instruction::release
+  bool ordering = false, wideScope = false, systemScope = false;  // Instruction::release, systemScope
   for (const std::string& m : mods) {
     auto bad = [&] { return fail(error, "unsupported modifier '" + m + "' in '" + in->text + "'"); };
     if (auto t = types().find(m); t != types().end()) {
@@ -501,11 +501,13 @@ bool decodeOpcode(const std::string& opcode, const std::vector<std::string>& mod
       // Kept for the node's timing of visibility (Instruction::release); no result depends on it.
       if (m == ".release" || m == ".acq_rel" || m == ".sc") ordering = true;
       if (m == ".gpu" || m == ".sys" || m == ".gl") wideScope = true;
+      if (m == ".sys") systemScope = true;
     } else {
       return bad();
     }
   }
   in->release = wideScope && (op == Op::kMembar || (ordering && op == Op::kSt));
+  in->systemScope = in->release && systemScope;
   if (op == Op::kCvt) {
     if (ts.size() != 2) return fail(error, "'" + in->text + "' needs a destination and a source type");
     in->type = ts[0];

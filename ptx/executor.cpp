@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <utility>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -323,6 +324,7 @@ class Executor::Run {
  public:
   Run(Executor& ex, const Function& fn, const LaunchConfig& cfg) : ex_(ex), fn_(fn), cfg_(cfg) {
     hasCalls_ = fn.callees.size() > 1;
+    clockNs_ = cfg.globalTimerNs;
     threadsPerBlock_ = cfg.block.x * cfg.block.y * cfg.block.z;
     localStride_ = fn.localBytes;
     prepareCode();
@@ -403,6 +405,11 @@ class Executor::Run {
     for (Slot& s : slots_) lookAgain(s.parked);
   }
 
+  void setClock(uint64_t ns) {
+    clockNs_ = ns;
+    clockInstructions_ = result_.warpInstructions;
+  }
+
 
   RunState advance(uint64_t budget) {
     if (state_ != RunState::kProgress && state_ != RunState::kWaiting) return state_;
@@ -455,7 +462,10 @@ class Executor::Run {
         return state_ = RunState::kWaiting;
       }
       if (grow && longTurn) openSlot();
-      if (result_.warpInstructions >= stopAt) {
+      // A warp made a fence the memory times: the piece ends here, so that the caller times the
+      // traffic before the fence, and the fence, before the warps run on (a piece that ran on
+      // would leave the fenced warp waiting for the piece's end, however soon its fence completed).
+      if (result_.warpInstructions >= stopAt || std::exchange(fenceMade_, false)) {
         flushTraffic();
         return state_ = RunState::kProgress;
       }
@@ -556,6 +566,14 @@ class Executor::Run {
     // A fence at .gpu or .sys scope since its last global store: that store is a release
     // (GlobalMemory::deferRelease).
     bool fenced = false;
+    // Whether it wrote global memory since its last such fence (before its running turn), and
+    // the fence it waits on to complete (GlobalMemory::fence; 0: none).
+    bool wroteSinceFence = false;
+    uint64_t fenceTicket = 0;
+    // %globaltimer on a clock (LaunchConfig::warpInstructionPs): what nanosleep added to it, and
+    // the last value read, which it never goes below.
+    uint64_t sleptNs = 0;
+    uint64_t lastTimer = 0;
   };
   struct Barrier {
     uint32_t arrived = 0;
@@ -698,6 +716,10 @@ class Executor::Run {
       for (auto& st : w.stack) st.clear();
       std::fill(std::begin(w.shift), std::end(w.shift), 0);
       w.fenced = false;
+      w.wroteSinceFence = false;
+      w.fenceTicket = 0;
+      w.sleptNs = 0;
+      w.lastTimer = 0;
     }
   }
 
@@ -736,6 +758,7 @@ class Executor::Run {
       if (done || result_.fault != Fault::kNone) return result_.fault == Fault::kNone;
       if (writes_ != writes) lookAgain(parked_);
       else if (!ranRound) return false;
+      if (fenceMade_) return false;  // the piece ends (advance)
       if (result_.warpInstructions - start >= kBlockTurn) {
         *longTurn = true;
         return false;
@@ -750,6 +773,13 @@ class Executor::Run {
       if (w.live == 0) continue;
       done = false;
       if ((w.live & ~w.blocked) == 0) continue;
+      if (w.fenceTicket != 0) {
+        // Waiting for its fence to complete (the memory times it): not a spin, and not progress
+        // until the fence has completed.
+        if (!ex_.memory_.fenceDone(w.fenceTicket)) continue;
+        w.fenceTicket = 0;
+        progressed_ = true;
+      }
       if (parked_[w.id].on) {
         // Parked: it runs again once a word it spins on holds another value.
         if (!parked_[w.id].check || !watchedChanged(watched_[w.id])) {
@@ -784,7 +814,9 @@ class Executor::Run {
   // A warp's turn, then what it moved told to the memory, with whether the turn was polling.
   void runWarp(Warp& w) {
     polled_ = false;
+    turnWrites_ = globalWrites_;
     runTurn(w);
+    w.wroteSinceFence = w.wroteSinceFence || globalWrites_ != turnWrites_;
     flushTraffic();
     ex_.memory_.turnEnded(polled_);
   }
@@ -816,6 +848,15 @@ class Executor::Run {
         watching_ = false;
         spins_[w.id].clear();
         progressed_ = true;
+        return;
+      }
+      // A fence the memory times: the warp waits for it to complete (runRound), and the piece
+      // ends after this round (advance).
+      if (w.fenceTicket != 0) {
+        watching_ = false;
+        spins_[w.id].clear();
+        progressed_ = true;
+        fenceMade_ = true;
         return;
       }
       // A failed mbarrier wait: the warp waits for the object to change (below, mbarrier()).
@@ -1004,6 +1045,7 @@ class Executor::Run {
     spin_.changed = true;
     spin_.changedAt = result_.warpInstructions;
     ++writes_;
+    if (locSpace_ == Space::kGlobal) ++globalWrites_;
     wroteGlobal_ = wroteGlobal_ || locSpace_ == Space::kGlobal;
     if (!watching_ || spin_.writeOverflow) return;
     // The words a turn's tail writes (BusySpin): a few, the same each turn, for a spin that writes.
@@ -1096,7 +1138,7 @@ class Executor::Run {
     out[2] = t / (cfg_.block.x * cfg_.block.y);
   }
 
-  uint64_t special(const Warp& w, const Operand& o, unsigned lane) const {
+  uint64_t special(Warp& w, const Operand& o, unsigned lane) {
     const uint32_t ntid[3] = {cfg_.block.x, cfg_.block.y, cfg_.block.z};
     const uint32_t nctaid[3] = {cfg_.grid.x, cfg_.grid.y, cfg_.grid.z};
     switch (o.special) {
@@ -1121,7 +1163,17 @@ class Executor::Run {
       case Special::kLanemaskGe: return ~((uint64_t{1} << lane) - 1) & 0xffffffffu;
       case Special::kClock: return w.executed & 0xffffffffu;
       case Special::kClock64: return w.executed;
-      case Special::kGlobaltimer: return cfg_.globalTimerNs + w.executed;
+      case Special::kGlobaltimer: {
+        if (cfg_.warpInstructionPs <= 0) return cfg_.globalTimerNs + w.executed;
+        // The caller's clock at the piece's start, moved on by the time the kernel's instructions
+        // since then take to issue (as the caller times them), and by the warp's sleeps.
+        const uint64_t t = clockNs_ +
+                           static_cast<uint64_t>(static_cast<double>(result_.warpInstructions - clockInstructions_) *
+                                                 cfg_.warpInstructionPs / 1000.0) +
+                           w.sleptNs;
+        w.lastTimer = std::max(w.lastTimer, t);
+        return w.lastTimer;
+      }
       case Special::kDynamicSmemSize: return cfg_.dynamicShared;
       case Special::kTotalSmemSize: return sharedBytes_;
     }
@@ -1912,6 +1964,7 @@ class Executor::Run {
     uint64_t most = 0;
     for (uint32_t m = exec; m != 0; m &= m - 1) most = std::max(most, t[__builtin_ctz(m)] & 0xffffffffu);
     w.executed += std::min<uint64_t>(most, 1000000);
+    w.sleptNs += std::min<uint64_t>(most, 1000000);
   }
 
   // ---- mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier")
@@ -2282,6 +2335,15 @@ class Executor::Run {
         // fence beyond the CTA makes the warp's next store a release, which a memory that times
         // visibility publishes once the writes before it have landed (GlobalMemory::deferRelease).
         if (in.release) w.fenced = true;
+        // Its cost (a memory that times fences: GlobalMemory::fence): the warp waits while the
+        // writes before it are made visible at its scope. A fence with no write of the warp's
+        // own since its last one has nothing of the warp's to order and costs nothing here, so
+        // that a loop that polls a word with a fence each time around still parks as a spin.
+        if (in.release && exec != 0 && (w.wroteSinceFence || globalWrites_ != turnWrites_)) {
+          w.fenceTicket = ex_.memory_.fence(in.systemScope);
+          w.wroteSinceFence = false;
+          turnWrites_ = globalWrites_;
+        }
         break;
       case Op::kLd: if (exec) load(w, in, exec); break;
       case Op::kSt: if (exec) store(w, in, exec); break;
@@ -2905,6 +2967,11 @@ class Executor::Run {
   bool plainMulticastStore_ = false;  // locate() may answer a multicast address (store)
   bool multicastHit_ = false;         // ... and did: nullptr without a fault
   uint64_t writes_ = 0;       // writes to global or shared memory so far (noteWrite)
+  uint64_t globalWrites_ = 0;  // ... of them to global memory
+  uint64_t turnWrites_ = 0;
+  bool fenceMade_ = false;     // a warp parked on a fence this round (advance)
+  uint64_t clockNs_ = 0;            // %globaltimer's clock (setClock) ...
+  uint64_t clockInstructions_ = 0;  // ... and LaunchResult::warpInstructions when it was set    // globalWrites_ when the running warp's turn began, or at its last fence
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()
   bool progressed_ = false;   // ... or took a turn that was no spin's, or a block started (progressed)
   std::vector<uint64_t> regMask_;
@@ -2966,6 +3033,7 @@ Executor::RunPtr Executor::start(const std::string& kernel, const LaunchConfig& 
 void Executor::RunDeleter::operator()(Run* r) const { delete r; }
 RunState Executor::advance(Run& run, uint64_t budget) { return run.advance(budget); }
 void Executor::wake(Run& run) { run.wake(); }
+void Executor::setClock(Run& run, uint64_t ns) { run.setClock(ns); }
 const LaunchResult& Executor::result(const Run& run) { return run.result(); }
 bool Executor::wroteGlobal(const Run& run) { return run.wroteGlobal(); }
 std::string Executor::describeWait(const Run& run) { return run.describeWait(); }

@@ -16,7 +16,8 @@
 // post-dominator. docs/ptx.md has the details and what is not implemented.
 //
 // Deterministic: nothing depends on host time or addresses; %clock64 counts the warp's
-// instructions and %globaltimer is LaunchConfig::globalTimerNs plus that count.
+// instructions and %globaltimer is LaunchConfig::globalTimerNs plus that count, or, for a caller
+// that keeps time (LaunchConfig::warpInstructionPs), that caller's clock (Executor::setClock).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,11 @@ struct LaunchConfig {
   int device = 0;                // passed to GlobalMemory::resolve
   uint32_t smCount = 132;        // %nsmid; %smid is the block's linear index modulo this
   uint64_t globalTimerNs = 0;    // %globaltimer at the launch
+  // The time one warp instruction of the kernel takes to issue, as a caller that times the kernel
+  // counts it (the SMs the grid occupies). Not 0: %globaltimer reads the caller's clock
+  // (Executor::setClock) moved on by the issue time of the instructions since it was set, and by
+  // the warp's nanosleep requests. 0: %globaltimer is globalTimerNs plus the warp's instructions.
+  double warpInstructionPs = 0;
   uint64_t maxWarpInstructions = 0;  // 0: unlimited; else a kernel running longer fails (kTimeout)
   uint32_t maxSharedBytes = 232448;  // shared memory a block may have (sm_90: 227 KiB)
   // Where the module's .global variables live in device memory (0: in the executor's storage).
@@ -126,6 +132,9 @@ class Executor {
   // Parked warps of `run` look at memory again on their next turn: something that could have
   // changed what they wait on happened outside the run (another kernel's, a copy's, the host's write).
   static void wake(Run& run);
+  // The caller's simulated time (ns) now, before an advance(): %globaltimer's clock
+  // (LaunchConfig::warpInstructionPs).
+  static void setClock(Run& run, uint64_t ns);
   static const LaunchResult& result(const Run& run);
   // Whether the last advance() changed memory others could observe (a global store, or an atomic
   // that changed its word): the caller wakes other runs waiting on memory.

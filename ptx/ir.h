@@ -184,6 +184,8 @@ struct Instruction {
   // or a fence / membar at .gpu, .gl or .sys (docs/ptx.md, "On the node": the store after it is
   // seen once the writes before it have landed).
   bool release = false;
+  // ... and whether that scope is .sys (a fence's cost depends on it: docs/ptx.md, "Fences").
+  bool systemScope = false;
   uint32_t guard = kNoReg;  // guard predicate slot, kNoReg when unguarded
   bool guardNegated = false;
   uint8_t nops = 0;

@@ -105,6 +105,17 @@ class GlobalMemory {
   }
   // Whether stores are held back now (deferRelease): the executor then offers it every store.
   virtual bool holding() const { return false; }
+  // A fence at .gpu or .sys scope (`system`) by a warp that has written global memory since its
+  // last such fence: a memory that times fences answers a ticket (not 0), and the warp waits
+  // until fenceDone(ticket) says the fence has completed; 0 (the default): it costs nothing.
+  virtual uint64_t fence(bool system) {
+    (void)system;
+    return 0;
+  }
+  virtual bool fenceDone(uint64_t ticket) {
+    (void)ticket;
+    return true;
+  }
   // A warp's turn has ended, every access of it told (accessed). `polling`: the turn only re-read
   // a few words, changed nothing, and the warp was parked as spinning on them
   // (LaunchResult::pollingInstructions); a memory that times traffic may leave its reads out.

@@ -342,5 +342,121 @@ TEST(PtxSchedule, AKernelAloneThatSpinsWhileItWritesFailsWithAReport) {
   EXPECT_EQ(p.read<uint64_t>(out, 1)[0], cutest::kUnparkedSpinPayload);
 }
 
+// A memory that times fences (the node's does: fabric/node_ptx.cpp): each fence it is offered
+// gets a ticket, recorded with its scope, and completes when the test says.
+class FencingMemory : public FlatMemory {
+ public:
+  uint64_t fence(bool system) override {
+    scopes.push_back(system);
+    return scopes.size();
+  }
+  bool fenceDone(uint64_t ticket) override { return ticket <= completed; }
+  std::vector<bool> scopes;  // the fences offered, .sys true, in order
+  uint64_t completed = 0;    // tickets up to this one have completed
+};
+
+// A warp that makes a fence at .gpu or .sys scope after writing global memory waits for it to
+// complete when the memory times fences, and the piece ends after that round, so that its caller
+// times the traffic before the fence and the fence before the warps run on. A fence with no
+// write of the warp's own since its last one is not offered (a loop that polls with a fence in
+// it still parks as a spin), nor is a CTA-scoped one. The other warps run on meanwhile.
+TEST(PtxSchedule, AWarpWaitsOnAFenceTheMemoryTimes) {
+  const std::string text = std::string(kHeader) + R"(
+.visible .entry k(.param .u64 out) {
+  .reg .u64 %rd<3>;
+  .reg .u32 %r<2>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra OTHER;
+  st.global.u32 [%rd1], 1;
+  fence.cta;
+  fence.sc.sys;
+  fence.sc.sys;
+  st.global.u32 [%rd1+4], 2;
+  fence.acq_rel.gpu;
+  st.global.u32 [%rd1+12], 4;
+  ret;
+OTHER:
+  setp.ne.u32 %p1, %r1, 32;
+  @%p1 bra DONE;
+  fence.sc.gpu;
+  st.global.u32 [%rd1+8], 3;
+DONE:
+  ret;
+}
+)";
+  FencingMemory mem;
+  Program p(text, "fence.ptx", &mem);
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = mem.allocate(16);
+  LaunchConfig cfg;
+  cfg.block = {64, 1, 1};
+  const void* args[] = {&out};
+  cfg.params = packParams(*p.module().find("k"), args);
+  Executor::RunPtr run = p.executor().start("k", cfg);
+  const auto word = [&](int i) {
+    uint32_t v = 0;
+    std::memcpy(&v, mem.host(out) + 4 * i, 4);
+    return v;
+  };
+  // Warp 0 stores and waits on its .sys fence; warp 1's fence follows no write of its own.
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kProgress);
+  EXPECT_EQ(mem.scopes, std::vector<bool>{true});
+  EXPECT_EQ(word(0), 1u);
+  EXPECT_EQ(word(1), 0u);
+  EXPECT_EQ(word(2), 3u);
+  // Until the fence completes, nothing can run.
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kWaiting);
+  EXPECT_EQ(word(1), 0u);
+  EXPECT_TRUE(Executor::describeWait(*run).empty()) << Executor::describeWait(*run);  // not a spin
+  mem.completed = 1;
+  // The second .sys fence has nothing new to order; the .gpu one after the next store has.
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kProgress);
+  EXPECT_EQ(mem.scopes, (std::vector<bool>{true, false}));
+  EXPECT_EQ(word(1), 2u);
+  EXPECT_EQ(word(3), 0u);
+  mem.completed = 2;
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kFinished) << Executor::result(*run).message;
+  EXPECT_EQ(word(3), 4u);
+}
+
+// %globaltimer on a caller's clock (LaunchConfig::warpInstructionPs, Executor::setClock): the
+// clock at the piece's start, plus the issue time of the kernel's instructions since, plus the
+// warp's sleeps. Without a rate it is the launch's time plus the warp's instructions, as before.
+TEST(PtxSchedule, GlobalTimerReadsTheCallersClock) {
+  const std::string text = std::string(kHeader) + R"(
+.visible .entry k(.param .u64 out) {
+  .reg .u64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, %globaltimer;
+  nanosleep.u32 1000;
+  mov.u64 %rd3, %globaltimer;
+  st.global.u64 [%rd1], %rd2;
+  st.global.u64 [%rd1+8], %rd3;
+  ret;
+}
+)";
+  Program p(text, "timer.ptx");
+  ASSERT_TRUE(p.ok()) << p.error();
+  const uint64_t out = p.buffer(16);
+  LaunchConfig cfg;
+  cfg.globalTimerNs = 5000;
+  cfg.warpInstructionPs = 2000;  // 2 ns an instruction
+  const void* args[] = {&out};
+  cfg.params = packParams(*p.module().find("k"), args);
+  Executor::RunPtr run = p.executor().start("k", cfg);
+  Executor::setClock(*run, 100000);
+  ASSERT_EQ(Executor::advance(*run, ~uint64_t{0}), RunState::kFinished) << Executor::result(*run).message;
+  // The first read is the piece's second instruction, the second its fourth, after the sleep.
+  EXPECT_EQ(p.read<uint64_t>(out, 2), (std::vector<uint64_t>{100000 + 2 * 2, 100000 + 4 * 2 + 1000}));
+
+  cfg.warpInstructionPs = 0;
+  const LaunchResult r = p.launch("k", {}, {1, 1, 1}, {out});
+  ASSERT_EQ(r.fault, Fault::kNone) << r.message;
+  EXPECT_EQ(p.read<uint64_t>(out, 2), (std::vector<uint64_t>{2, 4 + 1000}));  // launch() starts at 0
+}
+
 }  // namespace
 }  // namespace mcsim::ptx::test

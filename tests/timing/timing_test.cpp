@@ -427,6 +427,93 @@ TEST_F(TimingTest, AFlagWrittenAfterPeerStoresIsSeenWhenTheyHaveLanded) {
   EXPECT_EQ(last, kThreads - 1);
 }
 
+// What a fence costs the warp that makes it (docs/ptx.md, "Fences"): `fenced` stores a word to
+// `target`, then thread 0 times a fence at .sys (sys != 0) or .gpu scope with %globaltimer, which
+// reads simulated time on the node, and writes the time to `out`. `stream` has every thread store
+// 16 bytes an iteration to `dst`.
+const char* const kFencePtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry fenced(.param .u64 target, .param .u64 out, .param .u32 sys) {
+  .reg .u64 %rd<6>;
+  .reg .u32 %r<3>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [target];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [sys];
+  st.global.u32 [%rd1], 1;
+  setp.eq.u32 %p1, %r1, 0;
+  mov.u64 %rd3, %globaltimer;
+  @%p1 bra GPU;
+  fence.sc.sys;
+  bra.uni TIMED;
+GPU:
+  fence.sc.gpu;
+TIMED:
+  mov.u64 %rd4, %globaltimer;
+  sub.u64 %rd5, %rd4, %rd3;
+  st.global.u64 [%rd2], %rd5;
+  ret;
+}
+.visible .entry stream(.param .u64 dst, .param .u32 iters) {
+  .reg .u64 %rd<4>;
+  .reg .u32 %r<6>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [dst];
+  ld.param.u32 %r1, [iters];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mad.lo.u32 %r2, %r3, %r4, %r2;
+  mul.wide.u32 %rd2, %r2, 16;
+  add.u64 %rd1, %rd1, %rd2;
+  mov.u32 %r5, 0;
+LOOP:
+  st.global.v4.u32 [%rd1], {%r2, %r2, %r2, %r2};
+  add.u64 %rd1, %rd1, 2162688;
+  add.u32 %r5, %r5, 1;
+  setp.lt.u32 %p1, %r5, %r1;
+  @%p1 bra LOOP;
+  ret;
+}
+)";
+
+// Idle, a .sys fence after a local store takes the preset's 1.1 us and a .gpu one 0.3 us. Beside
+// another kernel of the GPU that keeps its NVLink links busy, the .sys fence waits for that
+// kernel's writes queued before it, as on a real H200 (6-13 us there), while the .gpu one, with
+// nothing of its own on the links, does not (tools/probe/fence_probe.cu; docs/real-driver.md,
+// section 17). Before 2026-11-30 fences cost nothing.
+TEST_F(TimingTest, AFenceWaitsForTheWritesBeforeItAtItsScope) {
+  CUmodule m = nullptr;
+  CUfunction fenced = nullptr, stream = nullptr;
+  ASSERT_OK(cuModuleLoadData(&m, kFencePtx));
+  ASSERT_OK(cuModuleGetFunction(&fenced, m, "fenced"));
+  ASSERT_OK(cuModuleGetFunction(&stream, m, "stream"));
+  const auto fenceNs = [&](uint32_t sys, bool loaded) {
+    CUdeviceptr target = src[0], out = src[0] + 64, peerDst = dst[1];
+    uint32_t iters = 64;  // 132 x 1024 threads x 16 B x 64: 132 MiB to GPU 1, about 350 us
+    void* fencedArgs[] = {&target, &out, &sys};
+    void* streamArgs[] = {&peerDst, &iters};
+    if (loaded) {
+      EXPECT_OK(cuLaunchKernel(stream, 132, 1, 1, 1024, 1, 1, 0, s[0][1], streamArgs, nullptr));
+    }
+    EXPECT_OK(cuLaunchKernel(fenced, 1, 1, 1, 32, 1, 1, 0, s[0][0], fencedArgs, nullptr));
+    EXPECT_OK(cuCtxSynchronize());
+    uint64_t ns = 0;
+    EXPECT_OK(cuMemcpyDtoH(&ns, out, 8));
+    return ns;
+  };
+  const uint64_t sysIdle = fenceNs(1, false), gpuIdle = fenceNs(0, false);
+  EXPECT_GE(sysIdle, 1100u);
+  EXPECT_LT(sysIdle, 1300u);
+  EXPECT_GE(gpuIdle, 300u);
+  EXPECT_LT(gpuIdle, 500u);
+  const uint64_t sysLoaded = fenceNs(1, true), gpuLoaded = fenceNs(0, true);
+  EXPECT_GT(sysLoaded, 2 * sysIdle);
+  EXPECT_LT(gpuLoaded, 500u);
+}
+
 // Runs the workload program with `env` prepended; returns its output.
 std::string runWorkload(const std::string& env) {
   const std::string cmd = env + " " + MCSIM_TIMING_WORKLOAD + " 2>&1";
