@@ -12,7 +12,10 @@
 // (HBM to HBM), from 1 to 128 background blocks, with no data of the fencing block's own and with
 // 64 KiB a step: `sweep.<fence>.<peer|local>.chunk<bytes>.bg<blocks>` lines.
 //
-//   fence_probe [sweep]   (needs 2 GPUs with peer access)
+// `sweep peer 02` keeps to the background and fences named (0-3 as in kFenceNames), for a
+// simulator, which computes every background byte.
+//
+//   fence_probe [sweep [peer|local|both] [FENCES]]   (needs 2 GPUs with peer access)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -71,6 +74,8 @@ __global__ void producer(uint4* dst, volatile uint64_t* flag, uint64_t chunk, in
 
 int main(int argc, char** argv) {
   const bool sweep = argc > 1 && std::strcmp(argv[1], "sweep") == 0;
+  const char* backgrounds = argc > 2 ? argv[2] : "both";
+  const char* fences = argc > 3 ? argv[3] : "0123";
   int count = 0;
   CHECK(cudaGetDeviceCount(&count));
   if (count < 2) {
@@ -103,7 +108,9 @@ int main(int argc, char** argv) {
     const uint64_t chunks[] = {0, uint64_t{64} << 10};
     const int depths[] = {0, 1, 2, 4, 8, 24, 128};
     for (int kind = 0; kind < 4; ++kind) {
+      if (std::strchr(fences, '0' + kind) == nullptr) continue;
       for (const bool peer : {true, false}) {
+        if (std::strcmp(backgrounds, "both") != 0 && std::strcmp(backgrounds, peer ? "peer" : "local") != 0) continue;
         for (const uint64_t chunk : chunks) {
           for (const int blocks : depths) {
             if (blocks == 0 && !peer) continue;  // the same as the peer line's
