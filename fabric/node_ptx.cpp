@@ -746,8 +746,9 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     }
     if (state == ptx::RunState::kWaiting) {
       dropSpinEntry();
-      // A kernel whose warps wait on a fence goes on by itself when it completes.
-      setStuck(fenceAt.empty());
+      // A kernel whose warps wait on a fence goes on by itself when it completes, unless what
+      // it goes on to is a spin with a fence in its loop (Executor::spinning).
+      setStuck(fenceAt.empty() || ptx::Executor::spinning(*run));
       // Every warp spins or waits on a fence: the kernel waits, from when its slice's
       // instructions have issued, until memory changes or a fence completes; it cannot resume
       // earlier than the write that releases it. (Its traffic still in flight goes on meanwhile,

@@ -476,7 +476,7 @@ class Executor::Run {
   // spins while it writes (BusySpin), at least one does the last, and no block is still to start
   // beside them. Only the node's memory changing can make it do anything else.
   bool spinning() const {
-    if (state_ != RunState::kProgress) return false;
+    if (state_ != RunState::kProgress && state_ != RunState::kWaiting) return false;
     if (slots_.size() < resident_ && nextBlock_ < blocks_) return false;
     bool busy = false;
     for (const Slot& s : slots_) {
@@ -773,12 +773,14 @@ class Executor::Run {
       if (w.live == 0) continue;
       done = false;
       if ((w.live & ~w.blocked) == 0) continue;
+      resumedFromFence_ = false;
       if (w.fenceTicket != 0) {
-        // Waiting for its fence to complete (the memory times it): not a spin, and not progress
-        // until the fence has completed.
+        // Waiting for its fence to complete (the memory times it): not progress until the fence
+        // has completed, nor then for a warp that spins with a fence in its loop (runTurn).
         if (!ex_.memory_.fenceDone(w.fenceTicket)) continue;
         w.fenceTicket = 0;
-        progressed_ = true;
+        if (!spins_[w.id].on) progressed_ = true;
+        resumedFromFence_ = true;
       }
       if (parked_[w.id].on) {
         // Parked: it runs again once a word it spins on holds another value.
@@ -834,7 +836,8 @@ class Executor::Run {
     for (; n < kQuantum && w.active != 0; ++n) {
       // The words a warp reads are noted over the end of its turn only (a spin loop is a few
       // instructions long), so that warps doing work pay nothing for the watch.
-      if (n == kQuantum - kWatchTail) watching_ = true;
+      // A turn that began at a fence's completion is watched whole: it may end at the next fence.
+      if (n == kQuantum - kWatchTail || (n == 0 && resumedFromFence_)) watching_ = true;
       const Instruction& in = code[w.pc];
       step(w, in);
       if (result_.fault != Fault::kNone) return;
@@ -853,9 +856,12 @@ class Executor::Run {
       // A fence the memory times: the warp waits for it to complete (runRound), and the piece
       // ends after this round (advance).
       if (w.fenceTicket != 0) {
+        // From one fence to the next, a turn that only re-read a few words and wrote the same few
+        // is a spin that writes and fences as it waits (BusySpin): a heartbeat made visible before
+        // each look. Two such turns in a row with nothing changed make the run spinning.
+        const bool rereads = resumedFromFence_ && !spin_.overflow && !spin_.words.words.empty() && spin_.words.rereads();
         watching_ = false;
-        spins_[w.id].clear();
-        progressed_ = true;
+        if (!noteBusySpin(w, rereads && !spin_.writeOverflow)) progressed_ = true;
         fenceMade_ = true;
         return;
       }
@@ -2970,6 +2976,7 @@ class Executor::Run {
   uint64_t globalWrites_ = 0;  // ... of them to global memory
   uint64_t turnWrites_ = 0;
   bool fenceMade_ = false;     // a warp parked on a fence this round (advance)
+  bool resumedFromFence_ = false;  // the running warp's turn began at its fence's completion
   uint64_t clockNs_ = 0;            // %globaltimer's clock (setClock) ...
   uint64_t clockInstructions_ = 0;  // ... and LaunchResult::warpInstructions when it was set    // globalWrites_ when the running warp's turn began, or at its last fence
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()

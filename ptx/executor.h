@@ -143,11 +143,12 @@ class Executor {
   // the value it holds and the value the warp compares it with, the block and the PTX line. For a
   // spinning run, the same, a warp that spins while it writes saying so.
   static std::string describeWait(const Run& run);
-  // Whether the last advance() of a run in kProgress left it able to do nothing but spin until
-  // memory changes: every warp left is parked or waits at a barrier, or spins on a few words that
-  // held the same values over its last two turns while writing only the same few words (an
-  // iteration counter: a spin the parking rule does not take, docs/ptx.md "Spin parking"), at
-  // least one warp does the last, and no block is still to start. The node reports a hang when
+  // Whether the last advance() of a run in kProgress or kWaiting left it able to do nothing but
+  // spin until memory changes: every warp left is parked or waits at a barrier, or spins on a few
+  // words that held the same values over its last two turns while writing only the same few words
+  // (an iteration counter: a spin the parking rule does not take, docs/ptx.md "Spin parking"; a
+  // turn may run from one timed fence to the next), at least one warp does the last, and no block
+  // is still to start. The node reports a hang when
   // every kernel stays so for its grace period with nothing else running.
   static bool spinning(const Run& run);
   // Whether the last advance() made progress: a warp took a turn that was neither parked as a spin

@@ -68,6 +68,58 @@ TEST_F(SpinHang, UnparkedSpinThatNothingReleasesIsReportedAsAHang) {
   EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuCtxSynchronize());
 }
 
+// The same wait with a fence between the counter and the poll (a heartbeat made visible before
+// each look: `__threadfence_system()` in the loop). A fence after a write holds its warp for the
+// fence's time on the node (docs/ptx.md, "Fences"), so each turn of the loop ends at the fence and
+// simulated time moves on by about a microsecond a turn: a spin all the same, reported as one.
+// (When fences first cost time, 2026-11-30, such a loop ran for ever unreported.)
+const char* const kFencedSpinPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry fencedspin(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
+{
+  .reg .b64 %rd<8>;
+  .reg .pred %p<2>;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u64 %rd3, [pflag];
+  mov.u64 %rd5, 0;
+SPIN:
+  add.s64 %rd5, %rd5, 1;
+  st.volatile.global.u64 [%rd2+8], %rd5;
+  fence.sc.sys;
+  ld.volatile.global.u64 %rd4, [%rd1];
+  setp.ne.u64 %p1, %rd4, %rd3;
+  @%p1 bra SPIN;
+  ret;
+}
+)";
+
+TEST_F(SpinHang, AFencedSpinThatNothingReleasesIsReportedAsAHang) {
+  CUmodule mod = nullptr;
+  ASSERT_OK(cuModuleLoadData(&mod, kFencedSpinPtx));
+  CUfunction spin = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&spin, mod, "fencedspin"));
+  CUdeviceptr buf = 0;
+  ASSERT_OK(cuMemAlloc(&buf, 64));
+  ASSERT_OK(cuMemsetD8(buf, 0, 64));
+  CUstream stream = nullptr;
+  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr out = buf + 32;
+  uint64_t flag = 1;
+  void* args[] = {&buf, &out, &flag};
+  ASSERT_OK(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr));
+  testing::internal::CaptureStderr();
+  EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(stream));
+  const std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(report, "mcsim: suspected hang: every kernel running spun for 1 s on memory that did not change"))
+      << report;
+  EXPECT_TRUE(contains(report, "GPU 0: kernel 'fencedspin' block (0,0,0) thread (0,0,0) waits on the global word at 0x"))
+      << report;
+  EXPECT_TRUE(contains(report, "; it spins unparked, writing memory as it waits")) << report;
+}
+
 // One thread fills 8 MiB, re-reading the same word (a scale factor a store might alias, as code
 // without __restrict__ does) at every element: it re-reads one unchanged word and writes, like the
 // spin above, but a new word each time, so it is work, not a spin, however long it takes beside a
