@@ -483,7 +483,7 @@ class Executor::Run {
       if (!s.used) continue;
       for (size_t i = 0; i < s.warps.size(); ++i) {
         const Warp& w = s.warps[i];
-        if (w.live == 0 || (w.live & ~w.blocked) == 0 || s.parked[i].on) continue;
+        if (w.live == 0 || (w.live & ~w.blocked) == 0 || s.parked[i].on || s.spins[i].idle) continue;
         if (!s.spins[i].on) return false;
         busy = true;
       }
@@ -570,6 +570,8 @@ class Executor::Run {
     // the fence it waits on to complete (GlobalMemory::fence; 0: none).
     bool wroteSinceFence = false;
     uint64_t fenceTicket = 0;
+    // Its last turn ended at a barrier or a timed fence: the next is watched whole (runTurn).
+    bool turnFromSync = false;
     // %globaltimer on a clock (LaunchConfig::warpInstructionPs): what nanosleep added to it, and
     // the last value read, which it never goes below.
     uint64_t sleptNs = 0;
@@ -626,15 +628,25 @@ class Executor::Run {
   // itself aside), and writing only the same few words. `on` once two turns in a row were so;
   // the run is then spinning (Run::spinning) if every other warp is too, or parked, or waits at
   // a barrier: nothing it does can change what it reads.
+  // A turn's words read, with the values read, and words written, sorted.
+  struct TurnWords {
+    std::vector<Word> reads;
+    std::vector<const uint8_t*> writes;
+  };
+  // Turns between barriers or fences come in cycles (a loop with two barriers alternates two
+  // kinds of turn): a turn is compared with the last few of its warp's, not only the last.
+  static constexpr size_t kSpinCycle = 4;
   struct BusySpin {
     bool on = false;
-    std::vector<Word> reads;              // the last such turn's words, with the values read
-    std::vector<const uint8_t*> writes;   // ... and the words it wrote, sorted
-    Park last;                            // what it compares, for the report (describeWait)
+    // Its last turn ran from one barrier or fence to the next touching no memory (a warp that
+    // only keeps step with its block): it neither spins nor makes progress.
+    bool idle = false;
+    std::vector<TurnWords> recent;  // the warp's last such turns, newest last
+    Park last;                      // what it compares, for the report (describeWait)
     void clear() {
       on = false;
-      reads.clear();
-      writes.clear();
+      idle = false;
+      recent.clear();
     }
   };
   // A resident block: an SM's share of the grid. Its state is swapped into the run's members
@@ -720,6 +732,7 @@ class Executor::Run {
       w.fenceTicket = 0;
       w.sleptNs = 0;
       w.lastTimer = 0;
+      w.turnFromSync = false;
     }
   }
 
@@ -773,14 +786,12 @@ class Executor::Run {
       if (w.live == 0) continue;
       done = false;
       if ((w.live & ~w.blocked) == 0) continue;
-      resumedFromFence_ = false;
       if (w.fenceTicket != 0) {
         // Waiting for its fence to complete (the memory times it): not progress until the fence
         // has completed, nor then for a warp that spins with a fence in its loop (runTurn).
         if (!ex_.memory_.fenceDone(w.fenceTicket)) continue;
         w.fenceTicket = 0;
         if (!spins_[w.id].on) progressed_ = true;
-        resumedFromFence_ = true;
       }
       if (parked_[w.id].on) {
         // Parked: it runs again once a word it spins on holds another value.
@@ -831,13 +842,16 @@ class Executor::Run {
     spin_.written.clear();
     spin_.writeOverflow = false;
     spins_[w.id].on = false;  // says what the turn that ends last did, nothing older
+    spins_[w.id].idle = false;
     waitLoop_.on = false;
+    // A turn that began at a barrier's release or a fence's completion is watched whole: it may
+    // end at the next barrier or fence, and a loop that waits with one in it ends every turn so.
+    const bool whole = std::exchange(w.turnFromSync, false);
     uint64_t n = 0;
     for (; n < kQuantum && w.active != 0; ++n) {
       // The words a warp reads are noted over the end of its turn only (a spin loop is a few
       // instructions long), so that warps doing work pay nothing for the watch.
-      // A turn that began at a fence's completion is watched whole: it may end at the next fence.
-      if (n == kQuantum - kWatchTail || (n == 0 && resumedFromFence_)) watching_ = true;
+      if (n == kQuantum - kWatchTail || (n == 0 && whole)) watching_ = true;
       const Instruction& in = code[w.pc];
       step(w, in);
       if (result_.fault != Fault::kNone) return;
@@ -848,20 +862,13 @@ class Executor::Run {
       }
       // After a barrier the turn passes on, so that the warps leave a barrier in warp order.
       if (in.op == Op::kBar && in.barMode != BarMode::kWarpSync) {
-        watching_ = false;
-        spins_[w.id].clear();
-        progressed_ = true;
+        endSyncTurn(w, whole);
         return;
       }
       // A fence the memory times: the warp waits for it to complete (runRound), and the piece
       // ends after this round (advance).
       if (w.fenceTicket != 0) {
-        // From one fence to the next, a turn that only re-read a few words and wrote the same few
-        // is a spin that writes and fences as it waits (BusySpin): a heartbeat made visible before
-        // each look. Two such turns in a row with nothing changed make the run spinning.
-        const bool rereads = resumedFromFence_ && !spin_.overflow && !spin_.words.words.empty() && spin_.words.rereads();
-        watching_ = false;
-        if (!noteBusySpin(w, rereads && !spin_.writeOverflow)) progressed_ = true;
+        endSyncTurn(w, whole);
         fenceMade_ = true;
         return;
       }
@@ -905,10 +912,26 @@ class Executor::Run {
     }
   }
 
+  // A turn that ended at a barrier or a timed fence. Watched whole (it began at one too), a turn
+  // that only re-read a few words and wrote the same few is a spin that waits with a barrier or a
+  // fence in its loop (a heartbeat made visible before each look, a block polling together):
+  // BusySpin, as for a whole quantum. Anything else is progress.
+  void endSyncTurn(Warp& w, bool whole) {
+    watching_ = false;
+    w.turnFromSync = true;
+    if (whole && !spin_.overflow && !spin_.writeOverflow && spin_.words.words.empty() && spin_.written.empty()) {
+      spins_[w.id].idle = true;  // touched no memory: it waits on its block mates (spinning)
+      return;
+    }
+    const bool rereads = whole && !spin_.overflow && !spin_.words.words.empty() && spin_.words.rereads();
+    if (!noteBusySpin(w, rereads && !spin_.writeOverflow)) progressed_ = true;
+  }
+
   // After a turn that was not parked: whether the warp spins while it writes (BusySpin). Returns
   // whether it does.
   bool noteBusySpin(Warp& w, bool candidate) {
     BusySpin& b = spins_[w.id];
+    b.idle = false;
     if (!candidate) {
       b.clear();
       return false;
@@ -917,21 +940,24 @@ class Executor::Run {
     const auto wroteItself = [&](const uint8_t* host) {
       return std::binary_search(spin_.written.begin(), spin_.written.end(), host);
     };
-    // The same words as the last turn, each holding what it held then, but for words the warp
-    // writes itself (a counter it reads back); and the same words written.
-    bool same = b.writes == spin_.written && b.reads.size() == spin_.words.words.size();
-    for (size_t i = 0; same && i < spin_.words.words.size(); ++i) {
-      const Word& now = spin_.words.words[i];
-      const Word* before = nullptr;
-      for (const Word& x : b.reads) {
-        if (x.host == now.host && x.size == now.size) {
-          before = &x;
-          break;
+    // The same words as one of the last few turns, each holding what it held then, but for words
+    // the warp writes itself (a counter it reads back); and the same words written.
+    const auto sameAs = [&](const TurnWords& t) {
+      bool same = t.writes == spin_.written && t.reads.size() == spin_.words.words.size();
+      for (size_t i = 0; same && i < spin_.words.words.size(); ++i) {
+        const Word& now = spin_.words.words[i];
+        const Word* before = nullptr;
+        for (const Word& x : t.reads) {
+          if (x.host == now.host && x.size == now.size) {
+            before = &x;
+            break;
+          }
         }
+        same = before != nullptr && (wroteItself(now.host) || std::memcmp(before->value, now.value, now.size) == 0);
       }
-      same = before != nullptr && (wroteItself(now.host) || std::memcmp(before->value, now.value, now.size) == 0);
-    }
-    if (same) {
+      return same;
+    };
+    if (std::any_of(b.recent.begin(), b.recent.end(), sameAs)) {
       if (!b.on) {
         b.on = true;
         b.last = spinReport(w);
@@ -939,8 +965,8 @@ class Executor::Run {
       return true;
     }
     b.on = false;
-    b.reads = spin_.words.words;
-    b.writes = spin_.written;
+    if (b.recent.size() == kSpinCycle) b.recent.erase(b.recent.begin());
+    b.recent.push_back(TurnWords{spin_.words.words, spin_.written});
     return false;
   }
 
@@ -2976,7 +3002,6 @@ class Executor::Run {
   uint64_t globalWrites_ = 0;  // ... of them to global memory
   uint64_t turnWrites_ = 0;
   bool fenceMade_ = false;     // a warp parked on a fence this round (advance)
-  bool resumedFromFence_ = false;  // the running warp's turn began at its fence's completion
   uint64_t clockNs_ = 0;            // %globaltimer's clock (setClock) ...
   uint64_t clockInstructions_ = 0;  // ... and LaunchResult::warpInstructions when it was set    // globalWrites_ when the running warp's turn began, or at its last fence
   bool wroteGlobal_ = false;  // a warp wrote global memory this advance()

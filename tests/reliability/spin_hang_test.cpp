@@ -120,6 +120,54 @@ TEST_F(SpinHang, AFencedSpinThatNothingReleasesIsReportedAsAHang) {
   EXPECT_TRUE(contains(report, "; it spins unparked, writing memory as it waits")) << report;
 }
 
+// A block that waits together: thread 0 polls the flag, then the block's barrier, round and
+// round (a __syncthreads() in the waiting loop). Every turn of every warp ends at the barrier.
+const char* const kBarrierSpinPtx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry barrierspin(.param .u64 pbuf, .param .u64 pflag)
+{
+  .reg .b64 %rd<5>;
+  .reg .b32 %r<2>;
+  .reg .pred %p<3>;
+  .shared .u64 seen;
+  ld.param.u64 %rd1, [pbuf];
+  ld.param.u64 %rd2, [pflag];
+  mov.u32 %r1, %tid.x;
+  setp.eq.u32 %p2, %r1, 0;
+SPIN:
+  @%p2 ld.volatile.global.u64 %rd3, [%rd1];
+  @%p2 st.shared.u64 [seen], %rd3;
+  bar.sync 0;
+  ld.shared.u64 %rd4, [seen];
+  bar.sync 0;
+  setp.ne.u64 %p1, %rd4, %rd2;
+  @%p1 bra SPIN;
+  ret;
+}
+)";
+
+TEST_F(SpinHang, ABlockThatWaitsTogetherAtABarrierIsReportedAsAHang) {
+  CUmodule mod = nullptr;
+  ASSERT_OK(cuModuleLoadData(&mod, kBarrierSpinPtx));
+  CUfunction spin = nullptr;
+  ASSERT_OK(cuModuleGetFunction(&spin, mod, "barrierspin"));
+  CUdeviceptr buf = 0;
+  ASSERT_OK(cuMemAlloc(&buf, 64));
+  ASSERT_OK(cuMemsetD8(buf, 0, 64));
+  CUstream stream = nullptr;
+  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  uint64_t flag = 1;
+  void* args[] = {&buf, &flag};
+  ASSERT_OK(cuLaunchKernel(spin, 1, 1, 1, 64, 1, 1, 0, stream, args, nullptr));
+  testing::internal::CaptureStderr();
+  EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(stream));
+  const std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(report, "mcsim: suspected hang")) << report;
+  EXPECT_TRUE(contains(report, "GPU 0: kernel 'barrierspin' block (0,0,0)")) << report;
+}
+
 // One thread fills 8 MiB, re-reading the same word (a scale factor a store might alias, as code
 // without __restrict__ does) at every element: it re-reads one unchanged word and writes, like the
 // spin above, but a new word each time, so it is work, not a spin, however long it takes beside a
