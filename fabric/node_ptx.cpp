@@ -9,7 +9,10 @@
 // on memory appear at its start, but for its release stores to another GPU's memory (a store after
 // a fence at .gpu or .sys scope, or a st.release there: the flag that publishes data), which are
 // written when the traffic the kernel issued before them has landed, so that a flag never passes
-// the data it publishes (LaunchMemory::deferRelease, `held` below). A kernel whose every warp spins (Executor::advance answers
+// the data it publishes (LaunchMemory::deferRelease, `held` below). A warp that makes a fence at
+// .gpu or .sys scope waits until the stores to peers before it have landed or left, at least the
+// fence's own cost (LaunchMemory::fence, `fenceAt` below), and the kernel's next slice starts no
+// earlier. A kernel whose every warp spins (Executor::advance answers
 // kWaiting) waits for memory to change (NodeModel::memoryChanged: another kernel's store, a copy,
 // a behavioural kernel's step) and resumes then, at that simulated time; a kernel that waits on
 // a word nothing will write leaves the simulation with nothing to do, and the engine reports the
@@ -517,7 +520,7 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
     }
   };
 
-  // When the kernel's writes over NVLink issued so far have left the GPU, and when those of every
+  // When the kernel's stores to peers issued so far have left the switch, and when those of every
   // PTX kernel of its GPU have landed (what a .gpu and a .sys fence wait for: below).
   uint64_t remoteLeft = start;
   uint64_t& gpuRemoteLanded = smRemoteLanded_[static_cast<size_t>(w.engineGpu)];
@@ -577,8 +580,8 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   };
   // The slice's streams, chunk by chunk, in turn.
   // `progress`: before the first chunk and after each, the slice's bytes issued so far, when
-  // everything issued so far (the slice's and before) is done, when the kernel's NVLink writes
-  // have left the GPU and the GPU's have landed, and the time; for placing its release stores
+  // everything issued so far (the slice's and before) is done, when the kernel's stores to peers
+  // have left the switch and the GPU's have landed, and the time; for placing its release stores
   // and fences (below).
   struct Progress {
     uint64_t moved, end, remoteLeft, gpuRemoteLanded, at;
@@ -661,11 +664,11 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // own to order (it waits for the GPU's NVLink traffic queued before it, whoever issued it),
   // while traffic within the GPU leaves it alone; a .gpu fence waits behind its own stores to a
   // peer (8-11 us when they queue behind such traffic), little for other kernels' (0.8-2.5 us).
-  // So a .sys fence completes when every PTX kernel's writes over NVLink from the GPU issued
-  // before it have landed, a .gpu fence when its kernel's have left the GPU (its kernel's stands for its own,
-  // as the slice does not tell warps apart), each no sooner than the preset's cost for its scope
-  // after it (sm.fence_sys_ns, sm.fence_gpu_ns: the idle figures). Its place among the slice's
-  // chunks is its mark, as a held release's. Completion times, with their tickets, in time order.
+  // So a .sys fence completes when every PTX kernel's stores to peers, issued from the GPU before
+  // it, have landed, a .gpu fence when its kernel's have left the switch (its kernel's stand for
+  // its own, as the slice does not tell warps apart), each no sooner than the preset's cost for
+  // its scope after it (sm.fence_sys_ns, sm.fence_gpu_ns: the idle figures). Its place among the
+  // slice's chunks is its mark, as a held release's. Completion times, with tickets, in time order.
   std::multimap<uint64_t, uint64_t> fenceAt;
   const auto placeFences = [&](const std::vector<LaunchMemory::Fence>& fences) {
     for (const LaunchMemory::Fence& f : fences) {

@@ -622,12 +622,6 @@ class Executor::Run {
     // Whether the reads look like a loop re-reading its words.
     bool rereads() const { return words.size() <= kSpinWords || reads >= 2 * words.size(); }
   };
-  // A warp that spins without being parked: it writes memory as it waits (an iteration counter, a
-  // heartbeat), so the parking rule above does not take it, but each of its last two whole turns
-  // ended re-reading the same few words, which held the same values both times (words it wrote
-  // itself aside), and writing only the same few words. `on` once two turns in a row were so;
-  // the run is then spinning (Run::spinning) if every other warp is too, or parked, or waits at
-  // a barrier: nothing it does can change what it reads.
   // A turn's words read, with the values read, and words written, sorted.
   struct TurnWords {
     std::vector<Word> reads;
@@ -636,6 +630,13 @@ class Executor::Run {
   // Turns between barriers or fences come in cycles (a loop with two barriers alternates two
   // kinds of turn): a turn is compared with the last few of its warp's, not only the last.
   static constexpr size_t kSpinCycle = 4;
+  // A warp that spins without being parked: it writes memory as it waits (an iteration counter, a
+  // heartbeat), so the parking rule above does not take it, but its whole turns (a quantum's
+  // tail, or from one barrier or fence to the next) end re-reading the same few words, which hold
+  // the same values each time (words it wrote itself aside), and writing only the same few words.
+  // `on` once a turn repeats one of its last kSpinCycle turns so; the run is then spinning
+  // (Run::spinning) if every other warp is too, or parked, or waits at a barrier, or only keeps
+  // step with its block (`idle`): nothing it does can change what it reads.
   struct BusySpin {
     bool on = false;
     // Its last turn ran from one barrier or fence to the next touching no memory (a warp that
