@@ -347,21 +347,18 @@ void NodeModel::executePtxKernel(DeviceWork& w) {
   // Its process is gone (the space with it): the kernel never runs.
   if (stopped()) return;
 
-  // Instructions: the SMs the grid occupies issue them.
+  // Instructions: the SMs the grid occupies issue them, a warp instruction in warpInstructionPs,
+  // which %globaltimer's clock moves on by too (Executor::setClock before each slice).
   const uint64_t blocks = uint64_t{launch.config.grid.x} * launch.config.grid.y * launch.config.grid.z;
   const uint64_t sms = std::min(std::max<uint64_t>(blocks, 1), sm.smCount);
-  // %globaltimer reads simulated time (Executor::setClock before each slice).
-  if (sm.warpInstructionsPerSecPerSm > 0) {
-    launch.config.warpInstructionPs = 1e12 / (sm.warpInstructionsPerSecPerSm * static_cast<double>(sms));
-  }
+  launch.config.warpInstructionPs =
+      sm.warpInstructionsPerSecPerSm > 0 ? 1e12 / (sm.warpInstructionsPerSecPerSm * static_cast<double>(sms)) : 0;
   LaunchMemory memory(launch, w.abandoned.get(), health_, w.engineGpu, sm);
   ptx::Executor executor(*launch.module, memory);
   ptx::Executor::RunPtr run = executor.start(launch.kernel, launch.config);
 
-  const auto issuePs = [&](uint64_t instructions) -> uint64_t {
-    if (sm.warpInstructionsPerSecPerSm <= 0) return 0;
-    return static_cast<uint64_t>(static_cast<double>(instructions) * 1e12 /
-                                 (sm.warpInstructionsPerSecPerSm * static_cast<double>(sms)));
+  const auto issuePs = [&](uint64_t instructions) {
+    return static_cast<uint64_t>(static_cast<double>(instructions) * launch.config.warpInstructionPs);
   };
   // Memory: each allocation's bytes through its path, chunk by chunk, as a copy step's.
   const uint64_t threads = blocks * launch.config.block.x * launch.config.block.y * launch.config.block.z;
