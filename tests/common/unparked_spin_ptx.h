@@ -3,8 +3,10 @@
 // equal `flag`, writing an iteration counter to `out + 8` on every turn (a waiting loop that writes
 // is never parked: docs/ptx.md, "Spin parking"), then copies the word at `buf + 8` to `out`. The
 // releasing kernel (parameters: buf, flag) writes 3776 to `buf + 8`, then `flag` to `buf`.
-// One thread each is enough. Used by the conformance suite (also built against the real driver)
-// and by the multiprocess ranks, under entry names of their own; needs only the standard library.
+// One thread each is enough. `beforePoll`, lines of PTX put between the counter's store and the
+// poll (a fence: a heartbeat made visible before each look), is empty but for the spin hang
+// tests. Used by the conformance suite (also built against the real driver) and by the
+// multiprocess ranks, under entry names of their own; needs only the standard library.
 #pragma once
 
 #include <string>
@@ -14,7 +16,8 @@ namespace cutest {
 // The value the releasing kernel writes after the flag, which the spinning kernel copies out.
 constexpr unsigned long long kUnparkedSpinPayload = 3776;
 
-inline std::string unparkedSpinPtx(const std::string& spinEntry, const std::string& releaseEntry) {
+inline std::string unparkedSpinPtx(const std::string& spinEntry, const std::string& releaseEntry,
+                                   const std::string& beforePoll = "") {
   return R"(
 .version 8.0
 .target sm_90
@@ -30,7 +33,7 @@ inline std::string unparkedSpinPtx(const std::string& spinEntry, const std::stri
 SPIN:
   add.s64 %rd5, %rd5, 1;
   st.volatile.global.u64 [%rd2+8], %rd5;
-  ld.volatile.global.u64 %rd4, [%rd1];
+)" + beforePoll + R"(  ld.volatile.global.u64 %rd4, [%rd1];
   setp.ne.u64 %p1, %rd4, %rd3;
   @%p1 bra SPIN;
   ld.volatile.global.u64 %rd6, [%rd1+8];

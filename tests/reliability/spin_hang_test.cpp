@@ -33,6 +33,27 @@ class SpinHang : public ::testing::Test {
   }
   void TearDown() override { cuCtxDestroy(ctx); }
   virtual const char* grace() const { return "1"; }
+  // Launches `entry` of `ptx` (parameters: buf, out, flag; 64 zeroed bytes at buf, out at buf +
+  // 32, flag 1, which nothing writes) with `threads` threads; expects the stream's synchronisation
+  // to fail as a suspected hang, and returns what mcsim wrote to stderr meanwhile.
+  std::string reportOfAHang(const std::string& ptx, const char* entry, unsigned threads) {
+    CUmodule mod = nullptr;
+    EXPECT_OK(cuModuleLoadData(&mod, ptx.c_str()));
+    CUfunction spin = nullptr;
+    EXPECT_OK(cuModuleGetFunction(&spin, mod, entry));
+    CUdeviceptr buf = 0;
+    EXPECT_OK(cuMemAlloc(&buf, 64));
+    EXPECT_OK(cuMemsetD8(buf, 0, 64));
+    CUstream stream = nullptr;
+    EXPECT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr out = buf + 32;
+    uint64_t flag = 1;
+    void* args[] = {&buf, &out, &flag};
+    EXPECT_OK(cuLaunchKernel(spin, 1, 1, 1, threads, 1, 1, 0, stream, args, nullptr));
+    testing::internal::CaptureStderr();
+    EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(stream));
+    return testing::internal::GetCapturedStderr();
+  }
   CUcontext ctx = nullptr;
 };
 
@@ -42,22 +63,7 @@ class SpinHang : public ::testing::Test {
 // GPU, the block and thread, the word it reads, the value it compares it with and the PTX line,
 // and the context keeps the error, as for a parked spin that nothing releases.
 TEST_F(SpinHang, UnparkedSpinThatNothingReleasesIsReportedAsAHang) {
-  CUmodule mod = nullptr;
-  ASSERT_OK(cuModuleLoadData(&mod, cutest::unparkedSpinPtx("spin", "release").c_str()));
-  CUfunction spin = nullptr;
-  ASSERT_OK(cuModuleGetFunction(&spin, mod, "spin"));
-  CUdeviceptr buf = 0;
-  ASSERT_OK(cuMemAlloc(&buf, 64));
-  ASSERT_OK(cuMemsetD8(buf, 0, 64));
-  CUstream stream = nullptr;
-  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  CUdeviceptr out = buf + 32;
-  uint64_t flag = 1;
-  void* args[] = {&buf, &out, &flag};
-  ASSERT_OK(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr));
-  testing::internal::CaptureStderr();
-  EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(stream));
-  const std::string report = testing::internal::GetCapturedStderr();
+  const std::string report = reportOfAHang(cutest::unparkedSpinPtx("spin", "release"), "spin", 1);
   std::fputs(report.c_str(), stdout);  // for the record (docs/reliability.md shows it)
   EXPECT_TRUE(contains(report, "mcsim: suspected hang: every kernel running spun for 1 s on memory that did not change"))
       << report;
@@ -73,46 +79,9 @@ TEST_F(SpinHang, UnparkedSpinThatNothingReleasesIsReportedAsAHang) {
 // fence's time on the node (docs/ptx.md, "Fences"), so each turn of the loop ends at the fence and
 // simulated time moves on by about a microsecond a turn: a spin all the same, reported as one.
 // (When fences first cost time, 2026-11-30, such a loop ran for ever unreported.)
-const char* const kFencedSpinPtx = R"(
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry fencedspin(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
-{
-  .reg .b64 %rd<8>;
-  .reg .pred %p<2>;
-  ld.param.u64 %rd1, [pbuf];
-  ld.param.u64 %rd2, [pout];
-  ld.param.u64 %rd3, [pflag];
-  mov.u64 %rd5, 0;
-SPIN:
-  add.s64 %rd5, %rd5, 1;
-  st.volatile.global.u64 [%rd2+8], %rd5;
-  fence.sc.sys;
-  ld.volatile.global.u64 %rd4, [%rd1];
-  setp.ne.u64 %p1, %rd4, %rd3;
-  @%p1 bra SPIN;
-  ret;
-}
-)";
-
 TEST_F(SpinHang, AFencedSpinThatNothingReleasesIsReportedAsAHang) {
-  CUmodule mod = nullptr;
-  ASSERT_OK(cuModuleLoadData(&mod, kFencedSpinPtx));
-  CUfunction spin = nullptr;
-  ASSERT_OK(cuModuleGetFunction(&spin, mod, "fencedspin"));
-  CUdeviceptr buf = 0;
-  ASSERT_OK(cuMemAlloc(&buf, 64));
-  ASSERT_OK(cuMemsetD8(buf, 0, 64));
-  CUstream stream = nullptr;
-  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  CUdeviceptr out = buf + 32;
-  uint64_t flag = 1;
-  void* args[] = {&buf, &out, &flag};
-  ASSERT_OK(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr));
-  testing::internal::CaptureStderr();
-  EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(stream));
-  const std::string report = testing::internal::GetCapturedStderr();
+  const std::string report =
+      reportOfAHang(cutest::unparkedSpinPtx("fencedspin", "release", "  fence.sc.sys;\n"), "fencedspin", 1);
   EXPECT_TRUE(contains(report, "mcsim: suspected hang: every kernel running spun for 1 s on memory that did not change"))
       << report;
   EXPECT_TRUE(contains(report, "GPU 0: kernel 'fencedspin' block (0,0,0) thread (0,0,0) waits on the global word at 0x"))
@@ -126,7 +95,7 @@ const char* const kBarrierSpinPtx = R"(
 .version 8.0
 .target sm_90
 .address_size 64
-.visible .entry barrierspin(.param .u64 pbuf, .param .u64 pflag)
+.visible .entry barrierspin(.param .u64 pbuf, .param .u64 pout, .param .u64 pflag)
 {
   .reg .b64 %rd<5>;
   .reg .b32 %r<2>;
@@ -149,21 +118,7 @@ SPIN:
 )";
 
 TEST_F(SpinHang, ABlockThatWaitsTogetherAtABarrierIsReportedAsAHang) {
-  CUmodule mod = nullptr;
-  ASSERT_OK(cuModuleLoadData(&mod, kBarrierSpinPtx));
-  CUfunction spin = nullptr;
-  ASSERT_OK(cuModuleGetFunction(&spin, mod, "barrierspin"));
-  CUdeviceptr buf = 0;
-  ASSERT_OK(cuMemAlloc(&buf, 64));
-  ASSERT_OK(cuMemsetD8(buf, 0, 64));
-  CUstream stream = nullptr;
-  ASSERT_OK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  uint64_t flag = 1;
-  void* args[] = {&buf, &flag};
-  ASSERT_OK(cuLaunchKernel(spin, 1, 1, 1, 64, 1, 1, 0, stream, args, nullptr));
-  testing::internal::CaptureStderr();
-  EXPECT_CU(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamSynchronize(stream));
-  const std::string report = testing::internal::GetCapturedStderr();
+  const std::string report = reportOfAHang(kBarrierSpinPtx, "barrierspin", 64);
   EXPECT_TRUE(contains(report, "mcsim: suspected hang")) << report;
   EXPECT_TRUE(contains(report, "GPU 0: kernel 'barrierspin' block (0,0,0)")) << report;
 }
